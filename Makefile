@@ -1,0 +1,91 @@
+# egang build. Variants: make SANITIZE=address,undefined | SANITIZE=thread,
+# make CC=clang, make DEBUG=1 (protocol assertions + fault injection).
+# Every build is -Werror; SIMD code selects its ISA per function with
+# __attribute__((target)), so no global -march is needed and the binary runs
+# on any x86-64.
+
+CC       ?= gcc
+SANITIZE ?=
+DEBUG    ?= 0
+O        ?= 2
+
+ifeq ($(SANITIZE),)
+  VARIANT := $(if $(filter 1,$(DEBUG)),debug,release)
+else
+  VARIANT := san-$(subst $(comma),-,$(SANITIZE))
+endif
+comma := ,
+CCNAME := $(notdir $(firstword $(CC)))
+B      ?= build/$(CCNAME)-$(VARIANT)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
+CFLAGS  += -std=gnu11 -O$(O) -g $(WARN) -Isrc -pthread -fno-strict-aliasing \
+           -D_GNU_SOURCE -MMD -MP
+LDLIBS  += -lhwloc -lpcre2-8 -ljansson -lmicrohttpd -lcurl -lm -pthread
+ifneq ($(SANITIZE),)
+  CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DEGANG_SANITIZE=1
+  LDFLAGS += -fsanitize=$(SANITIZE)
+  # thread sanitizer needs its own debug build for the protocol checks
+  ifneq ($(findstring thread,$(SANITIZE)),)
+    DEBUG := 1
+  endif
+endif
+ifeq ($(DEBUG),1)
+  CFLAGS += -DEGANG_DEBUG=1
+endif
+
+LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
+TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+
+.PHONY: all test test-large torture verify fuzz fuzz-run bench clean demo
+all: $(B)/egang egang
+
+# ./egang always points at the last plain build
+egang: $(B)/egang
+	@ln -sf $(B)/egang egang
+
+$(B)/libegang.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/egang: $(CLI_OBJ) $(B)/libegang.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/%.c $(B)/libegang.a tests/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(B)/libegang.a $(LDLIBS) -lcmocka
+
+# The whole suite: unit tests (cmocka), CLI tests (shell), the protocol model.
+test: $(B)/egang egang $(TESTS)
+	@EGANG=$(abspath $(B)/egang) TESTBIN=$(abspath $(B)/tests) \
+	  tests/run.sh $(TESTS) $(sort $(wildcard tests/*.sh))
+
+# Longer tiers, run before resolving an issue (not in CI's 20 minutes).
+test-large: $(B)/egang egang
+	@EGANG=$(abspath $(B)/egang) EGANG_LARGE=1 tests/run.sh tests/large/*.sh
+
+torture:
+	$(MAKE) DEBUG=1 $(B:release=debug)/tests/test_gang
+	EGANG_TORTURE=1 $(B:release=debug)/tests/test_gang
+
+verify:
+	@tests/verify.sh
+
+fuzz:
+	$(MAKE) -f fuzz/Makefile
+
+demo: $(B)/egang egang
+	@tools/demo.sh
+
+clean:
+	rm -rf build egang
+
+-include $(shell find build -name '*.d' 2>/dev/null)

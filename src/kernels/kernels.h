@@ -1,0 +1,97 @@
+/* kernels: tensor element types, quantization and the math of the forward
+ * pass. Every SIMD kernel has a scalar *_generic twin (the reference and the
+ * fallback); kernels_init() picks one implementation per process, so every
+ * core runs the same code and a row's result never depends on which core
+ * computed it.
+ *
+ * Block layouts (little endian, as in GGUF / ggml):
+ *  F32   4 bytes per element.
+ *  F16   IEEE binary16.
+ *  BF16  upper 16 bits of a binary32.
+ *  Q8_0  blocks of 32: { uint16 d (f16 scale); int8 qs[32] }  = 34 bytes;
+ *        x[i] = d * qs[i].
+ *  Q4_0  blocks of 32: { uint16 d (f16 scale); uint8 qs[16] } = 18 bytes;
+ *        x[j] = d * ((qs[j] & 0xF) - 8), x[j+16] = d * ((qs[j] >> 4) - 8). */
+#ifndef EGANG_KERNELS_H
+#define EGANG_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum dtype {
+	DTYPE_F32,
+	DTYPE_F16,
+	DTYPE_BF16,
+	DTYPE_Q8_0,
+	DTYPE_Q4_0,
+	DTYPE_COUNT
+} dtype_t;
+
+#define QK 32 /* elements per quantized block */
+
+typedef struct { uint16_t d; int8_t qs[QK]; } block_q8_0;      /* 34 bytes */
+typedef struct { uint16_t d; uint8_t qs[QK / 2]; } block_q4_0; /* 18 bytes */
+
+typedef struct dtype_info {
+	const char *name;     /* "f32", "q8_0", ... */
+	uint32_t ggml_id;     /* the GGUF tensor type id */
+	uint32_t block;       /* elements per block (1 for float types) */
+	uint32_t block_bytes; /* bytes per block */
+	dtype_t act;          /* type the activations take for a dot product
+				 with this weight type (F32, or Q8_0) */
+} dtype_info_t;
+
+extern const dtype_info_t dtype_info[DTYPE_COUNT];
+
+/* dtype of a GGUF type id; -1 if unknown / unsupported. */
+int dtype_from_ggml(uint32_t ggml_id);
+/* dtype of a name ("q8_0"); -1 if unknown. */
+int dtype_from_name(const char *name);
+/* Bytes of a row of n elements; n must be a multiple of the block size
+ * (0 is returned otherwise). */
+size_t dtype_row_bytes(dtype_t t, int64_t n);
+
+/* Picks SIMD implementations for this CPU (idempotent, thread-safe after
+ * the first call returns). EGANG_ISA=generic|avx2|avx512 forces a level. */
+void kernels_init(void);
+/* Name of the level in use ("generic", "avx2", "avx512"). */
+const char *kernels_isa(void);
+
+/* Half / bfloat conversion (round to nearest even). */
+float fp16_to_f32(uint16_t h);
+uint16_t f32_to_fp16(float f);
+float bf16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+
+/* x (n,) float -> y (n,) of type t; n a multiple of the block size. */
+void quantize_row(dtype_t t, const float *x, void *y, int64_t n);
+/* x (n,) of type t -> y (n,) float. */
+void dequantize_row(dtype_t t, const void *x, float *y, int64_t n);
+
+/* Activations for a dot product against weights of type wt:
+ * x (n,) float -> xa in dtype_info[wt].act (a plain copy for F32). */
+void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n);
+
+/* Dot product of one weight row w (n,) of type wt with prepared
+ * activations xa (n,); fixed reduction order for a given ISA level. */
+float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n);
+float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
+
+/* W (rows, n) of type wt, rows r0..r1-1 @ xa (n,) -> y[r0..r1-1]. */
+void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
+		 int64_t n, int64_t r0, int64_t r1);
+
+/* o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. */
+void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
+/* In-place softmax over x (n,). */
+void softmax(float *x, int64_t n);
+/* RoPE on one vector of n_heads heads of head_dim at position pos.
+ * neox = 0: rotate adjacent pairs (x[2i], x[2i+1]) (llama);
+ * neox = 1: rotate (x[i], x[i + head_dim/2]) (qwen2 / NEOX).
+ * rot_dim <= head_dim dimensions are rotated; freq_i = theta^(-2i/rot_dim). */
+void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
+	  float theta, int neox);
+/* silu(a) * b, elementwise into o. */
+void swiglu(float *o, const float *a, const float *b, int64_t n);
+
+#endif

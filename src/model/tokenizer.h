@@ -1,0 +1,67 @@
+/* Tokenizers: SentencePiece-style BPE ("llama": scores, byte fallback
+ * <0xNN>, a leading dummy space, U+2581 for spaces) and byte-level BPE
+ * ("gpt2": merge ranks, the GPT-2 byte-to-unicode map, a regex pre-tokenizer
+ * chosen by tokenizer.ggml.pre).
+ *
+ * Internally pieces are stored as GGUF stores them (U+2581 for spaces in
+ * "llama" vocabularies, "<s>"/"</s>" for BOS/EOS); a llama2.c tokenizer.bin
+ * is converted on load ("\n<s>\n" -> "<s>", ' ' -> U+2581). */
+#ifndef EGANG_TOKENIZER_H
+#define EGANG_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/gguf.h"
+
+typedef enum tokenizer_kind {
+	TOKENIZER_LLAMA, /* SentencePiece BPE */
+	TOKENIZER_GPT2,  /* byte-level BPE */
+	TOKENIZER_COUNT
+} tokenizer_kind_t;
+
+typedef struct tokenizer tokenizer_t; /* opaque */
+
+/* llama2.c tokenizer.bin: uint32 max_token_length, then vocab_size records
+ * { float32 score; int32 len; len bytes }. vocab_size comes from the model.
+ * NULL + err_get() on a malformed or short file. */
+tokenizer_t *tokenizer_load_llama2c(const char *path, int32_t vocab_size);
+/* From GGUF metadata (tokenizer.ggml.*). NULL + err_get() on missing or
+ * malformed keys (empty vocabulary, ids out of range, ...). */
+tokenizer_t *tokenizer_load_gguf(const gguf_t *g);
+/* A deterministic synthetic vocabulary of n_vocab tokens of the given kind
+ * that encodes any text (byte fallback / byte tokens) and decodes back. */
+tokenizer_t *tokenizer_synth(tokenizer_kind_t kind, int32_t n_vocab,
+			     uint64_t seed);
+void tokenizer_free(tokenizer_t *t);
+
+/* Writes tokenizer.ggml.* keys (model, tokens, scores, token_type, merges,
+ * bos/eos/unk ids, pre). */
+void tokenizer_write_gguf(const tokenizer_t *t, gguf_writer_t *w);
+
+tokenizer_kind_t tokenizer_kind(const tokenizer_t *t);
+int32_t tokenizer_n_vocab(const tokenizer_t *t);
+int32_t tokenizer_bos(const tokenizer_t *t); /* -1 if none */
+int32_t tokenizer_eos(const tokenizer_t *t); /* -1 if none */
+/* Token id of an exact piece, -1 if absent. */
+int32_t tokenizer_find(const tokenizer_t *t, const char *piece);
+/* The stored piece of id (GGUF spelling), NULL if out of range. */
+const char *tokenizer_piece(const tokenizer_t *t, int32_t id);
+
+/* Encodes UTF-8 text (any bytes; invalid UTF-8 goes through byte fallback)
+ * into ids, BOS first when add_bos and the vocabulary has one. Returns the
+ * count (may exceed max: then only max were written), -1 on error. The
+ * llama kind adds a leading space as SentencePiece does (llama2.c run.c
+ * semantics, text "" -> no dummy space). */
+int64_t tokenizer_encode(const tokenizer_t *t, const char *text, size_t len,
+			 bool add_bos, int32_t *ids, int64_t max);
+/* The bytes that token id contributes to the text after token prev:
+ * U+2581 -> ' ', <0xNN> -> that byte, the leading space after BOS dropped,
+ * BOS/EOS/control tokens -> "". Returns the byte count written to out
+ * (cap >= 64 always suffices... unless a piece is longer: then it is
+ * truncated at cap), -1 if id is out of range. */
+int tokenizer_decode(const tokenizer_t *t, int32_t prev, int32_t id,
+		     char *out, size_t cap);
+
+#endif
