@@ -56,6 +56,10 @@ size_t dtype_row_bytes(dtype_t t, int64_t n);
 void kernels_init(void);
 /* Name of the level in use ("generic", "avx2", "avx512"). */
 const char *kernels_isa(void);
+/* Switches the process to level name (tests and benches only: not safe
+ * while another thread runs a kernel); -1 with a message if the name is
+ * unknown or this CPU lacks the level (the level in use is kept). */
+int kernels_set_isa(const char *name);
 
 /* Half / bfloat conversion (round to nearest even). */
 float fp16_to_f32(uint16_t h);
@@ -87,7 +91,7 @@ void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
 void softmax(float *x, int64_t n);
 /* RoPE on one vector of n_heads heads of head_dim at position pos.
  * neox = 0: rotate adjacent pairs (x[2i], x[2i+1]) (llama);
- * neox = 1: rotate (x[i], x[i + head_dim/2]) (qwen2 / NEOX).
+ * neox = 1: rotate (x[i], x[i + rot_dim/2]), i < rot_dim/2 (qwen2 / NEOX).
  * rot_dim <= head_dim dimensions are rotated; freq_i = theta^(-2i/rot_dim). */
 void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	  float theta, int neox);

@@ -1,0 +1,547 @@
+/* kernels: type table, fp16/bf16 conversion, quantization, the generic
+ * (scalar) kernels, and the run-time dispatch to a SIMD level.
+ *
+ * Reading order: type table; conversions; quantization; generic dot
+ * products and matvec; dispatch; public entry points; the non-matvec math of
+ * the forward pass (rmsnorm, softmax, rope, swiglu), which has no SIMD twin
+ * and is written to match llama2.c's run.c operation for operation.
+ *
+ * See kernels_impl.h for the reduction orders and what is bit-exact. */
+#include "kernels/kernels_impl.h"
+
+#include <assert.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+/* ---------------------------------------------------------------- types */
+
+const dtype_info_t dtype_info[DTYPE_COUNT] = {
+	[DTYPE_F32] = { "f32", 0, 1, 4, DTYPE_F32 },
+	[DTYPE_F16] = { "f16", 1, 1, 2, DTYPE_F32 },
+	[DTYPE_BF16] = { "bf16", 30, 1, 2, DTYPE_F32 },
+	[DTYPE_Q8_0] = { "q8_0", 8, QK, sizeof(block_q8_0), DTYPE_Q8_0 },
+	[DTYPE_Q4_0] = { "q4_0", 2, QK, sizeof(block_q4_0), DTYPE_Q8_0 },
+};
+
+_Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
+_Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
+
+int dtype_from_ggml(uint32_t ggml_id)
+{
+	for (int t = 0; t < DTYPE_COUNT; t++)
+		if (dtype_info[t].ggml_id == ggml_id)
+			return t;
+	return -1;
+}
+
+int dtype_from_name(const char *name)
+{
+	for (int t = 0; t < DTYPE_COUNT; t++)
+		if (name && strcmp(dtype_info[t].name, name) == 0)
+			return t;
+	return -1;
+}
+
+size_t dtype_row_bytes(dtype_t t, int64_t n)
+{
+	if ((unsigned)t >= DTYPE_COUNT || n < 0 || n % dtype_info[t].block)
+		return 0;
+	return (size_t)(n / dtype_info[t].block) * dtype_info[t].block_bytes;
+}
+
+/* ---------------------------------------------------------- conversions */
+
+float fp16_to_f32(uint16_t h) { return fp16_to_f32_inline(h); }
+uint16_t f32_to_fp16(float f) { return f32_to_fp16_inline(f); }
+
+float bf16_to_f32(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* Round to nearest even; NaN stays NaN (made quiet); subnormals kept. */
+uint16_t f32_to_bf16(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
+}
+
+static void fp16_to_f32_row_generic(const uint16_t *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = fp16_to_f32_inline(x[i]);
+}
+
+static void f32_to_fp16_row_generic(const float *x, uint16_t *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = f32_to_fp16_inline(x[i]);
+}
+
+/* --------------------------------------------------------- quantization */
+
+/* Q8_0: per block of 32, d = amax / 127, q = roundf(x / d) (half away from
+ * zero) clamped to [-127, 127] (a NaN element gives -127, a zero block all
+ * zeros), d stored as f16. The SIMD twins reproduce this bit for bit. */
+static void quantize_q8_0_generic(const float *x, block_q8_0 *y, int64_t n)
+{
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		float amax = 0.0f;
+		for (int j = 0; j < QK; j++) {
+			float a = fabsf(xb[j]);
+			if (a > amax) /* a NaN never wins */
+				amax = a;
+		}
+		float d = amax / 127.0f;
+		y[b].d = f32_to_fp16_inline(d);
+		for (int j = 0; j < QK; j++) {
+			float v = d != 0.0f ? xb[j] / d : 0.0f;
+			v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
+			y[b].qs[j] = (int8_t)roundf(v);
+		}
+	}
+}
+
+/* Q4_0 (weights only): max = the element of largest magnitude (first one),
+ * d = max / -8, q = min(15, (int8)(x / d + 8.5)), as ggml. */
+static void quantize_q4_0(const float *x, block_q4_0 *y, int64_t n)
+{
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		float amax = 0.0f, max = 0.0f;
+		for (int j = 0; j < QK; j++) {
+			if (amax < fabsf(xb[j])) {
+				amax = fabsf(xb[j]);
+				max = xb[j];
+			}
+		}
+		float d = max / -8.0f;
+		float id = d != 0.0f ? 1.0f / d : 0.0f;
+		y[b].d = f32_to_fp16_inline(d);
+		for (int j = 0; j < QK / 2; j++) {
+			float v0 = xb[j] * id + 8.5f, v1 = xb[j + QK / 2] * id + 8.5f;
+			/* clamp before the cast keeps it defined; same result */
+			int q0 = (int)fminf(fmaxf(v0, 0.0f), 15.0f);
+			int q1 = (int)fminf(fmaxf(v1, 0.0f), 15.0f);
+			y[b].qs[j] = (uint8_t)(q0 | (q1 << 4));
+		}
+	}
+}
+
+static void dequantize_q8_0(const block_q8_0 *x, float *y, int64_t n)
+{
+	for (int64_t b = 0; b < n / QK; b++) {
+		float d = fp16_to_f32_inline(x[b].d);
+		for (int j = 0; j < QK; j++)
+			y[b * QK + j] = d * (float)x[b].qs[j];
+	}
+}
+
+static void dequantize_q4_0(const block_q4_0 *x, float *y, int64_t n)
+{
+	for (int64_t b = 0; b < n / QK; b++) {
+		float d = fp16_to_f32_inline(x[b].d);
+		for (int j = 0; j < QK / 2; j++) {
+			y[b * QK + j] = d * (float)((x[b].qs[j] & 0xF) - 8);
+			y[b * QK + j + QK / 2] = d * (float)((x[b].qs[j] >> 4) - 8);
+		}
+	}
+}
+
+/* ------------------------------------------------- generic dot products */
+
+/* Float weights: one sequential float accumulation, no FMA. */
+static float dot_f32_generic(const void *w, const void *xa, int64_t n)
+{
+	const float *a = w, *x = xa;
+	float acc = 0.0f;
+	for (int64_t i = 0; i < n; i++)
+		acc += a[i] * x[i];
+	return acc;
+}
+
+static float dot_f16_generic(const void *w, const void *xa, int64_t n)
+{
+	const uint16_t *a = w;
+	const float *x = xa;
+	float acc = 0.0f;
+	for (int64_t i = 0; i < n; i++)
+		acc += fp16_to_f32_inline(a[i]) * x[i];
+	return acc;
+}
+
+static float dot_bf16_generic(const void *w, const void *xa, int64_t n)
+{
+	const uint16_t *a = w;
+	const float *x = xa;
+	float acc = 0.0f;
+	for (int64_t i = 0; i < n; i++)
+		acc += bf16_to_f32(a[i]) * x[i];
+	return acc;
+}
+
+/* Quantized weights: exact integer block sums, then the sequential float
+ * accumulation every level reproduces (kernels_impl.h). */
+static float dot_q8_0_generic(const void *w, const void *xa, int64_t n)
+{
+	const block_q8_0 *a = w, *x = xa;
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK; b++) {
+		int32_t sumi = 0;
+		for (int j = 0; j < QK; j++)
+			sumi += (int32_t)a[b].qs[j] * (int32_t)x[b].qs[j];
+		float d = fp16_to_f32_inline(a[b].d) * fp16_to_f32_inline(x[b].d);
+		acc = acc + (float)sumi * d;
+	}
+	return acc;
+}
+
+static float dot_q4_0_generic(const void *w, const void *xa, int64_t n)
+{
+	const block_q4_0 *a = w;
+	const block_q8_0 *x = xa;
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK; b++) {
+		int32_t sumi = 0;
+		for (int j = 0; j < QK / 2; j++) {
+			sumi += ((a[b].qs[j] & 0xF) - 8) * (int32_t)x[b].qs[j];
+			sumi += ((a[b].qs[j] >> 4) - 8) * (int32_t)x[b].qs[j + QK / 2];
+		}
+		float d = fp16_to_f32_inline(a[b].d) * fp16_to_f32_inline(x[b].d);
+		acc = acc + (float)sumi * d;
+	}
+	return acc;
+}
+
+#define MATVEC_GENERIC(name, dot)                                            \
+	static void name(const void *W, size_t rb, const void *xa, float *y, \
+			 int64_t n, int64_t r0, int64_t r1)                  \
+	{                                                                    \
+		for (int64_t r = r0; r < r1; r++)                            \
+			y[r] = dot((const char *)W + (size_t)r * rb, xa, n); \
+	}
+MATVEC_GENERIC(matvec_f32_generic, dot_f32_generic)
+MATVEC_GENERIC(matvec_f16_generic, dot_f16_generic)
+MATVEC_GENERIC(matvec_bf16_generic, dot_bf16_generic)
+MATVEC_GENERIC(matvec_q8_0_generic, dot_q8_0_generic)
+MATVEC_GENERIC(matvec_q4_0_generic, dot_q4_0_generic)
+
+const kernel_ops_t kops_generic = {
+	.name = "generic",
+	.vec_dot = {
+		[DTYPE_F32] = dot_f32_generic,
+		[DTYPE_F16] = dot_f16_generic,
+		[DTYPE_BF16] = dot_bf16_generic,
+		[DTYPE_Q8_0] = dot_q8_0_generic,
+		[DTYPE_Q4_0] = dot_q4_0_generic,
+	},
+	.matvec = {
+		[DTYPE_F32] = matvec_f32_generic,
+		[DTYPE_F16] = matvec_f16_generic,
+		[DTYPE_BF16] = matvec_bf16_generic,
+		[DTYPE_Q8_0] = matvec_q8_0_generic,
+		[DTYPE_Q4_0] = matvec_q4_0_generic,
+	},
+	.quantize_q8_0 = quantize_q8_0_generic,
+	.fp16_to_f32_row = fp16_to_f32_row_generic,
+	.f32_to_fp16_row = f32_to_fp16_row_generic,
+};
+
+/* ------------------------------------------------------------- dispatch */
+
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
+static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512" };
+
+/* The level in use. NULL until the first kernels_init() has chosen one.
+ * Stored with release by kernels_init()/kernels_set_isa(), read with acquire
+ * by every entry point (ops_get), so a reader that sees the pointer also
+ * sees the (constant) table it points to; without the pairing a thread
+ * could in principle call through a table it has not yet observed. */
+static _Atomic(const kernel_ops_t *) g_ops;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+/* Level tables with every entry filled: a SIMD table may leave an entry
+ * NULL to use the generic one. Written once in kernels_init_once, before the
+ * release store of g_ops, read-only afterwards. */
+static kernel_ops_t g_tables[ISA_COUNT];
+
+static void isa_tables_build(void)
+{
+	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic, NULL, NULL };
+#if defined(__x86_64__)
+	src[ISA_AVX2] = &kops_avx2;
+	src[ISA_AVX512] = &kops_avx512;
+#endif
+	for (int i = 0; i < ISA_COUNT; i++) {
+		kernel_ops_t *t = &g_tables[i];
+		const kernel_ops_t *s = src[i] ? src[i] : &kops_generic;
+		*t = kops_generic;
+		t->name = isa_names[i];
+		for (int k = 0; k < DTYPE_COUNT; k++) {
+			if (s->vec_dot[k])
+				t->vec_dot[k] = s->vec_dot[k];
+			if (s->matvec[k])
+				t->matvec[k] = s->matvec[k];
+		}
+		if (s->quantize_q8_0)
+			t->quantize_q8_0 = s->quantize_q8_0;
+		if (s->fp16_to_f32_row)
+			t->fp16_to_f32_row = s->fp16_to_f32_row;
+		if (s->f32_to_fp16_row)
+			t->f32_to_fp16_row = s->f32_to_fp16_row;
+	}
+}
+
+static const kernel_ops_t *isa_table(int isa) { return &g_tables[isa]; }
+
+static bool isa_supported(int isa)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	/* F16C is not a __builtin_cpu_supports name in clang 14: CPUID.1:ECX
+	 * (AVX2 implies the OS saves the ymm state, checked by the builtin). */
+	unsigned a, b, c, d;
+	bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+	bool avx2 = __builtin_cpu_supports("avx2") &&
+		    __builtin_cpu_supports("fma") && f16c;
+	if (isa == ISA_AVX2)
+		return avx2;
+	if (isa == ISA_AVX512)
+		return avx2 && __builtin_cpu_supports("avx512f") &&
+		       __builtin_cpu_supports("avx512bw") &&
+		       __builtin_cpu_supports("avx512vl") &&
+		       __builtin_cpu_supports("avx512dq") &&
+		       __builtin_cpu_supports("avx512vnni") &&
+		       __builtin_cpu_supports("avx512bf16");
+#endif
+	return isa == ISA_GENERIC;
+}
+
+static int isa_best(void)
+{
+	for (int isa = ISA_COUNT - 1; isa > ISA_GENERIC; isa--)
+		if (isa_supported(isa))
+			return isa;
+	return ISA_GENERIC;
+}
+
+static void kernels_init_once(void)
+{
+	isa_tables_build();
+	int isa = isa_best();
+	const char *env = getenv("EGANG_ISA");
+	if (env && *env) {
+		int want = -1;
+		for (int i = 0; i < ISA_COUNT; i++)
+			if (strcmp(env, isa_names[i]) == 0)
+				want = i;
+		if (want < 0)
+			log_error("EGANG_ISA=%s: unknown level (generic, avx2, "
+				  "avx512); using %s\n", env, isa_names[isa]);
+		else if (!isa_supported(want))
+			log_error("EGANG_ISA=%s: this CPU lacks it; using %s\n",
+				  env, isa_names[isa]);
+		else
+			isa = want;
+	}
+	/* release: pairs with the acquire in ops_get */
+	atomic_store_explicit(&g_ops, isa_table(isa), memory_order_release);
+}
+
+void kernels_init(void) { pthread_once(&g_once, kernels_init_once); }
+
+int kernels_set_isa(const char *name)
+{
+	kernels_init();
+	for (int i = 0; i < ISA_COUNT; i++) {
+		if (name && strcmp(name, isa_names[i]) == 0) {
+			if (!isa_supported(i))
+				return err_set("kernels_set_isa: this CPU lacks %s", name);
+			/* release: pairs with the acquire in ops_get */
+			atomic_store_explicit(&g_ops, isa_table(i),
+					      memory_order_release);
+			return 0;
+		}
+	}
+	return err_set("kernels_set_isa: unknown level '%s'", name ? name : "(null)");
+}
+
+static inline const kernel_ops_t *ops_get(void)
+{
+	/* acquire: pairs with the release store in kernels_init_once */
+	const kernel_ops_t *o = atomic_load_explicit(&g_ops, memory_order_acquire);
+	if (__builtin_expect(o == NULL, 0)) {
+		kernels_init();
+		o = atomic_load_explicit(&g_ops, memory_order_acquire);
+	}
+	return o;
+}
+
+const char *kernels_isa(void) { return ops_get()->name; }
+
+/* ------------------------------------------------- public entry points */
+
+void quantize_row(dtype_t t, const float *x, void *y, int64_t n)
+{
+	switch (t) {
+	case DTYPE_F32:
+		if ((const void *)x != y)
+			memmove(y, x, (size_t)n * sizeof(float));
+		break;
+	case DTYPE_F16:
+		ops_get()->f32_to_fp16_row(x, y, n);
+		break;
+	case DTYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)y)[i] = f32_to_bf16(x[i]);
+		break;
+	case DTYPE_Q8_0:
+		ops_get()->quantize_q8_0(x, y, n);
+		break;
+	case DTYPE_Q4_0:
+		quantize_q4_0(x, y, n);
+		break;
+	default:
+		assert(!"quantize_row: bad dtype");
+	}
+}
+
+void dequantize_row(dtype_t t, const void *x, float *y, int64_t n)
+{
+	switch (t) {
+	case DTYPE_F32:
+		if (x != (const void *)y)
+			memmove(y, x, (size_t)n * sizeof(float));
+		break;
+	case DTYPE_F16:
+		ops_get()->fp16_to_f32_row(x, y, n);
+		break;
+	case DTYPE_BF16:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = bf16_to_f32(((const uint16_t *)x)[i]);
+		break;
+	case DTYPE_Q8_0:
+		dequantize_q8_0(x, y, n);
+		break;
+	case DTYPE_Q4_0:
+		dequantize_q4_0(x, y, n);
+		break;
+	default:
+		assert(!"dequantize_row: bad dtype");
+	}
+}
+
+void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
+{
+	assert((unsigned)wt < DTYPE_COUNT);
+	if (dtype_info[wt].act == DTYPE_Q8_0) {
+		assert(n % QK == 0);
+		ops_get()->quantize_q8_0(x, xa, n);
+	} else if ((const void *)x != xa) {
+		memmove(xa, x, (size_t)n * sizeof(float));
+	}
+}
+
+float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n)
+{
+	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
+	return ops_get()->vec_dot[wt](w, xa, n);
+}
+
+float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n)
+{
+	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
+	return kops_generic.vec_dot[wt](w, xa, n);
+}
+
+void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
+		 int64_t n, int64_t r0, int64_t r1)
+{
+	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
+	if (r1 <= r0)
+		return;
+	ops_get()->matvec[wt](W, dtype_row_bytes(wt, n), xa, y, n, r0, r1);
+}
+
+/* ------------------------------------------ forward-pass math (generic) */
+
+/* As llama2.c: ss sequential in float, ss / n + eps, 1 / sqrtf, then
+ * o = w * (ss * x). */
+void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps)
+{
+	float ss = 0.0f;
+	for (int64_t j = 0; j < n; j++)
+		ss += x[j] * x[j];
+	ss /= (float)n;
+	ss += eps;
+	ss = 1.0f / sqrtf(ss);
+	for (int64_t j = 0; j < n; j++)
+		o[j] = w[j] * (ss * x[j]);
+}
+
+/* As llama2.c: max, x = expf(x - max) with a sequential sum, x /= sum. */
+void softmax(float *x, int64_t n)
+{
+	if (n <= 0)
+		return;
+	float max = x[0];
+	for (int64_t i = 1; i < n; i++)
+		if (x[i] > max)
+			max = x[i];
+	float sum = 0.0f;
+	for (int64_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	for (int64_t i = 0; i < n; i++)
+		x[i] /= sum;
+}
+
+/* neox = 0 is llama2.c's loop (there rot_dim = head_dim):
+ *   freq = 1 / powf(theta, i / (float)rot_dim), i the even index in the head,
+ *   val = pos * freq, (v0, v1) -> (v0 cos - v1 sin, v0 sin + v1 cos).
+ * neox = 1 rotates (x[i], x[i + rot_dim/2]) for i < rot_dim/2 with
+ * freq = 1 / powf(theta, 2i / (float)rot_dim). */
+void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
+	  float theta, int neox)
+{
+	assert(rot_dim <= head_dim && rot_dim % 2 == 0);
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		for (int i = 0; i < rot_dim; i += 2) {
+			float freq = 1.0f / powf(theta, (float)i / (float)rot_dim);
+			float val = (float)pos * freq;
+			float fcr = cosf(val), fci = sinf(val);
+			int a = neox ? i / 2 : i, b = neox ? i / 2 + rot_dim / 2 : i + 1;
+			float v0 = v[a], v1 = v[b];
+			v[a] = v0 * fcr - v1 * fci;
+			v[b] = v0 * fci + v1 * fcr;
+		}
+	}
+}
+
+/* As llama2.c: val *= 1 / (1 + expf(-val)); val *= b. */
+void swiglu(float *o, const float *a, const float *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float val = a[i];
+		val *= (1.0f / (1.0f + expf(-val)));
+		val *= b[i];
+		o[i] = val;
+	}
+}

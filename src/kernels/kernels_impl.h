@@ -1,0 +1,121 @@
+/* kernels: private interface between the dispatcher (kernels.c) and the
+ * per-ISA implementations (kernels_avx2.c, kernels_avx512.c).
+ *
+ * A kernel_ops_t is one ISA level: every entry is a complete implementation
+ * of one kernel for that level. kernels.c holds the generic table and picks
+ * one table per process.
+ *
+ * Reduction orders (what "bit-exact" means here):
+ *  - Q8_0 / Q4_0 weights against Q8_0 activations: every level computes each
+ *    block's integer sum sumi exactly (int32; |sumi| <= 32*128*127), then
+ *    accumulates, block by block in ascending order, in float:
+ *        acc = acc + (float)sumi * (fp16(w.d) * fp16(x.d))
+ *    with one rounding per operation and no FMA. The result is therefore the
+ *    same bits at every ISA level and for any row grouping.
+ *  - F32 / F16 / BF16 weights: each level has its own fixed order (lane
+ *    layout, FMA, final horizontal sum); within a level a row gives the same
+ *    bits alone or inside a group of rows, and vec_dot() gives the same bits
+ *    as matvec_rows() for that row. Across levels results agree only within
+ *    a tolerance.
+ *  - act_prepare / quantize_row(Q8_0) and the fp16/bf16 row conversions are
+ *    bit-exact at every level (same amax, same division, round half away
+ *    from zero, same clamp).
+ *
+ * No file of this layer may let the compiler contract a*b+c into an FMA on
+ * its own (GCC's default -ffp-contract=fast would do so inside functions
+ * compiled with target("fma")): the exact paths above depend on it. Each .c
+ * file includes this header first, which switches contraction off. */
+#ifndef EGANG_KERNELS_IMPL_H
+#define EGANG_KERNELS_IMPL_H
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+/* w (n,) of type wt . xa (n,) prepared activations. */
+typedef float (*vec_dot_fn)(const void *w, const void *xa, int64_t n);
+/* W rows r0..r1-1 (row stride rb bytes) @ xa -> y[r0..r1-1]. */
+typedef void (*matvec_fn)(const void *W, size_t rb, const void *xa, float *y,
+			  int64_t n, int64_t r0, int64_t r1);
+
+typedef struct kernel_ops {
+	const char *name;
+	vec_dot_fn vec_dot[DTYPE_COUNT];
+	matvec_fn matvec[DTYPE_COUNT];
+	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
+	void (*quantize_q8_0)(const float *x, block_q8_0 *y, int64_t n);
+	/* Row conversions; bit-exact with the scalar generic converters. */
+	void (*fp16_to_f32_row)(const uint16_t *x, float *y, int64_t n);
+	void (*f32_to_fp16_row)(const float *x, uint16_t *y, int64_t n);
+} kernel_ops_t;
+
+extern const kernel_ops_t kops_generic;
+#if defined(__x86_64__)
+extern const kernel_ops_t kops_avx2;
+extern const kernel_ops_t kops_avx512;
+#endif
+
+/* Scalar conversions usable from every file (the generic reference). */
+static inline float fp16_to_f32_inline(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+	uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF, bits;
+	if (e == 0) {
+		if (m == 0) {
+			bits = sign;
+		} else { /* subnormal: normalize */
+			e = 113;
+			while (!(m & 0x400)) {
+				m <<= 1;
+				e--;
+			}
+			bits = sign | (e << 23) | ((m & 0x3FF) << 13);
+		}
+	} else if (e == 31) { /* inf, or NaN made quiet (as vcvtph2ps) */
+		bits = sign | 0x7F800000u | (m ? 0x400000u | (m << 13) : 0);
+	} else {
+		bits = sign | ((e + 112) << 23) | (m << 13);
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* Round to nearest even; NaN stays NaN, quiet, payload truncated (as
+ * vcvtps2ph); overflow gives inf; subnormal halves are produced exactly. */
+static inline uint16_t f32_to_fp16_inline(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7FFFFFFFu;
+	if (ax >= 0x7F800000u) /* inf / NaN */
+		return (uint16_t)(sign | 0x7C00 |
+				  (ax > 0x7F800000u ? 0x200 | ((ax >> 13) & 0x3FF) : 0));
+	if (ax >= 0x477FF000u) /* >= 65520 rounds to inf */
+		return (uint16_t)(sign | 0x7C00);
+	if (ax < 0x38800000u) { /* below 2^-14: subnormal half or zero */
+		if (ax <= 0x33000000u) /* <= 2^-25 rounds to zero */
+			return (uint16_t)sign;
+		uint32_t e = ax >> 23, mant = (ax & 0x7FFFFF) | 0x800000;
+		uint32_t shift = 126 - e; /* 14..24 */
+		uint32_t m = mant >> shift, rem = mant & ((1u << shift) - 1);
+		uint32_t half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (m & 1)))
+			m++;
+		return (uint16_t)(sign | m);
+	}
+	uint32_t h = (ax - 0x38000000u) >> 13, rem = ax & 0x1FFF;
+	if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+		h++;
+	return (uint16_t)(sign | h);
+}
+
+#endif

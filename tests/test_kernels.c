@@ -1,0 +1,786 @@
+/* Tests of the kernels layer: type table, fp16/bf16 conversion (exhaustive
+ * over halves), quantization error bounds, every SIMD level against its
+ * generic twin (bit-exact where kernels_impl.h promises it, within a named
+ * tolerance elsewhere), chunk-split invariance of matvec_rows, ragged sizes,
+ * and rmsnorm / softmax / rope / swiglu against double-precision references.
+ *
+ * `test_kernels --isa` prints the level chosen by kernels_init (used to test
+ * EGANG_ISA); `test_kernels --bench [rows cols reps]` runs the matvec
+ * microbenchmark instead of the tests. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "testutil.h"
+
+#include "base/base.h"
+#include "kernels/kernels.h"
+
+/* Float-weight dot products: generic and SIMD use different (each fixed)
+ * summation orders, and SIMD uses FMA. Each order's error is at most about
+ * n * 2^-24 * sum|w x| (the classic recursive-summation bound), so two
+ * orders differ by at most n * 2^-23 * sum|w x|; the test uses that bound
+ * plus a small absolute floor (1e-30) for all-zero rows. */
+#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
+
+static const char *const LEVELS[] = { "generic", "avx2", "avx512" };
+
+/* Levels this CPU runs (always at least generic). */
+static int levels_available(const char **out)
+{
+	int k = 0;
+	const char *keep = kernels_isa();
+	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
+		if (kernels_set_isa(LEVELS[i]) == 0)
+			out[k++] = LEVELS[i];
+	assert_int_equal(kernels_set_isa(keep), 0);
+	return k;
+}
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float u2f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static void fill_normal(rng_t *r, float *x, int64_t n, float scale)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = rng_normal(r) * scale;
+}
+
+/* -------------------------------------------------------------- table */
+
+static void test_dtype_table(void **state)
+{
+	(void)state;
+	assert_int_equal(dtype_info[DTYPE_F32].ggml_id, 0);
+	assert_int_equal(dtype_info[DTYPE_F16].ggml_id, 1);
+	assert_int_equal(dtype_info[DTYPE_BF16].ggml_id, 30);
+	assert_int_equal(dtype_info[DTYPE_Q8_0].ggml_id, 8);
+	assert_int_equal(dtype_info[DTYPE_Q4_0].ggml_id, 2);
+	assert_int_equal(dtype_from_ggml(8), DTYPE_Q8_0);
+	assert_int_equal(dtype_from_ggml(2), DTYPE_Q4_0);
+	assert_int_equal(dtype_from_ggml(30), DTYPE_BF16);
+	assert_int_equal(dtype_from_ggml(3), -1);
+	assert_int_equal(dtype_from_name("q4_0"), DTYPE_Q4_0);
+	assert_int_equal(dtype_from_name("bf16"), DTYPE_BF16);
+	assert_int_equal(dtype_from_name("q5_k"), -1);
+	assert_int_equal(dtype_info[DTYPE_F16].act, DTYPE_F32);
+	assert_int_equal(dtype_info[DTYPE_BF16].act, DTYPE_F32);
+	assert_int_equal(dtype_info[DTYPE_Q8_0].act, DTYPE_Q8_0);
+	assert_int_equal(dtype_info[DTYPE_Q4_0].act, DTYPE_Q8_0);
+	assert_int_equal(dtype_row_bytes(DTYPE_F32, 105), 420);
+	assert_int_equal(dtype_row_bytes(DTYPE_BF16, 33), 66);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q8_0, 64), 68);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q4_0, 4096), 128 * 18);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q4_0, 33), 0);
+	assert_int_equal(dtype_row_bytes(DTYPE_F32, -1), 0);
+}
+
+static void test_isa_names(void **state)
+{
+	(void)state;
+	const char *isa = kernels_isa(); /* lazy init works */
+	assert_non_null(isa);
+	assert_int_equal(kernels_set_isa("sse9"), -1);
+	assert_int_equal(kernels_set_isa(NULL), -1);
+	assert_string_equal(kernels_isa(), isa);
+	const char *lv[3];
+	int k = levels_available(lv);
+	assert_true(k >= 1);
+	assert_string_equal(lv[0], "generic");
+	/* kernels_init picks the best level (unless EGANG_ISA says otherwise) */
+	if (!getenv("EGANG_ISA"))
+		assert_string_equal(isa, lv[k - 1]);
+}
+
+/* EGANG_ISA forces a level in a fresh process; an unknown or missing level
+ * is refused with a message and the best level is used. */
+static void test_isa_env(void **state)
+{
+	(void)state;
+	const char *lv[3];
+	int k = levels_available(lv);
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	assert_true(len > 0);
+	exe[len] = 0;
+	const char *tries[] = { "generic", "avx2", "avx512", "bogus" };
+	for (size_t i = 0; i < EG_ARRAY_LEN(tries); i++) {
+		char cmd[4200], out[64] = "";
+		snprintf(cmd, sizeof cmd, "EGANG_ISA=%s '%s' --isa 2>/dev/null",
+			 tries[i], exe);
+		FILE *p = popen(cmd, "r");
+		assert_non_null(p);
+		assert_non_null(fgets(out, sizeof out, p));
+		assert_int_equal(pclose(p), 0);
+		out[strcspn(out, "\n")] = 0;
+		bool have = false;
+		for (int j = 0; j < k; j++)
+			have |= strcmp(lv[j], tries[i]) == 0;
+		assert_string_equal(out, have ? tries[i] : lv[k - 1]);
+	}
+}
+
+/* ------------------------------------------------------- conversions */
+
+/* Every half converts to float and back unchanged (NaN: stays NaN, made
+ * quiet); every level's row conversion agrees with the generic, bit for bit,
+ * on all 65536 halves. */
+static void test_fp16_exhaustive(void **state)
+{
+	(void)state;
+	uint16_t *h = malloc(65536 * 2), *h2 = malloc(65536 * 2);
+	float *f = malloc(65536 * 4), *g = malloc(65536 * 4);
+	for (uint32_t i = 0; i < 65536; i++)
+		h[i] = (uint16_t)i;
+	for (uint32_t i = 0; i < 65536; i++) {
+		f[i] = fp16_to_f32(h[i]);
+		bool nan = (i & 0x7C00) == 0x7C00 && (i & 0x3FF);
+		assert_true(nan == isnan(f[i]));
+		uint16_t back = f32_to_fp16(f[i]);
+		assert_int_equal(back, nan ? (i | 0x200) : i);
+		/* value check, independent of the bit manipulation */
+		if (!nan && (i & 0x7C00) != 0x7C00) {
+			int e = (i >> 10) & 0x1F, m = i & 0x3FF;
+			double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+			if (i & 0x8000)
+				v = -v;
+			assert_true((double)f[i] == v);
+		}
+	}
+	const char *lv[3];
+	int k = levels_available(lv);
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		/* odd offsets and lengths exercise the tails */
+		dequantize_row(DTYPE_F16, h + 3, g + 3, 65536 - 3 - 5);
+		for (uint32_t i = 3; i < 65536 - 5; i++)
+			if (f2u(g[i]) != f2u(f[i]))
+				fail_msg("%s: fp16 %04x -> %08x, generic %08x", lv[l],
+					 i, f2u(g[i]), f2u(f[i]));
+		quantize_row(DTYPE_F16, f + 1, h2 + 1, 65536 - 2);
+		for (uint32_t i = 1; i < 65536 - 1; i++)
+			if (h2[i] != f32_to_fp16(f[i]))
+				fail_msg("%s: f32 %08x -> fp16 %04x, generic %04x",
+					 lv[l], f2u(f[i]), h2[i], f32_to_fp16(f[i]));
+	}
+	free(h);
+	free(h2);
+	free(f);
+	free(g);
+}
+
+/* f32 -> fp16 rounds to nearest even: checked against the two neighbouring
+ * halves in double, over a stride of all 2^32 floats plus every float near
+ * each half boundary; and every level agrees with the generic on them. */
+static void test_fp16_from_float(void **state)
+{
+	(void)state;
+	enum { N = 1 << 20 };
+	float *x = malloc(N * 4);
+	uint16_t *hv = malloc(N * 2);
+	int64_t n = 0;
+	for (uint64_t u = 0; u < (1ull << 32) && n < N / 2; u += 8209)
+		x[n++] = u2f((uint32_t)u);
+	rng_t r;
+	rng_seed(&r, 11);
+	while (n < N) { /* halfway points and their neighbours, random halves */
+		uint16_t h = (uint16_t)rng_next(&r);
+		if ((h & 0x7C00) == 0x7C00)
+			continue;
+		float a = fp16_to_f32(h), b = fp16_to_f32((uint16_t)(h + 1));
+		if ((h & 0x7FFF) == 0x7BFF)
+			b = copysignf(65536.0f, a);
+		float mid = (float)(((double)a + (double)b) / 2);
+		x[n++] = mid;
+		x[n++] = nextafterf(mid, 0.0f);
+		x[n++] = nextafterf(mid, INFINITY * a);
+		x[n++] = a;
+		if (n > N - 4)
+			break;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		float v = x[i];
+		uint16_t h = f32_to_fp16(v);
+		if (isnan(v)) {
+			assert_true(isnan(fp16_to_f32(h)));
+			continue;
+		}
+		double got = fp16_to_f32(h), dv = v;
+		double big = 65504.0 + 16.0; /* halfway to 2^16: inf from here */
+		if (fabs(dv) >= big) {
+			assert_true(isinf(got) && (got > 0) == (dv > 0));
+			continue;
+		}
+		/* neighbours of h toward and away from v */
+		uint16_t hm = (h & 0x7FFF) ? (uint16_t)(h - 1) : h;
+		uint16_t hp = (h & 0x7FFF) < 0x7BFF ? (uint16_t)(h + 1) : h;
+		double em = fabs(dv - fp16_to_f32(hm)), ep = fabs(dv - fp16_to_f32(hp));
+		double e = fabs(dv - got);
+		if (e > em || e > ep)
+			fail_msg("f32_to_fp16(%a) = %04x is not nearest", v, h);
+		if ((e == em && hm != h) || (e == ep && hp != h))
+			if (h & 1)
+				fail_msg("f32_to_fp16(%a) = %04x: tie not even", v, h);
+	}
+	const char *lv[3];
+	int k = levels_available(lv);
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		quantize_row(DTYPE_F16, x, hv, n);
+		for (int64_t i = 0; i < n; i++)
+			if (hv[i] != f32_to_fp16(x[i]))
+				fail_msg("%s: f32 %08x -> %04x, generic %04x", lv[l],
+					 f2u(x[i]), hv[i], f32_to_fp16(x[i]));
+	}
+	free(x);
+	free(hv);
+}
+
+static void test_bf16(void **state)
+{
+	(void)state;
+	for (uint32_t i = 0; i < 65536; i++) {
+		float f = bf16_to_f32((uint16_t)i);
+		assert_int_equal(f2u(f), i << 16);
+		bool nan = isnan(f);
+		assert_int_equal(f32_to_bf16(f), nan ? (i | 0x40) : i);
+	}
+	/* round to nearest even at the halfway point, away from it otherwise */
+	assert_int_equal(f32_to_bf16(u2f(0x3F808000)), 0x3F80);
+	assert_int_equal(f32_to_bf16(u2f(0x3F818000)), 0x3F82);
+	assert_int_equal(f32_to_bf16(u2f(0x3F808001)), 0x3F81);
+	assert_int_equal(f32_to_bf16(u2f(0x7F7FFFFF)), 0x7F80); /* -> inf */
+	assert_int_equal(f32_to_bf16(u2f(0x00008000)), 0x0000); /* tie, even */
+	assert_int_equal(f32_to_bf16(u2f(0x00018000)), 0x0002);
+	rng_t r;
+	rng_seed(&r, 5);
+	for (int i = 0; i < 100000; i++) {
+		float v = u2f((uint32_t)rng_next(&r));
+		if (isnan(v) || isinf(v) || fabsf(v) > 3e38f)
+			continue;
+		uint16_t h = f32_to_bf16(v);
+		double e = fabs((double)v - bf16_to_f32(h));
+		assert_true(e <= fabs((double)v) * 0x1p-8 + 0x1p-134);
+	}
+	float x[105], y[105];
+	uint16_t q[105];
+	rng_seed(&r, 6);
+	fill_normal(&r, x, 105, 3.0f);
+	quantize_row(DTYPE_BF16, x, q, 105);
+	dequantize_row(DTYPE_BF16, q, y, 105);
+	for (int i = 0; i < 105; i++)
+		assert_true(fabsf(y[i] - x[i]) <= fabsf(x[i]) * 0x1p-8f);
+}
+
+/* ------------------------------------------------------- quantization */
+
+/* Q8_0: d = amax/127 exactly would give |err| <= d/2; the stored scale is
+ * d16 = fp16(d), |d16 - d| <= d * 2^-11 (normal halves), and |q| <= 127, so
+ * |err| <= d/2 + 127 * d * 2^-11 (+ one float rounding of d16*q).
+ * Q4_0: d = max/-8, q = round-half-up(x/d) + 8 clamped to 15: an element
+ * not clamped has |err| <= |d|/2 + 8 |d| 2^-11; a clamped one (x/d >= 7.5,
+ * only possible with the sign opposite to max) has |err| <= |d| + 8 |d| 2^-11. Both also: every level quantizes the
+ * activations bit-exactly like the generic. */
+static void test_quantize_bounds(void **state)
+{
+	(void)state;
+	enum { N = 4096 };
+	float *x = malloc(N * 4), *y = malloc(N * 4);
+	void *q = malloc(N * 2), *q2 = malloc(N * 2);
+	rng_t r;
+	rng_seed(&r, 1);
+	for (int rep = 0; rep < 20; rep++) {
+		fill_normal(&r, x, N, rep < 10 ? 1.0f : 0.05f * (float)rep);
+		if (rep == 1) /* a zero block, a block with one value, ties */
+			for (int j = 0; j < 32; j++) {
+				x[j] = 0.0f;
+				x[32 + j] = j == 5 ? -3.0f : 0.0f;
+				x[64 + j] = (float)(j - 16) * 0.5f;
+			}
+		if (rep == 2) /* halves of the step: ties of the rounding */
+			for (int j = 0; j < 32; j++)
+				x[j] = (j == 0 ? 127.0f : (float)j + 0.5f) * 0.25f;
+		quantize_row(DTYPE_Q8_0, x, q, N);
+		dequantize_row(DTYPE_Q8_0, q, y, N);
+		const block_q8_0 *b8 = q;
+		for (int bi = 0; bi < N / 32; bi++) {
+			float amax = 0;
+			for (int j = 0; j < 32; j++)
+				amax = fmaxf(amax, fabsf(x[bi * 32 + j]));
+			double d = amax / 127.0;
+			assert_true(fabs(fp16_to_f32(b8[bi].d) - d) <= d * 0x1p-11);
+			double bound = d / 2 + 127 * d * 0x1p-11 + amax * 0x1p-23;
+			for (int j = 0; j < 32; j++) {
+				int i = bi * 32 + j;
+				if (fabs((double)y[i] - x[i]) > bound)
+					fail_msg("q8_0 [%d] %g -> %g, bound %g", i, x[i],
+						 y[i], bound);
+				assert_true(b8[bi].qs[j] >= -127);
+			}
+		}
+		if (rep == 2) /* 0.5*4 = 2 steps of 0.25: j + 0.5 rounds away */
+			for (int j = 1; j < 32; j++)
+				assert_int_equal(b8[0].qs[j], j + 1);
+		const char *lv[3];
+		int k = levels_available(lv);
+		for (int l = 0; l < k; l++) {
+			assert_int_equal(kernels_set_isa(lv[l]), 0);
+			act_prepare(DTYPE_Q4_0, x, q2, N);
+			assert_memory_equal(q, q2, dtype_row_bytes(DTYPE_Q8_0, N));
+		}
+
+		quantize_row(DTYPE_Q4_0, x, q, N);
+		dequantize_row(DTYPE_Q4_0, q, y, N);
+		const block_q4_0 *b4 = q;
+		for (int bi = 0; bi < N / 32; bi++) {
+			float amax = 0, max = 0;
+			for (int j = 0; j < 32; j++)
+				if (fabsf(x[bi * 32 + j]) > amax) {
+					amax = fabsf(x[bi * 32 + j]);
+					max = x[bi * 32 + j];
+				}
+			double ad = amax / 8.0;
+			for (int j = 0; j < 32; j++) {
+				int i = bi * 32 + j;
+				/* x/d >= 7.5 (d = max/-8) is clamped to q = 15 */
+				bool clamped = max != 0 && -8.0 * x[i] / max >= 7.49;
+				double bound = (clamped ? ad : ad / 2) + 8 * ad * 0x1p-11 +
+					       amax * 0x1p-22;
+				if (fabs((double)y[i] - x[i]) > bound)
+					fail_msg("q4_0 [%d] %g -> %g, bound %g", i, x[i],
+						 y[i], bound);
+			}
+			(void)b4;
+		}
+	}
+	/* NaN and inf do not crash and give a defined block */
+	float z[32] = { 1.0f, NAN, -2.0f, INFINITY };
+	block_q8_0 zb, zb2;
+	quantize_row(DTYPE_Q8_0, z, &zb, 32);
+	const char *lv[3];
+	int k = levels_available(lv);
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		quantize_row(DTYPE_Q8_0, z, &zb2, 32);
+		assert_memory_equal(&zb, &zb2, sizeof zb);
+	}
+	free(x);
+	free(y);
+	free(q);
+	free(q2);
+}
+
+/* ----------------------------------------------------- dot and matvec */
+
+typedef struct mat {
+	dtype_t t;
+	int64_t rows, n;
+	size_t rb;
+	uint8_t *w;   /* (rows, n) of type t, rows packed (unaligned blocks) */
+	float *wf;    /* (rows, n) dequantized */
+	float *x;     /* (n,) */
+	void *xa;     /* prepared activations */
+	float *xaf;   /* (n,) the activations as the kernel sees them */
+} mat_t;
+
+static void mat_make(mat_t *m, dtype_t t, int64_t rows, int64_t n, uint64_t seed)
+{
+	rng_t r;
+	rng_seed(&r, seed);
+	m->t = t;
+	m->rows = rows;
+	m->n = n;
+	m->rb = dtype_row_bytes(t, n);
+	assert_true(m->rb > 0);
+	/* + 1 byte: the matrix starts at an odd address */
+	uint8_t *raw = malloc(m->rb * (size_t)rows + 1);
+	m->w = raw + 1;
+	m->wf = malloc(sizeof(float) * (size_t)(rows * n));
+	float *tmp = malloc(sizeof(float) * (size_t)n);
+	for (int64_t i = 0; i < rows; i++) {
+		fill_normal(&r, tmp, n, 0.02f + 0.01f * (float)(i % 7));
+		if (i % 5 == 3) /* outliers in some rows */
+			tmp[(i * 7) % n] = 0.9f;
+		quantize_row(t, tmp, m->w + m->rb * (size_t)i, n);
+		dequantize_row(t, m->w + m->rb * (size_t)i, m->wf + i * n, n);
+	}
+	free(tmp);
+	m->x = malloc(sizeof(float) * (size_t)n);
+	fill_normal(&r, m->x, n, 1.0f);
+	dtype_t at = dtype_info[t].act;
+	m->xa = malloc(dtype_row_bytes(at, n) + 1);
+	act_prepare(t, m->x, m->xa, n);
+	m->xaf = malloc(sizeof(float) * (size_t)n);
+	dequantize_row(at, m->xa, m->xaf, n);
+}
+
+static void mat_free(mat_t *m)
+{
+	free(m->w - 1);
+	free(m->wf);
+	free(m->x);
+	free(m->xa);
+	free(m->xaf);
+}
+
+static bool exact_type(dtype_t t) { return t == DTYPE_Q8_0 || t == DTYPE_Q4_0; }
+
+/* One matrix at every level: vec_dot against a double reference; matvec
+ * over the whole range equal to vec_dot per row (bit-exact within a level);
+ * random [r0, r1) splits equal to the whole call (bit-exact); level against
+ * generic bit-exact for quantized types, within DOT_TOL for float ones. */
+static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
+{
+	mat_t m;
+	mat_make(&m, t, rows, n, seed);
+	float *yg = malloc(sizeof(float) * (size_t)rows);
+	float *y = malloc(sizeof(float) * (size_t)(rows + 2));
+	float *ys = malloc(sizeof(float) * (size_t)rows);
+	double *ref = malloc(sizeof(double) * (size_t)rows);
+	double *sabs = malloc(sizeof(double) * (size_t)rows);
+	for (int64_t i = 0; i < rows; i++) {
+		double s = 0, sa = 0;
+		for (int64_t j = 0; j < n; j++) {
+			double p = (double)m.wf[i * n + j] * m.xaf[j];
+			s += p;
+			sa += fabs(p);
+		}
+		ref[i] = s;
+		sabs[i] = sa;
+		yg[i] = vec_dot_generic(t, m.w + m.rb * (size_t)i, m.xa, n);
+		if (fabs(yg[i] - s) > DOT_TOL(n, sa))
+			fail_msg("%s n=%ld row %ld: generic %g, ref %g",
+				 dtype_info[t].name, (long)n, (long)i, yg[i], s);
+	}
+	const char *lv[3];
+	int k = levels_available(lv);
+	rng_t r;
+	rng_seed(&r, seed ^ 0x5eed);
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		y[0] = y[rows + 1] = 12345.0f; /* guards around y[0..rows) */
+		matvec_rows(t, m.w, m.xa, y + 1, n, 0, rows);
+		assert_true(y[0] == 12345.0f && y[rows + 1] == 12345.0f);
+		for (int64_t i = 0; i < rows; i++) {
+			float v = vec_dot(t, m.w + m.rb * (size_t)i, m.xa, n);
+			if (f2u(v) != f2u(y[1 + i]))
+				fail_msg("%s %s n=%ld row %ld: vec_dot %a != matvec %a",
+					 lv[l], dtype_info[t].name, (long)n, (long)i, v,
+					 y[1 + i]);
+			if (exact_type(t) ? f2u(v) != f2u(yg[i])
+					  : fabs(v - yg[i]) > DOT_TOL(n, sabs[i]))
+				fail_msg("%s %s n=%ld row %ld: %a, generic %a", lv[l],
+					 dtype_info[t].name, (long)n, (long)i, v, yg[i]);
+			if (fabs(v - ref[i]) > DOT_TOL(n, sabs[i]))
+				fail_msg("%s %s n=%ld row %ld: %g, ref %g", lv[l],
+					 dtype_info[t].name, (long)n, (long)i, v, ref[i]);
+		}
+		for (int rep = 0; rep < 8; rep++) { /* random chunkings */
+			memset(ys, 0xff, sizeof(float) * (size_t)rows);
+			int64_t r0 = 0;
+			while (r0 < rows) {
+				int64_t len = 1 + (int64_t)(rng_next(&r) % (rep < 4 ? 3 : 9));
+				int64_t r1 = r0 + len < rows ? r0 + len : rows;
+				matvec_rows(t, m.w, m.xa, ys, n, r0, r1);
+				r0 = r1;
+			}
+			assert_memory_equal(ys, y + 1, sizeof(float) * (size_t)rows);
+		}
+		matvec_rows(t, m.w, m.xa, ys, n, 3, 3); /* empty range */
+	}
+	free(yg);
+	free(y);
+	free(ys);
+	free(ref);
+	free(sabs);
+	mat_free(&m);
+}
+
+static void test_dot_float_types(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 1, 2, 7, 8, 15, 16, 17, 31, 33, 64, 105,
+				      172, 257, 4096 + 32, 5632 };
+	dtype_t ts[] = { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++)
+		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++)
+			check_matrix(ts[ti], ns[i] > 1000 ? 9 : 13, ns[i],
+				     100 + ti * 31 + i);
+}
+
+static void test_dot_quant_types(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 32, 64, 96, 160, 4096 + 32, 5632 };
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++)
+		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++)
+			check_matrix(ts[ti], ns[i] > 1000 ? 11 : 17, ns[i],
+				     200 + ti * 31 + i);
+}
+
+/* Extreme quantized values: weights of -128 (legal in a file, never made by
+ * our quantizer), +-127 activations, all-equal blocks. */
+static void test_dot_quant_extremes(void **state)
+{
+	(void)state;
+	enum { N = 256, R = 6 };
+	block_q8_0 w8[R * N / 32], xa[N / 32];
+	block_q4_0 w4[R * N / 32];
+	rng_t r;
+	rng_seed(&r, 77);
+	for (int b = 0; b < N / 32; b++) {
+		xa[b].d = f32_to_fp16(0.01f * (float)(b + 1));
+		for (int j = 0; j < 32; j++)
+			xa[b].qs[j] = (int8_t)(b % 2 ? -127 : 127);
+	}
+	for (int b = 0; b < R * N / 32; b++) {
+		w8[b].d = f32_to_fp16(b % 3 ? 1e-3f : -2.5f);
+		w4[b].d = w8[b].d;
+		for (int j = 0; j < 32; j++)
+			w8[b].qs[j] = (int8_t)(b % 4 == 0 ? -128 : (int)(rng_next(&r) % 256) - 128);
+		for (int j = 0; j < 16; j++)
+			w4[b].qs[j] = (uint8_t)(b % 4 == 0 ? 0x00 : b % 4 == 1 ? 0xFF : rng_next(&r));
+	}
+	float yg[R], y[R];
+	for (int i = 0; i < R; i++) {
+		yg[i] = vec_dot_generic(DTYPE_Q8_0, w8 + i * N / 32, xa, N);
+		y[i] = vec_dot_generic(DTYPE_Q4_0, w4 + i * N / 32, xa, N);
+	}
+	const char *lv[3];
+	int k = levels_available(lv);
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		float o[R];
+		matvec_rows(DTYPE_Q8_0, w8, xa, o, N, 0, R);
+		assert_memory_equal(o, yg, sizeof o);
+		matvec_rows(DTYPE_Q4_0, w4, xa, o, N, 0, R);
+		assert_memory_equal(o, y, sizeof o);
+	}
+}
+
+/* ------------------------------------------------ forward-pass math */
+
+static void test_rmsnorm(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 1, 33, 105, 172, 2048 };
+	rng_t r;
+	rng_seed(&r, 9);
+	for (size_t k = 0; k < EG_ARRAY_LEN(ns); k++) {
+		int64_t n = ns[k];
+		float *x = malloc(4 * (size_t)n), *w = malloc(4 * (size_t)n);
+		float *o = malloc(4 * (size_t)n);
+		fill_normal(&r, x, n, 2.0f);
+		fill_normal(&r, w, n, 1.0f);
+		double ss = 0;
+		for (int64_t i = 0; i < n; i++)
+			ss += (double)x[i] * x[i];
+		double s = 1.0 / sqrt(ss / n + 1e-5);
+		rmsnorm(o, x, w, n, 1e-5f);
+		for (int64_t i = 0; i < n; i++) {
+			double e = (double)w[i] * x[i] * s;
+			/* n roundings in ss, a few more after: n * 2^-23 relative */
+			assert_true(fabs(o[i] - e) <= fabs(e) * (n + 8) * 0x1p-23);
+		}
+		rmsnorm(x, x, w, n, 1e-5f); /* aliasing allowed */
+		assert_memory_equal(x, o, 4 * (size_t)n);
+		free(x);
+		free(w);
+		free(o);
+	}
+}
+
+static void test_softmax(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 1, 2, 33, 105, 172, 1000 };
+	rng_t r;
+	rng_seed(&r, 10);
+	for (size_t k = 0; k < EG_ARRAY_LEN(ns); k++) {
+		int64_t n = ns[k];
+		float *x = malloc(4 * (size_t)n);
+		double *e = malloc(8 * (size_t)n);
+		fill_normal(&r, x, n, 5.0f);
+		double mx = -INFINITY, sum = 0;
+		for (int64_t i = 0; i < n; i++)
+			mx = fmax(mx, x[i]);
+		for (int64_t i = 0; i < n; i++)
+			sum += e[i] = exp((double)x[i] - mx);
+		softmax(x, n);
+		double tot = 0;
+		for (int64_t i = 0; i < n; i++) {
+			/* expf ~1 ulp, sum n roundings, one division */
+			assert_true(fabs(x[i] - e[i] / sum) <= e[i] / sum * (n + 8) * 0x1p-23);
+			tot += x[i];
+		}
+		assert_true(fabs(tot - 1.0) < 1e-5);
+		free(x);
+		free(e);
+	}
+}
+
+static void rope_ref(double *v, const float *x, int n_heads, int hd, int rot,
+		     int pos, float theta, int neox)
+{
+	for (int h = 0; h < n_heads; h++) {
+		for (int i = 0; i < hd; i++)
+			v[h * hd + i] = x[h * hd + i];
+		for (int i = 0; i < rot / 2; i++) {
+			double freq = pow(theta, -2.0 * i / rot), a = pos * freq;
+			int p = neox ? i : 2 * i, q = neox ? i + rot / 2 : 2 * i + 1;
+			double v0 = x[h * hd + p], v1 = x[h * hd + q];
+			v[h * hd + p] = v0 * cos(a) - v1 * sin(a);
+			v[h * hd + q] = v0 * sin(a) + v1 * cos(a);
+		}
+	}
+}
+
+static void test_rope(void **state)
+{
+	(void)state;
+	struct { int nh, hd, rot, pos, neox; float theta; } cs[] = {
+		{ 4, 64, 64, 0, 0, 10000.0f },    { 4, 64, 64, 7, 0, 10000.0f },
+		{ 2, 128, 128, 300, 0, 500000.0f }, { 3, 64, 64, 41, 1, 1e6f },
+		{ 2, 128, 64, 100, 1, 10000.0f }, { 2, 64, 32, 55, 0, 10000.0f },
+	};
+	rng_t r;
+	rng_seed(&r, 12);
+	for (size_t k = 0; k < EG_ARRAY_LEN(cs); k++) {
+		int n = cs[k].nh * cs[k].hd;
+		float *x = malloc(4 * (size_t)n), *x0 = malloc(4 * (size_t)n);
+		double *e = malloc(8 * (size_t)n);
+		fill_normal(&r, x, n, 1.0f);
+		memcpy(x0, x, 4 * (size_t)n);
+		rope_ref(e, x, cs[k].nh, cs[k].hd, cs[k].rot, cs[k].pos, cs[k].theta,
+			 cs[k].neox);
+		rope(x, cs[k].nh, cs[k].hd, cs[k].rot, cs[k].pos, cs[k].theta,
+		     cs[k].neox);
+		for (int i = 0; i < n; i++) {
+			/* the angle pos*freq carries ~pos * 2^-22 absolute error
+			 * from powf and the float product */
+			double tol = 1e-5 + (cs[k].pos + 1) * 0x1p-21 *
+				     (fabs(x0[i]) + fabs(x0[i ^ 1]) + 1.0);
+			if (fabs(x[i] - e[i]) > tol)
+				fail_msg("rope case %zu [%d]: %g vs %g", k, i, x[i], e[i]);
+		}
+		free(x);
+		free(x0);
+		free(e);
+	}
+}
+
+static void test_swiglu(void **state)
+{
+	(void)state;
+	enum { N = 1000 };
+	float a[N], b[N], o[N];
+	rng_t r;
+	rng_seed(&r, 13);
+	fill_normal(&r, a, N, 4.0f);
+	fill_normal(&r, b, N, 1.0f);
+	a[0] = -100.0f; /* expf(100) = inf: silu -> -0 */
+	swiglu(o, a, b, N);
+	for (int i = 0; i < N; i++) {
+		double e = a[i] / (1.0 + exp(-(double)a[i])) * b[i];
+		assert_true(fabs(o[i] - e) <= fabs(e) * 8 * 0x1p-23 + 1e-30);
+	}
+}
+
+/* ------------------------------------------------------------ bench */
+
+static double now_s(void) { return (double)time_now_ns() * 1e-9; }
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Matvec read bandwidth per type and level on the calling thread: prints
+ * one line "bench matvec <type> <level> rows cols GB/s min med max". */
+static int bench_main(int rows, int cols, int reps)
+{
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
+	const char *lv[3];
+	int k = 0;
+	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
+		if (kernels_set_isa(LEVELS[i]) == 0)
+			lv[k++] = LEVELS[i];
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
+		dtype_t t = ts[ti];
+		size_t rb = dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
+		uint8_t *w = malloc(bytes);
+		float *tmp = malloc(4 * (size_t)cols), *y = malloc(4 * (size_t)rows);
+		void *xa = malloc(4 * (size_t)cols);
+		rng_t r;
+		rng_seed(&r, 3);
+		for (int i = 0; i < rows; i++) {
+			fill_normal(&r, tmp, cols, 0.02f);
+			quantize_row(t, tmp, w + rb * (size_t)i, cols);
+		}
+		fill_normal(&r, tmp, cols, 1.0f);
+		act_prepare(t, tmp, xa, cols);
+		for (int l = 0; l < k; l++) {
+			kernels_set_isa(lv[l]);
+			double g[64];
+			int nrep = reps < 64 ? reps : 64;
+			matvec_rows(t, w, xa, y, cols, 0, rows); /* warm-up */
+			for (int i = 0; i < nrep; i++) {
+				double t0 = now_s();
+				matvec_rows(t, w, xa, y, cols, 0, rows);
+				g[i] = (double)bytes / (now_s() - t0) * 1e-9;
+			}
+			qsort(g, (size_t)nrep, sizeof g[0], cmp_double);
+			printf("bench matvec %-4s %-7s %dx%d %6.1f MB  GB/s min %5.1f "
+			       "med %5.1f max %5.1f\n", dtype_info[t].name, lv[l], rows,
+			       cols, bytes / 1e6, g[0], g[nrep / 2], g[nrep - 1]);
+		}
+		free(w);
+		free(tmp);
+		free(y);
+		free(xa);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--isa") == 0) {
+		kernels_init();
+		printf("%s\n", kernels_isa());
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+		return bench_main(argc > 2 ? atoi(argv[2]) : 2048,
+				  argc > 3 ? atoi(argv[3]) : 5632,
+				  argc > 4 ? atoi(argv[4]) : 20);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_isa_names),
+		cmocka_unit_test(test_dtype_table),
+		cmocka_unit_test(test_isa_env),
+		cmocka_unit_test(test_fp16_exhaustive),
+		cmocka_unit_test(test_fp16_from_float),
+		cmocka_unit_test(test_bf16),
+		cmocka_unit_test(test_quantize_bounds),
+		cmocka_unit_test(test_dot_float_types),
+		cmocka_unit_test(test_dot_quant_types),
+		cmocka_unit_test(test_dot_quant_extremes),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_swiglu),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
