@@ -4,7 +4,9 @@
 # __attribute__((target)), so no global -march is needed and the binary runs
 # on any x86-64.
 
-CC       ?= gcc
+ifeq ($(origin CC),default)
+  CC := gcc
+endif
 SANITIZE ?=
 DEBUG    ?= 0
 O        ?= 2

@@ -1,0 +1,34 @@
+/* cli: the egang command. Every subcommand is `int cmd_X(int argc, char
+ * **argv)` returning an exit code (base.h: EXIT_OK, EXIT_FAIL, EXIT_INPUT). */
+#ifndef EGANG_CLI_H
+#define EGANG_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+/* Strict number parsing for flags: the whole string must be a number in
+ * [min, max]; otherwise a one-line error naming the flag and -1. */
+int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
+	    int64_t *out);
+int cli_float(const char *flag, const char *s, double min, double max,
+	      double *out);
+/* "egang CMD: unknown option" style message for getopt's '?'. */
+int cli_usage_error(const char *cmd);
+
+/* Parses --cores: a CPU list, all of it inside the process's affinity
+ * mask; fills cpus in slot order (the list's order, lowest first).
+ * NULL list = every allowed CPU, physical cores first. Returns the count,
+ * -1 with a message. */
+int cli_cores(const char *list, int *cpus, int max);
+
+/* A progress line on stderr when it is a terminal (and not --quiet). */
+void cli_progress(void *user, uint64_t done, uint64_t total);
+
+#endif

@@ -1,0 +1,364 @@
+/* egang generate: one prompt, streamed text, optional gang membership
+ * experiments and traces. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "gang/gang.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "server/engine.h"
+
+static const char generate_help[] =
+	"usage: egang generate -m MODEL [options]\n"
+	"\n"
+	"Generates text and streams it to stdout; speed goes to stderr.\n"
+	"\n"
+	"  -m, --model FILE        GGUF file or llama2.c checkpoint (required)\n"
+	"  -z, --tokenizer FILE    llama2.c tokenizer.bin (required for .bin models)\n"
+	"  -p, --prompt TEXT       prompt (default: empty, BOS only)\n"
+	"  -n, --n-predict N       tokens to generate after the prompt (default 256);\n"
+	"                          llama2.c's -n counts the prompt too: its -n S is\n"
+	"                          egang's -n S+1-(prompt tokens incl. BOS)\n"
+	"  -t, --temp T            temperature, 0 = greedy (default 0.8)\n"
+	"      --top-k K           keep the K most likely tokens (default 0 = off)\n"
+	"      --top-p P           nucleus sampling threshold (default 0.9; 1 = off)\n"
+	"  -s, --seed S            sampler seed (default 42)\n"
+	"      --sampler MODE      egang (default) or llama2c (run.c's exact sampler)\n"
+	"      --ctx N             context length (default: the model's, at most 4096)\n"
+	"      --logits-hash FILE  write 'position token hash' per generated token\n"
+	"      --cores LIST        gang CPUs, e.g. 0-1 or 0,2 (default: all allowed;\n"
+	"                          1 CPU = run serially on this thread)\n"
+	"      --membership SPEC   random:SEED  a random requested mask before each token\n"
+	"                          file:PATH    one mask per token (hex or decimal),\n"
+	"                                       the last repeated\n"
+	"                          flip:MS      another thread toggles random slots every\n"
+	"                                       MS milliseconds\n"
+	"      --trace FILE        one line per token: tag, participant mask, time (us)\n"
+	"      --no-echo           do not print the prompt's text\n"
+	"  -q, --quiet             no speed report\n"
+	"  -h, --help              this text\n";
+
+typedef enum membership_kind {
+	MEMBER_FIXED,
+	MEMBER_RANDOM,
+	MEMBER_FILE,
+	MEMBER_FLIP,
+	MEMBER_COUNT
+} membership_kind_t;
+
+typedef struct run_ctx {
+	gang_t *g;
+	membership_kind_t kind;
+	rng_t rng;
+	uint32_t *masks; /* file: */
+	size_t n_masks;
+	uint32_t flip_ms;
+	_Atomic bool flip_stop;
+	FILE *trace;
+	uint64_t last_ns;
+	uint64_t tokens;
+} run_ctx_t;
+
+static int on_text(void *user, const char *s, size_t n)
+{
+	(void)user;
+	fwrite(s, 1, n, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static void before_token(void *user, uint64_t index)
+{
+	run_ctx_t *rc = user;
+	if (!rc->g)
+		return;
+	if (rc->trace && index > 0) {
+		gang_stats_t st;
+		uint64_t now = time_now_ns();
+		gang_stats(rc->g, &st);
+		fprintf(rc->trace, "%llu %#x %.1f\n",
+			(unsigned long long)st.tokens, st.last_mask,
+			(double)(now - rc->last_ns) / 1e3);
+	}
+	rc->last_ns = time_now_ns();
+	uint32_t all = gang_all(rc->g);
+	switch (rc->kind) {
+	case MEMBER_RANDOM:
+		gang_request(rc->g, (uint32_t)rng_next(&rc->rng) & all);
+		break;
+	case MEMBER_FILE: {
+		size_t i = index < rc->n_masks ? index : rc->n_masks - 1;
+		gang_request(rc->g, rc->masks[i] & all);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void *flip_main(void *arg)
+{
+	run_ctx_t *rc = arg;
+	uint32_t all = gang_all(rc->g);
+	while (!atomic_load(&rc->flip_stop)) {
+		usleep(rc->flip_ms * 1000u);
+		uint32_t bit = 1u << (rng_next(&rc->rng) % (uint64_t)gang_n_slots(rc->g));
+		gang_request(rc->g, (gang_requested(rc->g) ^ bit) & all);
+	}
+	return NULL;
+}
+
+static int load_masks(run_ctx_t *rc, const char *path)
+{
+	size_t len;
+	char *text = file_read_all(path, &len);
+	if (!text)
+		return err_wrap("--membership file");
+	size_t cap = 64, line = 0;
+	rc->masks = malloc(cap * sizeof *rc->masks);
+	for (char *save = NULL, *tok = strtok_r(text, "\n", &save); tok;
+	     tok = strtok_r(NULL, "\n", &save)) {
+		line++;
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(tok, &end, 0);
+		while (*end == ' ' || *end == '\r' || *end == '\t')
+			end++;
+		if (end == tok || *end || errno || v > 0xffffffffu) {
+			free(text);
+			return err_set("--membership file %s: line %zu: '%s' is "
+				       "not a mask", path, line, tok);
+		}
+		if (rc->n_masks == cap)
+			rc->masks = realloc(rc->masks, (cap *= 2) * sizeof *rc->masks);
+		rc->masks[rc->n_masks++] = (uint32_t)v;
+	}
+	free(text);
+	if (!rc->n_masks)
+		return err_set("--membership file %s: no masks", path);
+	return 0;
+}
+
+static int parse_membership(run_ctx_t *rc, const char *spec)
+{
+	int64_t v;
+	if (!strncmp(spec, "random:", 7)) {
+		if (cli_int("--membership random", spec + 7, 0, INT64_MAX, &v) < 0)
+			return -1;
+		rc->kind = MEMBER_RANDOM;
+		rng_seed(&rc->rng, (uint64_t)v);
+		return 0;
+	}
+	if (!strncmp(spec, "flip:", 5)) {
+		if (cli_int("--membership flip", spec + 5, 1, 60000, &v) < 0)
+			return -1;
+		rc->kind = MEMBER_FLIP;
+		rc->flip_ms = (uint32_t)v;
+		rng_seed(&rc->rng, 1);
+		return 0;
+	}
+	if (!strncmp(spec, "file:", 5)) {
+		rc->kind = MEMBER_FILE;
+		if (load_masks(rc, spec + 5) < 0) {
+			log_error("%s", err_get());
+			return -1;
+		}
+		return 0;
+	}
+	log_error("--membership: '%s' is not random:SEED, file:PATH or flip:MS",
+		  spec);
+	return -1;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"model", required_argument, 0, 'm'},
+		{"tokenizer", required_argument, 0, 'z'},
+		{"prompt", required_argument, 0, 'p'},
+		{"n-predict", required_argument, 0, 'n'},
+		{"temp", required_argument, 0, 't'},
+		{"top-k", required_argument, 0, 'K'},
+		{"top-p", required_argument, 0, 'P'},
+		{"seed", required_argument, 0, 's'},
+		{"sampler", required_argument, 0, 'S'},
+		{"ctx", required_argument, 0, 'c'},
+		{"logits-hash", required_argument, 0, 'H'},
+		{"cores", required_argument, 0, 'C'},
+		{"membership", required_argument, 0, 'M'},
+		{"trace", required_argument, 0, 'T'},
+		{"no-echo", no_argument, 0, 'E'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *model_path = NULL, *tok_path = NULL, *prompt = "",
+		   *hash_path = NULL, *cores = NULL, *membership = NULL,
+		   *trace_path = NULL;
+	int64_t n_predict = 256, top_k = 0, seed = 42, ctx = 0;
+	double temp = 0.8, top_p = 0.9;
+	sampler_mode_t mode = SAMPLER_EGANG;
+	bool echo = true;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:z:p:n:t:s:qh", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'm': model_path = optarg; break;
+		case 'z': tok_path = optarg; break;
+		case 'p': prompt = optarg; break;
+		case 'n': bad = cli_int("-n", optarg, 0, 1 << 24, &n_predict); break;
+		case 't': bad = cli_float("-t", optarg, 0, 100, &temp); break;
+		case 'K': bad = cli_int("--top-k", optarg, 0, 1 << 24, &top_k); break;
+		case 'P': bad = cli_float("--top-p", optarg, 1e-6, 1, &top_p); break;
+		case 's': bad = cli_int("-s", optarg, 0, INT64_MAX, &seed); break;
+		case 'c': bad = cli_int("--ctx", optarg, 2, 1 << 22, &ctx); break;
+		case 'S':
+			if (!strcmp(optarg, "egang"))
+				mode = SAMPLER_EGANG;
+			else if (!strcmp(optarg, "llama2c"))
+				mode = SAMPLER_LLAMA2C;
+			else {
+				log_error("--sampler: '%s' is not egang or llama2c", optarg);
+				bad = -1;
+			}
+			break;
+		case 'H': hash_path = optarg; break;
+		case 'C': cores = optarg; break;
+		case 'M': membership = optarg; break;
+		case 'T': trace_path = optarg; break;
+		case 'E': echo = false; break;
+		case 'q': log_quiet = true; break;
+		case 'h': fputs(generate_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("generate");
+		}
+		if (bad)
+			return EXIT_INPUT;
+	}
+	if (optind < argc) {
+		log_error("generate: unexpected argument '%s'", argv[optind]);
+		return EXIT_INPUT;
+	}
+	if (!model_path) {
+		log_error("generate: -m MODEL is required");
+		return EXIT_INPUT;
+	}
+	run_ctx_t rc = {0};
+	if (membership && parse_membership(&rc, membership) < 0)
+		return EXIT_INPUT;
+	int cpus[GANG_MAX_SLOTS];
+	int n_cpus = cli_cores(cores, cpus, GANG_MAX_SLOTS);
+	if (n_cpus < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	model_t *m = model_load(model_path, tok_path);
+	if (!m) {
+		log_error("%s", err_get());
+		free(rc.masks);
+		return EXIT_INPUT;
+	}
+	if (ctx == 0)
+		ctx = m->cfg.ctx < 4096 ? m->cfg.ctx : 4096;
+	forward_t *f = forward_new(m, (int32_t)ctx, 0);
+	FILE *hash = NULL;
+	int status = EXIT_OK;
+	if (!f) {
+		log_error("%s", err_get());
+		status = EXIT_FAIL;
+		goto out;
+	}
+	if (hash_path && !(hash = fopen(hash_path, "w"))) {
+		log_error("--logits-hash %s: %s", hash_path, strerror(errno));
+		status = EXIT_INPUT;
+		goto out;
+	}
+	if (trace_path && !(rc.trace = fopen(trace_path, "w"))) {
+		log_error("--trace %s: %s", trace_path, strerror(errno));
+		status = EXIT_INPUT;
+		goto out;
+	}
+	if (n_cpus > 1 || membership || trace_path) {
+		gang_config_t gc = {.cpus = cpus, .n_cpus = n_cpus, .pin = true};
+		rc.g = gang_init(&gc);
+		if (!rc.g) {
+			log_error("%s", err_get());
+			status = EXIT_FAIL;
+			goto out;
+		}
+		gang_request(rc.g, gang_all(rc.g));
+	}
+	pthread_t flipper;
+	if (rc.kind == MEMBER_FLIP)
+		pthread_create(&flipper, NULL, flip_main, &rc);
+	engine_params_t ep = {
+		.prompt = prompt,
+		.n_predict = (int32_t)n_predict,
+		.sampler = {.temp = (float)temp, .top_p = (float)top_p,
+			    .top_k = (int32_t)top_k, .seed = (uint64_t)seed,
+			    .mode = mode},
+		.echo_prompt = echo,
+		.logits_hash = hash,
+		.before_token = before_token,
+		.on_text = on_text,
+		.user = &rc,
+	};
+	engine_result_t r;
+	int grc = engine_generate(m, f, rc.g, &ep, &r);
+	if (rc.kind == MEMBER_FLIP) {
+		atomic_store(&rc.flip_stop, true);
+		pthread_join(flipper, NULL);
+	}
+	if (grc < 0) {
+		log_error("%s", err_get());
+		status = EXIT_INPUT;
+		goto out;
+	}
+	before_token(&rc, 1); /* trace the last token */
+	fputc('\n', stdout);
+	fflush(stdout);
+	if (!log_quiet) {
+		fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %lld "
+				"tokens, %.2f tok/s (%s, %d core%s, %s); stop: %s\n",
+			(long long)r.n_prompt,
+			r.prefill_s > 0 ? (double)r.n_prompt / r.prefill_s : 0.0,
+			(long long)r.n_gen,
+			r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0.0,
+			kernels_isa(), n_cpus, n_cpus > 1 ? "s" : "",
+			rc.g ? "gang" : "serial", engine_stop_name(r.stop));
+		if (rc.g) {
+			gang_stats_t st;
+			gang_stats(rc.g, &st);
+			fprintf(stderr, "gang: %llu tokens, %llu latch changes, "
+					"%llu joins, %llu departures, participation",
+				(unsigned long long)st.tokens,
+				(unsigned long long)st.latch_changes,
+				(unsigned long long)st.joins,
+				(unsigned long long)st.departures);
+			for (int i = 0; i < st.n_slots; i++)
+				fprintf(stderr, " cpu%d=%llu", st.cpus[i],
+					(unsigned long long)st.participation[i]);
+			fputc('\n', stderr);
+		}
+	}
+	engine_result_free(&r);
+out:
+	if (hash && fclose(hash) != 0 && status == EXIT_OK) {
+		log_error("--logits-hash: write failed");
+		status = EXIT_FAIL;
+	}
+	if (rc.trace)
+		fclose(rc.trace);
+	gang_free(rc.g);
+	forward_free(f);
+	model_free(m);
+	free(rc.masks);
+	return status;
+}

@@ -1,0 +1,237 @@
+/* egang info / synth / convert: model files. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "model/model.h"
+
+/* ---- info ---- */
+
+static const char info_help[] =
+	"usage: egang info [-z TOKENIZER] MODEL\n"
+	"\n"
+	"Prints a model's architecture, hyperparameters, tensor table, file size\n"
+	"and the bytes streamed per decoded token.\n"
+	"\n"
+	"  -z, --tokenizer FILE   llama2.c tokenizer.bin (for .bin checkpoints)\n"
+	"      --tensors          print the tensor table (default for GGUF)\n"
+	"  -h, --help             this text\n";
+
+static void print_tensor(const char *name, const tensor_t *t)
+{
+	printf("  %-28s %-5s [%6lld, %6lld] %12llu bytes\n", name,
+	       dtype_info[t->type].name, (long long)t->cols, (long long)t->rows,
+	       (unsigned long long)((uint64_t)t->rows * dtype_row_bytes(t->type, t->cols)));
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"tokenizer", required_argument, 0, 'z'},
+		{"tensors", no_argument, 0, 'T'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *tok = NULL;
+	int c;
+	bool tensors = false;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "z:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'z': tok = optarg; break;
+		case 'T': tensors = true; break;
+		case 'h': fputs(info_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("info");
+		}
+	}
+	if (optind != argc - 1) {
+		log_error("info: expected one MODEL file");
+		return EXIT_INPUT;
+	}
+	const char *path = argv[optind];
+	model_t *m = model_load(path, tok);
+	if (!m) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	const model_config_t *k = &m->cfg;
+	printf("file:          %s (%s, %.2f MB)\n", path, m->format,
+	       (double)m->file_size / 1e6);
+	printf("name:          %s\n", m->name);
+	printf("architecture:  %s\n", k->arch == ARCH_QWEN2 ? "qwen2" : "llama");
+	printf("parameters:    %llu\n", (unsigned long long)model_n_params(m));
+	printf("dim %d, hidden %d, layers %d, heads %d, kv heads %d, head dim %d\n",
+	       k->dim, k->hidden_dim, k->n_layers, k->n_heads, k->n_kv_heads,
+	       k->head_dim);
+	printf("vocab %d, context %d, rope %s dim %d theta %g, rms eps %g\n",
+	       k->vocab_size, k->ctx, k->rope_neox ? "neox" : "adjacent-pairs",
+	       k->rope_dim, (double)k->rope_theta, (double)k->rms_eps);
+	printf("tokenizer:     %s, %d tokens, bos %d, eos %d\n",
+	       tokenizer_kind(m->tok) == TOKENIZER_GPT2 ? "gpt2 (byte-level BPE)"
+							: "llama (SentencePiece BPE)",
+	       tokenizer_n_vocab(m->tok), tokenizer_bos(m->tok),
+	       tokenizer_eos(m->tok));
+	printf("classifier:    %s\n", m->output.data == m->tok_embd.data
+					      ? "tied to the embedding" : "separate");
+	printf("bytes/token:   %llu (weights streamed per decoded token)\n",
+	       (unsigned long long)model_bytes_per_token(m));
+	if (m->gguf) {
+		printf("gguf:          version %u, %lld keys, %lld tensors, data at %zu\n",
+		       gguf_version(m->gguf), (long long)gguf_n_kv(m->gguf),
+		       (long long)gguf_n_tensors(m->gguf), gguf_data_offset(m->gguf));
+		printf("tensors:\n");
+		for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+			const gguf_tensor_t *t = gguf_tensor(m->gguf, i);
+			char dims[96] = "";
+			int n = 0;
+			for (uint32_t d = 0; d < t->n_dims; d++)
+				n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld",
+					      d ? ", " : "", (long long)t->ne[d]);
+			printf("  %-28.*s %-5s [%s] %llu bytes at +%llu\n",
+			       (int)t->name.n, t->name.s, dtype_info[t->type].name,
+			       dims, (unsigned long long)t->nbytes,
+			       (unsigned long long)t->offset);
+		}
+	} else if (tensors || 1) {
+		printf("tensors (layer 0 of %d shown):\n", k->n_layers);
+		print_tensor("token_embedding", &m->tok_embd);
+		print_tensor("wq", &m->layers[0].wq);
+		print_tensor("wk", &m->layers[0].wk);
+		print_tensor("wv", &m->layers[0].wv);
+		print_tensor("wo", &m->layers[0].wo);
+		print_tensor("w1 (gate)", &m->layers[0].w_gate);
+		print_tensor("w2 (down)", &m->layers[0].w_down);
+		print_tensor("w3 (up)", &m->layers[0].w_up);
+		if (m->output.data != m->tok_embd.data)
+			print_tensor("wcls", &m->output);
+	}
+	model_free(m);
+	return EXIT_OK;
+}
+
+/* ---- synth ---- */
+
+static void synth_usage(FILE *f)
+{
+	fprintf(f, "usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N] [-q]\n"
+		   "\n"
+		   "Writes a GGUF with random weights (deterministic from the seed) and a\n"
+		   "working synthetic tokenizer, in the shape of a real model.\n"
+		   "\n"
+		   "  -o, --output FILE   the GGUF to write (required)\n"
+		   "      --type T        f32, f16, bf16, q8_0 or q4_0 (default q8_0); matrices\n"
+		   "                      whose rows are not whole 32-blocks are stored as f16\n"
+		   "      --seed S        (default 1)\n"
+		   "      --layers N      override the layer count (small test models)\n"
+		   "  -q, --quiet         no progress\n"
+		   "  -h, --help          this text\n"
+		   "\nshapes:\n");
+	for (int i = 0; i < synth_n_shapes; i++) {
+		const synth_shape_t *s = &synth_shapes[i];
+		fprintf(f, "  %-15s %s dim %d, hidden %d, %d layers, %d/%d heads, vocab %d\n",
+			s->name, s->arch == ARCH_QWEN2 ? "qwen2" : "llama", s->dim,
+			s->hidden_dim, s->n_layers, s->n_heads, s->n_kv_heads, s->vocab);
+	}
+}
+
+int cmd_synth(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, 0, 'o'},
+		{"type", required_argument, 0, 'T'},
+		{"seed", required_argument, 0, 's'},
+		{"layers", required_argument, 0, 'L'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *out = NULL, *type = "q8_0";
+	int64_t seed = 1, layers = 0;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:s:qh", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'T': type = optarg; break;
+		case 's': bad = cli_int("--seed", optarg, 0, UINT32_MAX, &seed); break;
+		case 'L': bad = cli_int("--layers", optarg, 1, 1024, &layers); break;
+		case 'q': log_quiet = true; break;
+		case 'h': synth_usage(stdout); return EXIT_OK;
+		default: return cli_usage_error("synth");
+		}
+		if (bad)
+			return EXIT_INPUT;
+	}
+	if (optind != argc - 1) {
+		log_error("synth: expected one SHAPE (see `egang synth --help`)");
+		return EXIT_INPUT;
+	}
+	const synth_shape_t *s = synth_find(argv[optind]);
+	if (!s) {
+		log_error("synth: unknown shape '%s' (see `egang synth --help`)",
+			  argv[optind]);
+		return EXIT_INPUT;
+	}
+	int t = dtype_from_name(type);
+	if (t < 0) {
+		log_error("synth: --type '%s' is not f32, f16, bf16, q8_0 or q4_0", type);
+		return EXIT_INPUT;
+	}
+	if (!out) {
+		log_error("synth: -o FILE is required");
+		return EXIT_INPUT;
+	}
+	if (synth_write(s, (dtype_t)t, (uint64_t)seed, (int32_t)layers, out,
+			cli_progress, NULL) < 0) {
+		log_error("%s", err_get());
+		return EXIT_FAIL;
+	}
+	log_info("wrote %s: %s, %s, seed %lld", out, s->name, type, (long long)seed);
+	return EXIT_OK;
+}
+
+/* ---- convert ---- */
+
+static const char convert_help[] =
+	"usage: egang convert CHECKPOINT.bin -z TOKENIZER.bin -o OUT.gguf\n"
+	"\n"
+	"Converts a llama2.c checkpoint and its tokenizer into one F32 GGUF with\n"
+	"the tokenizer inside (tied classifier kept tied).\n"
+	"\n"
+	"  -z, --tokenizer FILE   llama2.c tokenizer.bin (required)\n"
+	"  -o, --output FILE      the GGUF to write (required)\n"
+	"  -h, --help             this text\n";
+
+int cmd_convert(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"tokenizer", required_argument, 0, 'z'},
+		{"output", required_argument, 0, 'o'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *tok = NULL, *out = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "z:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'z': tok = optarg; break;
+		case 'o': out = optarg; break;
+		case 'h': fputs(convert_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("convert");
+		}
+	}
+	if (optind != argc - 1 || !tok || !out) {
+		log_error("convert: expected CHECKPOINT -z TOKENIZER -o OUT");
+		return EXIT_INPUT;
+	}
+	if (model_convert_llama2c(argv[optind], tok, out) < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	log_info("wrote %s", out);
+	return EXIT_OK;
+}

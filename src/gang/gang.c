@@ -1,0 +1,532 @@
+/* gang: the elastic gang runtime. The protocol and its invariants are in
+ * gang.h; this file follows the same names. */
+#include "gang/gang.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ACK_TAKEN 0x80000000u
+#define EPOCH_MASK 0x7fffffffu
+
+/* sync word: tag (32) | wave (16) | arrivals (16) */
+#define SYNC(tag, wave, n) (((uint64_t)(tag) << 32) | ((uint64_t)(wave) << 16) | (n))
+#define SYNC_TAG(v) ((uint32_t)((v) >> 32))
+#define SYNC_WAVE(v) ((uint32_t)((v) >> 16) & 0xffffu)
+#define SYNC_COUNT(v) ((uint32_t)(v) & 0xffffu)
+#define SYNC_PHASE(v) ((v) >> 16) /* tag and wave, without arrivals */
+
+#define LATCH_TAG(v) ((uint32_t)((v) >> 32))
+#define LATCH_MASK(v) ((uint32_t)(v))
+
+/* ---- fault injection (debug builds) ----
+ * EGANG_DEBUG builds call gang_fault() at every step of the protocol; when
+ * gang_fault_rate is nonzero a random fraction of those calls stall the
+ * thread (spin, yield or sleep), which torture tests use to shake out
+ * interleavings. */
+#ifdef EGANG_DEBUG
+_Atomic uint32_t gang_fault_rate; /* per 65536 calls; set by tests */
+static void gang_fault(void)
+{
+	static _Thread_local rng_t rng;
+	static _Thread_local bool seeded;
+	uint32_t rate = atomic_load_explicit(&gang_fault_rate,
+					     memory_order_relaxed);
+	if (!rate)
+		return;
+	if (!seeded) {
+		rng_seed(&rng, (uint64_t)pthread_self() ^ time_now_ns());
+		seeded = true;
+	}
+	uint64_t r = rng_next(&rng);
+	if ((r & 0xffff) >= rate)
+		return;
+	switch ((r >> 16) % 3) {
+	case 0:
+		for (uint64_t i = (r >> 20) % 20000; i; i--)
+			cpu_relax();
+		break;
+	case 1:
+		sched_yield();
+		break;
+	default:
+		usleep((useconds_t)((r >> 20) % 200));
+	}
+}
+#define FAULT() gang_fault()
+#else
+#define FAULT() ((void)0)
+#endif
+
+typedef struct slot {
+	/* ack[s]: 0, e or e|ACK_TAKEN (gang.h). Written by the worker (store,
+	 * CAS) and the leader (CAS); on its own line because the leader
+	 * reads every slot's ack each token. */
+	_Alignas(EG_CACHELINE) _Atomic uint32_t ack;
+	/* statistics, written by the slot's own thread only */
+	_Atomic uint64_t participation;
+	_Atomic uint64_t chunks;
+	pthread_t thread;
+	int cpu;
+	struct gang *g;
+	int index;
+} slot_t;
+
+struct gang {
+	/* Published once per token by the leader (release); read by every
+	 * worker waiting for a token. */
+	_Alignas(EG_CACHELINE) _Atomic uint64_t latch;
+	/* The wave barrier: CAS by every arrival, stored by the releaser. */
+	_Alignas(EG_CACHELINE) _Atomic uint64_t sync;
+#ifdef EGANG_DEBUG
+	_Atomic uint32_t arrived; /* arrivals' slot bits, checked per wave */
+#endif
+	/* The current wave's next chunk: fetch_add by every participant. */
+	_Alignas(EG_CACHELINE) _Atomic uint32_t cursor;
+	/* Futex words: doorbell wakes idle and waiting workers, bar_seq
+	 * wakes participants asleep in a barrier. */
+	_Alignas(EG_CACHELINE) _Atomic uint32_t doorbell;
+	_Atomic uint32_t sleepers;
+	_Alignas(EG_CACHELINE) _Atomic uint32_t bar_seq;
+	_Atomic uint32_t bar_sleepers;
+	/* Control: requested by anyone, epoch by the leader. */
+	_Alignas(EG_CACHELINE) _Atomic uint32_t requested;
+	_Atomic uint32_t epoch;
+	_Atomic bool stop;
+	/* The plan of the token in flight: written by the leader before the
+	 * latch store (release), read by participants after their acquire of
+	 * the latch. */
+	const wave_plan_t *plan;
+
+	/* leader-only state */
+	_Alignas(EG_CACHELINE) uint32_t tag;
+	uint32_t last_mask;
+	uint64_t spin_ns;
+	int n;
+	bool pin;
+	_Atomic uint64_t tokens, latch_changes, joins, departures, wakes;
+
+	slot_t slots[GANG_MAX_SLOTS];
+};
+
+/* ---- sleeping and waking ---- */
+
+/* Makes a state change visible to sleepers on *word: bump it and wake if
+ * anyone may sleep. The seq_cst fence pairs with the one in sleep_on():
+ * either the sleeper sees the change in its re-check, or we see it in
+ * `sleepers` and wake it (futex_wait fails on the bumped word). */
+static void ring(gang_t *g, _Atomic uint32_t *word, _Atomic uint32_t *sleepers)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	atomic_fetch_add_explicit(word, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(sleepers, memory_order_relaxed)) {
+		futex_wake((uint32_t *)word, INT_MAX);
+		atomic_fetch_add_explicit(&g->wakes, 1, memory_order_relaxed);
+	}
+}
+
+typedef bool (*wait_done_fn)(gang_t *g, const void *arg);
+
+/* Spins up to g->spin_ns checking done(), then sleeps on *word until done()
+ * holds. */
+static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
+		     _Atomic uint32_t *word, _Atomic uint32_t *sleepers)
+{
+	if (done(g, arg))
+		return;
+	uint64_t t0 = time_now_ns();
+	for (unsigned i = 1;; i++) {
+		cpu_relax();
+		if (done(g, arg))
+			return;
+		if ((i & 63) == 0 && time_now_ns() - t0 > g->spin_ns)
+			break;
+	}
+	for (;;) {
+		uint32_t v = atomic_load_explicit(word, memory_order_relaxed);
+		atomic_fetch_add_explicit(sleepers, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst); /* pairs: ring() */
+		bool ok = done(g, arg);
+		if (!ok)
+			futex_wait((uint32_t *)word, v);
+		atomic_fetch_sub_explicit(sleepers, 1, memory_order_relaxed);
+		if (ok || done(g, arg))
+			return;
+	}
+}
+
+/* ---- the wave barrier ---- */
+
+typedef struct phase_arg {
+	uint64_t phase; /* SYNC_PHASE of the wave being waited on */
+} phase_arg_t;
+
+static bool phase_passed(gang_t *g, const void *arg)
+{
+	const phase_arg_t *a = arg;
+	/* acquire: pairs with the releaser's store, so the finish() and every
+	 * chunk of the wave happen before what we do next */
+	return SYNC_PHASE(atomic_load_explicit(&g->sync, memory_order_acquire)) !=
+	       a->phase;
+}
+
+static void barrier_arrive(gang_t *g, int slot, uint32_t tag, uint32_t w,
+			   uint32_t mask, const wave_plan_t *p)
+{
+	uint32_t n_part = (uint32_t)__builtin_popcount(mask);
+	uint64_t v = atomic_load_explicit(&g->sync, memory_order_relaxed);
+	/* acq_rel: release publishes this participant's chunk results to the
+	 * last arriver; acquire (through the RMW chain) gives the last arriver
+	 * every earlier arrival's results. */
+	do {
+		/* I3: an arrival is only ever counted in its own token and
+		 * wave. The wave cannot complete without us, so a failed CAS
+		 * reloads the same (tag, wave). */
+		assert(SYNC_TAG(v) == tag && SYNC_WAVE(v) == w);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&g->sync, &v, v + 1, memory_order_acq_rel, memory_order_relaxed));
+#ifdef EGANG_DEBUG
+	uint32_t arrived = atomic_fetch_or_explicit(&g->arrived, 1u << slot,
+						    memory_order_relaxed) |
+			   1u << slot;
+#else
+	(void)slot;
+#endif
+	if (SYNC_COUNT(v) + 1 == n_part) {
+#ifdef EGANG_DEBUG
+		/* exactly the latch's participants arrived */
+		assert(arrived == mask);
+		atomic_store_explicit(&g->arrived, 0, memory_order_relaxed);
+#endif
+		const wave_t *wv = &p->waves[w];
+		if (wv->finish)
+			wv->finish(p->ctx, w);
+		/* Every claim of this wave happened before its claimer's
+		 * arrival, so no one touches the cursor until the release
+		 * below makes the reset visible with the next wave. */
+		atomic_store_explicit(&g->cursor, 0, memory_order_relaxed);
+		atomic_store_explicit(&g->sync, SYNC(tag, w + 1, 0),
+				      memory_order_release);
+		ring(g, &g->bar_seq, &g->bar_sleepers);
+		return;
+	}
+	phase_arg_t a = {SYNC_PHASE(SYNC(tag, w, 0))};
+	wait_for(g, phase_passed, &a, &g->bar_seq, &g->bar_sleepers);
+}
+
+/* Runs every wave of the token as participant `slot`. */
+static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
+		      const wave_plan_t *p)
+{
+	slot_t *s = &g->slots[slot];
+	uint64_t done = 0;
+	for (uint32_t w = 0; w < p->n_waves; w++) {
+		const wave_t *wv = &p->waves[w];
+		for (;;) {
+			/* relaxed: the claim only needs atomicity; the chunk's
+			 * inputs were published by the wave's release. */
+			uint32_t i = atomic_fetch_add_explicit(
+				&g->cursor, 1, memory_order_relaxed);
+			if (i >= wv->n_chunks)
+				break;
+#ifdef EGANG_DEBUG
+			/* I3: no slot outside the latch claims a chunk */
+			uint64_t l = atomic_load_explicit(&g->latch,
+							  memory_order_relaxed);
+			assert(LATCH_TAG(l) == tag && (LATCH_MASK(l) >> slot & 1));
+#endif
+			FAULT();
+			wv->chunk(p->ctx, w, i);
+			done++;
+		}
+		FAULT();
+		barrier_arrive(g, slot, tag, w, mask, p);
+	}
+	atomic_store_explicit(&s->chunks,
+			      atomic_load_explicit(&s->chunks, memory_order_relaxed) + done,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->participation,
+			      atomic_load_explicit(&s->participation, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* ---- workers ---- */
+
+typedef struct worker_arg {
+	const slot_t *s;
+	uint32_t epoch;  /* the epoch this worker acked (0 if idle) */
+	uint32_t seen;   /* the latch tag it saw last */
+} worker_arg_t;
+
+static bool worker_wanted(gang_t *g, const slot_t *s)
+{
+	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_acquire);
+	return (e & 1) &&
+	       (atomic_load_explicit(&g->requested, memory_order_relaxed) >> s->index & 1);
+}
+
+static bool idle_done(gang_t *g, const void *arg)
+{
+	const worker_arg_t *a = arg;
+	return atomic_load_explicit(&g->stop, memory_order_relaxed) ||
+	       worker_wanted(g, a->s);
+}
+
+static bool acked_done(gang_t *g, const void *arg)
+{
+	const worker_arg_t *a = arg;
+	uint64_t l = atomic_load_explicit(&g->latch, memory_order_acquire);
+	return LATCH_TAG(l) != a->seen ||
+	       atomic_load_explicit(&g->stop, memory_order_relaxed) ||
+	       atomic_load_explicit(&g->epoch, memory_order_relaxed) != a->epoch ||
+	       !(atomic_load_explicit(&g->requested, memory_order_relaxed) >> a->s->index & 1);
+}
+
+static bool latch_moved(gang_t *g, const void *arg)
+{
+	const worker_arg_t *a = arg;
+	return LATCH_TAG(atomic_load_explicit(&g->latch, memory_order_acquire)) !=
+	       a->seen;
+}
+
+static void *worker_main(void *arg)
+{
+	slot_t *s = arg;
+	gang_t *g = s->g;
+	if (g->pin)
+		affinity_pin_self(s->cpu);
+	uint32_t bit = 1u << s->index;
+	worker_arg_t a = {.s = s};
+	for (;;) {
+		/* idle: asleep until requested in a running generation */
+		wait_for(g, idle_done, &a, &g->doorbell, &g->sleepers);
+		if (atomic_load_explicit(&g->stop, memory_order_relaxed))
+			break;
+		FAULT();
+		/* arrive: read the latch first, then ack. A latch that takes
+		 * this ack must be stored after the leader's CAS saw it, hence
+		 * after this load: its tag differs from `seen` (gang.h I1). */
+		a.epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+		if (!(a.epoch & 1))
+			continue;
+		a.seen = LATCH_TAG(atomic_load_explicit(&g->latch,
+							memory_order_acquire));
+		/* seq_cst: ordered after the latch load above (the leader's
+		 * CAS that reads it precedes its latch store). */
+		atomic_store_explicit(&s->ack, a.epoch, memory_order_seq_cst);
+		FAULT();
+		for (;;) {
+			wait_for(g, acked_done, &a, &g->doorbell, &g->sleepers);
+			uint64_t l = atomic_load_explicit(&g->latch,
+							  memory_order_acquire);
+			if (LATCH_TAG(l) != a.seen) {
+				a.seen = LATCH_TAG(l);
+				if (!(LATCH_MASK(l) & bit))
+					continue; /* out of this token */
+				/* in: drop TAKEN (only we write it now; the
+				 * leader CASes again only after this token's
+				 * barriers, which we are part of) */
+				atomic_store_explicit(&s->ack, a.epoch,
+						      memory_order_relaxed);
+				run_waves(g, s->index, a.seen, LATCH_MASK(l),
+					  g->plan);
+				continue;
+			}
+			/* leave: not requested, epoch changed or stopping.
+			 * The CAS fails iff the leader took us into a latch
+			 * (e|TAKEN): then wait for it and take part. */
+			uint32_t expect = a.epoch;
+			if (atomic_compare_exchange_strong_explicit(
+				    &s->ack, &expect, 0, memory_order_acq_rel,
+				    memory_order_acquire))
+				break;
+			assert(expect == (a.epoch | ACK_TAKEN));
+			FAULT();
+			/* the latch with our bit is about to be published */
+			wait_for(g, latch_moved, &a, &g->doorbell, &g->sleepers);
+		}
+		a.epoch = 0;
+	}
+	return NULL;
+}
+
+/* ---- API ---- */
+
+gang_t *gang_init(const gang_config_t *cfg)
+{
+	if (cfg->n_cpus < 1 || cfg->n_cpus > GANG_MAX_SLOTS) {
+		err_set("gang: %d CPUs requested; 1..%d are supported",
+			cfg->n_cpus, GANG_MAX_SLOTS);
+		return NULL;
+	}
+	gang_t *g = aligned_alloc(EG_CACHELINE, (sizeof(gang_t) + EG_CACHELINE - 1) /
+							EG_CACHELINE * EG_CACHELINE);
+	if (!g) {
+		err_sys("aligned_alloc");
+		return NULL;
+	}
+	memset(g, 0, sizeof *g);
+	g->n = cfg->n_cpus;
+	g->pin = cfg->pin;
+	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 50) * 1000;
+	atomic_store(&g->requested, 1);
+	for (int i = 0; i < g->n; i++) {
+		g->slots[i].g = g;
+		g->slots[i].index = i;
+		g->slots[i].cpu = cfg->cpus[i];
+	}
+	if (g->pin && affinity_pin_self(cfg->cpus[0]) < 0) {
+		free(g);
+		return NULL;
+	}
+	for (int i = 1; i < g->n; i++) {
+		int rc = pthread_create(&g->slots[i].thread, NULL, worker_main,
+					&g->slots[i]);
+		if (rc) {
+			errno = rc;
+			err_sys("pthread_create");
+			g->n = i;
+			gang_free(g);
+			return NULL;
+		}
+	}
+	return g;
+}
+
+void gang_free(gang_t *g)
+{
+	if (!g)
+		return;
+	atomic_store(&g->stop, true);
+	ring(g, &g->doorbell, &g->sleepers);
+	for (int i = 1; i < g->n; i++)
+		pthread_join(g->slots[i].thread, NULL);
+	free(g);
+}
+
+int gang_n_slots(const gang_t *g) { return g->n; }
+
+uint32_t gang_all(const gang_t *g)
+{
+	return g->n == 32 ? 0xffffffffu : (1u << g->n) - 1;
+}
+
+void gang_request(gang_t *g, uint32_t mask)
+{
+	mask = (mask & gang_all(g)) | 1u;
+	if (atomic_exchange_explicit(&g->requested, mask, memory_order_seq_cst) != mask)
+		ring(g, &g->doorbell, &g->sleepers);
+}
+
+uint32_t gang_requested(const gang_t *g)
+{
+	return atomic_load_explicit(&((gang_t *)g)->requested, memory_order_relaxed);
+}
+
+static void epoch_bump(gang_t *g)
+{
+	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_relaxed);
+	e = (e + 1) & EPOCH_MASK;
+	atomic_store_explicit(&g->epoch, e, memory_order_seq_cst);
+	ring(g, &g->doorbell, &g->sleepers);
+}
+
+void gang_begin(gang_t *g)
+{
+	assert(!(atomic_load(&g->epoch) & 1));
+	epoch_bump(g);
+}
+
+void gang_end(gang_t *g)
+{
+	assert(atomic_load(&g->epoch) & 1);
+	epoch_bump(g);
+}
+
+uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
+{
+	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_relaxed);
+	assert(e & 1);
+	/* 1. take every requested slot that is ready (never wait) */
+	uint32_t req = atomic_load_explicit(&g->requested, memory_order_seq_cst);
+	uint32_t mask = 1;
+	for (uint32_t r = req & ~1u & gang_all(g); r; r &= r - 1) {
+		int s = __builtin_ctz(r);
+		uint32_t expect = e;
+		/* acq_rel: pairs with the worker's ack store / leave CAS; only
+		 * one of our CAS and the worker's leave CAS can win. */
+		if (atomic_compare_exchange_strong_explicit(
+			    &g->slots[s].ack, &expect, e | ACK_TAKEN,
+			    memory_order_acq_rel, memory_order_relaxed))
+			mask |= 1u << s;
+	}
+	/* 2. publish */
+	uint32_t tag = ++g->tag;
+	if (tag == 0) /* tag 0 is the initial latch: skip it on wrap */
+		tag = ++g->tag;
+	g->plan = plan;
+	atomic_store_explicit(&g->cursor, 0, memory_order_relaxed);
+	atomic_store_explicit(&g->sync, SYNC(tag, 0, 0), memory_order_relaxed);
+	/* release: the plan, cursor and sync above are visible to every
+	 * worker that acquires this latch. */
+	atomic_store_explicit(&g->latch, (uint64_t)tag << 32 | mask,
+			      memory_order_release);
+	ring(g, &g->doorbell, &g->sleepers);
+	/* 3. take part */
+	run_waves(g, 0, tag, mask, plan);
+
+	uint32_t changed = mask ^ g->last_mask;
+	atomic_fetch_add_explicit(&g->tokens, 1, memory_order_relaxed);
+	if (changed && g->tokens > 1) {
+		atomic_fetch_add_explicit(&g->latch_changes, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->joins, (uint64_t)__builtin_popcount(changed & mask),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->departures,
+					  (uint64_t)__builtin_popcount(changed & g->last_mask),
+					  memory_order_relaxed);
+	}
+	g->last_mask = mask;
+	return mask;
+}
+
+void gang_stats(const gang_t *gc, gang_stats_t *out)
+{
+	gang_t *g = (gang_t *)gc;
+	memset(out, 0, sizeof *out);
+	out->tokens = atomic_load(&g->tokens);
+	out->latch_changes = atomic_load(&g->latch_changes);
+	out->joins = atomic_load(&g->joins);
+	out->departures = atomic_load(&g->departures);
+	out->wakes = atomic_load(&g->wakes);
+	out->n_slots = g->n;
+	out->last_mask = LATCH_MASK(atomic_load(&g->latch));
+	for (int i = 0; i < g->n; i++) {
+		out->participation[i] = atomic_load(&g->slots[i].participation);
+		out->chunks[i] = atomic_load(&g->slots[i].chunks);
+		out->cpus[i] = g->slots[i].cpu;
+	}
+}
+
+void gang_dump(const gang_t *gc, char *buf, size_t cap)
+{
+	gang_t *g = (gang_t *)gc;
+	uint64_t l = atomic_load(&g->latch), sy = atomic_load(&g->sync);
+	int n = snprintf(buf, cap,
+			 "latch tag=%u mask=%#x sync tag=%u wave=%u arrived=%u "
+			 "cursor=%u requested=%#x epoch=%u sleepers=%u "
+			 "bar_sleepers=%u acks=",
+			 LATCH_TAG(l), LATCH_MASK(l), SYNC_TAG(sy), SYNC_WAVE(sy),
+			 SYNC_COUNT(sy), atomic_load(&g->cursor),
+			 atomic_load(&g->requested), atomic_load(&g->epoch),
+			 atomic_load(&g->sleepers), atomic_load(&g->bar_sleepers));
+	for (int i = 0; i < g->n && n > 0 && (size_t)n < cap; i++)
+		n += snprintf(buf + n, cap - (size_t)n, "%s%#x", i ? "," : "",
+			      atomic_load(&g->slots[i].ack));
+}

@@ -1,0 +1,139 @@
+/* gang: the elastic gang runtime (DESIGN.md section 3).
+ *
+ * One worker thread per allowed core, pinned; the thread that calls
+ * gang_run_token() is the leader and always takes part (slot 0). Membership
+ * may change between any two tokens; the gang knows nothing about models: it
+ * runs a wave_plan_t (base/wave.h) on whoever is in the token's latch.
+ *
+ * ---- The protocol ------------------------------------------------------
+ * Shared state:
+ *   requested  bit mask of slots the gang wants (any thread, any time).
+ *   epoch      odd while a generation runs, even between generations; the
+ *              leader bumps it at gang_begin() and gang_end().
+ *   ack[s]     0 (slot s is not ready), e (slot s is ready in epoch e) or
+ *              e|ACK_TAKEN (the leader has put s in the latch being
+ *              published). Worker: 0 -> e (arrive), e -> 0 (leave, by CAS),
+ *              e|TAKEN -> e (seen the latch). Leader: e -> e|TAKEN (by CAS).
+ *   latch      one 64-bit word, tag (high 32 bits, a token counter) |
+ *              participant mask (low 32 bits), published once per token.
+ *   sync       one 64-bit word, tag (32) | wave (16) | arrivals (16): the
+ *              wave barrier, tagged with the token and the wave.
+ *   cursor     the current wave's next unclaimed chunk.
+ *
+ * Leader, per token:
+ *   1. mask = {leader}; for every slot s in requested: if CAS(ack[s], e ->
+ *      e|TAKEN) succeeds, mask |= s. (The leader never waits for an ack: a
+ *      slot that is not ready is simply left out of this token.)
+ *   2. sync = (tag, 0, 0), cursor = 0; latch = tag | mask (release).
+ *   3. takes part in every wave like any participant (below); the token ends
+ *      when sync reads (tag, n_waves, 0).
+ * Participant, for wave w of token tag:
+ *   claim chunks (fetch_add on cursor) until none are left, then arrive:
+ *   CAS sync (tag, w, k) -> (tag, w, k+1). The participant whose arrival
+ *   makes k+1 == popcount(mask) runs the wave's finish(), resets cursor and
+ *   stores sync = (tag, w+1, 0) (release); the others wait until sync no
+ *   longer reads (tag, w, *).
+ * Worker s (pinned to its core):
+ *   - while s is not requested or the epoch is even: sleeps on a futex;
+ *   - arrive: reads latch (its tag becomes `seen`), then ack[s] = e;
+ *   - then waits for a latch tag != seen. If its bit is set it stores
+ *     ack[s] = e (clearing TAKEN) and takes part in every wave of that token;
+ *     if not, it is out of that token and touches nothing of it;
+ *   - leave (s no longer requested, or the epoch changed): CAS(ack[s], e ->
+ *     0). If the CAS fails the leader has just taken s into a latch: s waits
+ *     for that latch and takes part, then tries again. Leaving therefore
+ *     happens only at a token boundary, and the core goes to the OS at once.
+ *
+ * Why it is safe (each invariant has a test that tries to break it, named
+ * in README.md "Protocol invariants"):
+ *   I1 (no deadlock on departure) every slot in a latch's mask reaches every
+ *      barrier of that token: a slot enters the mask only through the
+ *      leader's successful CAS e -> e|TAKEN, after which the slot's own
+ *      leave-CAS (e -> 0) must fail, so the slot cannot go to sleep before
+ *      it has seen that latch; and a slot waiting for latch tag != seen sees
+ *      this latch, because the next one cannot be published before this
+ *      token's barriers (which need the slot) have completed.
+ *   I2 (never waits on a named core) the leader's only waits are the wave
+ *      barriers, which count exactly popcount(mask) arrivals of slots that
+ *      committed (I1) before the latch was published.
+ *   I3 (no corruption on arrival) a slot touches the cursor, sync or the
+ *      plan's buffers only inside a token whose mask has its bit, and sync's
+ *      (tag, wave) check makes a stale arrival impossible to count.
+ *   I4 (joins within one token) a requested slot that has acked before the
+ *      leader's step 1 is in that token's mask; one that acks later is in
+ *      the next one.
+ *   I5 (bit-exact) every chunk is a pure function of the plan's inputs and
+ *      finish() runs once per wave after all chunks, so the output does not
+ *      depend on the mask.
+ *   I6 (generations return cores) gang_end() makes the epoch even: every
+ *      ack is stale, every worker leaves and sleeps unless requested again.
+ *
+ * Synchronization table:
+ *   gang_request(), gang_stats()     any thread, any time.
+ *   gang_begin(), gang_run_token(),  the leader thread only (one at a time).
+ *   gang_end()
+ *   gang_init() / gang_free()        no other call in flight.
+ */
+#ifndef EGANG_GANG_H
+#define EGANG_GANG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/wave.h"
+
+#define GANG_MAX_SLOTS 32
+
+typedef struct gang gang_t; /* opaque */
+
+typedef struct gang_stats {
+	uint64_t tokens;           /* tokens run */
+	uint64_t latch_changes;    /* tokens whose mask differed from the last */
+	uint64_t joins;            /* slot entered the mask */
+	uint64_t departures;       /* slot left the mask */
+	uint64_t wakes;            /* futex wakes issued to sleeping workers */
+	uint64_t participation[GANG_MAX_SLOTS]; /* tokens each slot was in */
+	uint64_t chunks[GANG_MAX_SLOTS];        /* chunks each slot ran */
+	int n_slots;
+	int cpus[GANG_MAX_SLOTS];  /* CPU of each slot */
+	uint32_t last_mask;        /* mask of the last token */
+} gang_stats_t;
+
+typedef struct gang_config {
+	const int *cpus;  /* CPUs, slot order; cpus[0] is the leader's */
+	int n_cpus;       /* 1..GANG_MAX_SLOTS */
+	bool pin;         /* pin workers (and the leader) to their CPUs */
+	uint32_t spin_us; /* bounded spin before a futex sleep (default 50) */
+} gang_config_t;
+
+/* Starts n_cpus - 1 workers; they sleep until requested. NULL + err_get(). */
+gang_t *gang_init(const gang_config_t *cfg);
+/* Stops and joins the workers. */
+void gang_free(gang_t *g);
+
+int gang_n_slots(const gang_t *g);
+/* Slot mask of every slot. */
+uint32_t gang_all(const gang_t *g);
+
+/* Sets the requested slot mask (slot 0, the leader, is always in). Any
+ * thread, any time; takes effect at the next token boundary. */
+void gang_request(gang_t *g, uint32_t mask);
+uint32_t gang_requested(const gang_t *g);
+
+/* Starts / ends a generation (epoch odd / even). Leader thread only. */
+void gang_begin(gang_t *g);
+void gang_end(gang_t *g);
+
+/* Runs one token's plan on the leader and the slots in this token's latch;
+ * returns the participant mask. Leader thread only, between begin/end. */
+uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan);
+
+/* A consistent-enough snapshot (counters are read one by one). */
+void gang_stats(const gang_t *g, gang_stats_t *out);
+
+/* A one-line dump of the protocol state (for watchdogs). */
+void gang_dump(const gang_t *g, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,403 @@
+/* forward: the decoder's token step as waves of chunks (see forward.h). */
+#include "model/forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+enum {
+	STEP_QKV,
+	STEP_ATTN,
+	STEP_WO,
+	STEP_FFN1,
+	STEP_FFN2,
+	STEP_COUNT
+};
+
+#define DEFAULT_CHUNK_BYTES (32u << 10)
+
+struct forward {
+	const model_t *m;
+	model_config_t c;
+	int32_t ctx;
+	int32_t token, pos;
+	/* activations */
+	float *x;      /* (dim) residual stream */
+	float *xb;     /* (dim) normed input of the next matrices */
+	void *xb_q;    /* (dim) xb as Q8_0 blocks when a consumer needs it */
+	float *q;      /* (n_heads * head_dim) */
+	float *att;    /* (n_heads * head_dim) attention output */
+	void *att_q;   /* att as Q8_0 */
+	float *scores; /* (n_heads, ctx) */
+	float *hb;     /* (hidden) */
+	void *hb_q;    /* hb as Q8_0 */
+	float *logits; /* (vocab) */
+	float *k_cache, *v_cache; /* (layer, ctx, kv_dim) */
+	/* chunking */
+	uint32_t rows_qkv, rows_wo, rows_ffn1, rows_ffn2, rows_cls;
+	wave_t *waves;
+	wave_plan_t plan;
+};
+
+static inline int64_t kv_dim(const model_config_t *c)
+{
+	return (int64_t)c->n_kv_heads * c->head_dim;
+}
+
+static inline int64_t q_dim(const model_config_t *c)
+{
+	return (int64_t)c->n_heads * c->head_dim;
+}
+
+/* Activations for a matrix of type t from float x and its Q8_0 twin. */
+static inline const void *act_for(dtype_t t, const float *x, const void *xq)
+{
+	return dtype_info[t].act == DTYPE_Q8_0 ? xq : (const void *)x;
+}
+
+/* Prepares the Q8_0 twin of x (n) if matrix type t needs it. */
+static inline void act_fill(dtype_t t, const float *x, void *xq, int64_t n)
+{
+	if (dtype_info[t].act == DTYPE_Q8_0)
+		act_prepare(t, x, xq, n);
+}
+
+static inline void rows_of(uint32_t chunk, uint32_t per, int64_t total,
+			   int64_t *r0, int64_t *r1)
+{
+	*r0 = (int64_t)chunk * per;
+	*r1 = *r0 + per < total ? *r0 + per : total;
+}
+
+static inline const layer_t *layer_of(const forward_t *f, uint32_t wave)
+{
+	return &f->m->layers[(wave - 1) / STEP_COUNT];
+}
+
+/* ---- EMBED ---- */
+
+static void embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *e = &f->m->tok_embd;
+	const char *row = (const char *)e->data +
+			  (size_t)f->token * dtype_row_bytes(e->type, e->cols);
+	dequantize_row(e->type, row, f->x, e->cols);
+}
+
+/* xb = rmsnorm(x, w); quantized for the matrices of type t. */
+static void norm_into_xb(forward_t *f, const float *w, dtype_t t)
+{
+	rmsnorm(f->xb, f->x, w, f->c.dim, f->c.rms_eps);
+	act_fill(t, f->xb, f->xb_q, f->c.dim);
+}
+
+static void embed_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = &f->m->layers[0];
+	norm_into_xb(f, y->attn_norm, y->wq.type);
+}
+
+/* ---- QKV: rows of the stacked [wq; wk; wv] ---- */
+
+static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	const layer_t *y = layer_of(f, wave);
+	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
+	float *kc = f->k_cache + ((size_t)l * f->ctx + f->pos) * KV;
+	float *vc = f->v_cache + ((size_t)l * f->ctx + f->pos) * KV;
+	const struct {
+		const tensor_t *w;
+		const float *b;
+		float *out;
+		int64_t base;
+	} part[3] = {{&y->wq, y->bq, f->q, 0},
+		     {&y->wk, y->bk, kc, Q},
+		     {&y->wv, y->bv, vc, Q + KV}};
+	int64_t r0, r1;
+	rows_of(chunk, f->rows_qkv, Q + 2 * KV, &r0, &r1);
+	for (int p = 0; p < 3; p++) {
+		int64_t lo = r0 > part[p].base ? r0 : part[p].base;
+		int64_t hi = part[p].base + part[p].w->rows;
+		if (r1 < hi)
+			hi = r1;
+		if (lo >= hi)
+			continue;
+		const tensor_t *w = part[p].w;
+		matvec_rows(w->type, w->data, act_for(w->type, f->xb, f->xb_q),
+			    part[p].out, c->dim,
+			    lo - part[p].base, hi - part[p].base);
+		if (part[p].b)
+			for (int64_t r = lo - part[p].base; r < hi - part[p].base; r++)
+				part[p].out[r] += part[p].b[r];
+	}
+}
+
+static void qkv_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c);
+	float *kc = f->k_cache + ((size_t)l * f->ctx + f->pos) * KV;
+	rope(f->q, c->n_heads, c->head_dim, c->rope_dim, f->pos, c->rope_theta,
+	     c->rope_neox);
+	rope(kc, c->n_kv_heads, c->head_dim, c->rope_dim, f->pos,
+	     c->rope_theta, c->rope_neox);
+}
+
+/* ---- ATTN: one chunk per query head ---- */
+
+static void attn_chunk(void *ctx, uint32_t wave, uint32_t h)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c), hd = c->head_dim;
+	int64_t kvh = h / (c->n_heads / c->n_kv_heads);
+	const float *q = f->q + h * hd;
+	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	float *s = f->scores + (size_t)h * f->ctx;
+	float scale = sqrtf((float)hd);
+	for (int32_t t = 0; t <= f->pos; t++) {
+		const float *k = kc + (size_t)t * KV;
+		float dot = 0.0f;
+		for (int64_t i = 0; i < hd; i++)
+			dot += q[i] * k[i];
+		s[t] = dot / scale;
+	}
+	softmax(s, f->pos + 1);
+	float *o = f->att + h * hd;
+	memset(o, 0, (size_t)hd * sizeof *o);
+	for (int32_t t = 0; t <= f->pos; t++) {
+		const float *v = vc + (size_t)t * KV;
+		float a = s[t];
+		for (int64_t i = 0; i < hd; i++)
+			o[i] += a * v[i];
+	}
+}
+
+static void attn_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	act_fill(y->wo.type, f->att, f->att_q, q_dim(&f->c));
+}
+
+/* ---- WO: x += wo @ att ---- */
+
+static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &layer_of(f, wave)->wo;
+	int64_t r0, r1;
+	float tmp[256];
+	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
+	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
+	matvec_rows(w->type, (const char *)w->data +
+				     (size_t)r0 * dtype_row_bytes(w->type, w->cols),
+		    act_for(w->type, f->att, f->att_q), tmp, w->cols, 0, r1 - r0);
+	for (int64_t r = r0; r < r1; r++)
+		f->x[r] += tmp[r - r0];
+}
+
+static void wo_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	norm_into_xb(f, y->ffn_norm, y->w_gate.type);
+}
+
+/* ---- FFN1: hb = silu(gate @ xb) * (up @ xb) ---- */
+
+static void ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	int64_t r0, r1;
+	float up[256];
+	rows_of(chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
+	matvec_rows(y->w_gate.type, y->w_gate.data,
+		    act_for(y->w_gate.type, f->xb, f->xb_q), f->hb, f->c.dim,
+		    r0, r1);
+	matvec_rows(y->w_up.type, (const char *)y->w_up.data +
+					  (size_t)r0 * dtype_row_bytes(y->w_up.type, y->w_up.cols),
+		    act_for(y->w_up.type, f->xb, f->xb_q), up, f->c.dim, 0,
+		    r1 - r0);
+	swiglu(f->hb + r0, f->hb + r0, up, r1 - r0);
+}
+
+static void ffn1_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	act_fill(y->w_down.type, f->hb, f->hb_q, f->c.hidden_dim);
+}
+
+/* ---- FFN2: x += down @ hb ---- */
+
+static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &layer_of(f, wave)->w_down;
+	int64_t r0, r1;
+	float tmp[256];
+	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
+	matvec_rows(w->type, (const char *)w->data +
+				     (size_t)r0 * dtype_row_bytes(w->type, w->cols),
+		    act_for(w->type, f->hb, f->hb_q), tmp, w->cols, 0, r1 - r0);
+	for (int64_t r = r0; r < r1; r++)
+		f->x[r] += tmp[r - r0];
+}
+
+static void ffn2_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	uint32_t l = (wave - 1) / STEP_COUNT;
+	if (l + 1 < (uint32_t)f->c.n_layers) {
+		const layer_t *y = &f->m->layers[l + 1];
+		norm_into_xb(f, y->attn_norm, y->wq.type);
+	} else {
+		norm_into_xb(f, f->m->output_norm, f->m->output.type);
+	}
+}
+
+/* ---- CLS: logits = output @ xb ---- */
+
+static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &f->m->output;
+	int64_t r0, r1;
+	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
+	matvec_rows(w->type, w->data, act_for(w->type, f->xb, f->xb_q),
+		    f->logits, w->cols, r0, r1);
+}
+
+/* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
+ * of 4 (the kernels' row group), at least 4, at most cap. */
+static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
+{
+	size_t rb = dtype_row_bytes(w->type, w->cols);
+	size_t r = rb ? bytes / rb : 4;
+	r = (r + 3) & ~(size_t)3;
+	if (r < 4)
+		r = 4;
+	if (r > cap)
+		r = cap;
+	return (uint32_t)r;
+}
+
+static uint32_t div_up(int64_t a, uint32_t b) { return (uint32_t)((a + b - 1) / b); }
+
+forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
+{
+	const model_config_t *c = &m->cfg;
+	if (ctx <= 0 || ctx > c->ctx)
+		ctx = c->ctx;
+	if (!chunk_bytes)
+		chunk_bytes = DEFAULT_CHUNK_BYTES;
+	forward_t *f = calloc(1, sizeof *f);
+	f->m = m;
+	f->c = *c;
+	f->ctx = ctx;
+	int64_t Q = q_dim(c), KV = kv_dim(c);
+	size_t qb = dtype_row_bytes(DTYPE_Q8_0, 32) / 32 + 1; /* bytes/elem bound */
+	f->x = calloc((size_t)c->dim, sizeof(float));
+	f->xb = calloc((size_t)c->dim, sizeof(float));
+	f->xb_q = calloc((size_t)c->dim * qb + 64, 1);
+	f->q = calloc((size_t)Q, sizeof(float));
+	f->att = calloc((size_t)Q, sizeof(float));
+	f->att_q = calloc((size_t)Q * qb + 64, 1);
+	f->scores = calloc((size_t)c->n_heads * (size_t)ctx, sizeof(float));
+	f->hb = calloc((size_t)c->hidden_dim, sizeof(float));
+	f->hb_q = calloc((size_t)c->hidden_dim * qb + 64, 1);
+	f->logits = calloc((size_t)c->vocab_size, sizeof(float));
+	f->k_cache = calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+			    sizeof(float));
+	f->v_cache = calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+			    sizeof(float));
+	if (!f->k_cache || !f->v_cache || !f->scores) {
+		err_set("cannot allocate the KV cache for %d positions", ctx);
+		forward_free(f);
+		return NULL;
+	}
+	const layer_t *y = &m->layers[0];
+	f->rows_qkv = rows_per_chunk(&y->wq, chunk_bytes, 1u << 20);
+	f->rows_wo = rows_per_chunk(&y->wo, chunk_bytes, 256);
+	f->rows_ffn1 = rows_per_chunk(&y->w_gate, chunk_bytes / 2, 256);
+	f->rows_ffn2 = rows_per_chunk(&y->w_down, chunk_bytes, 256);
+	f->rows_cls = rows_per_chunk(&m->output, chunk_bytes, 1u << 20);
+
+	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
+	f->waves = calloc(n, sizeof *f->waves);
+	f->waves[0] = (wave_t){1, embed_chunk, embed_finish};
+	for (int l = 0; l < c->n_layers; l++) {
+		wave_t *w = &f->waves[1 + STEP_COUNT * l];
+		w[STEP_QKV] = (wave_t){div_up(Q + 2 * KV, f->rows_qkv),
+				       qkv_chunk, qkv_finish};
+		w[STEP_ATTN] = (wave_t){(uint32_t)c->n_heads, attn_chunk,
+					attn_finish};
+		w[STEP_WO] = (wave_t){div_up(c->dim, f->rows_wo), wo_chunk,
+				      wo_finish};
+		w[STEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->rows_ffn1),
+					ffn1_chunk, ffn1_finish};
+		w[STEP_FFN2] = (wave_t){div_up(c->dim, f->rows_ffn2),
+					ffn2_chunk, ffn2_finish};
+	}
+	f->waves[n - 1] = (wave_t){div_up(c->vocab_size, f->rows_cls),
+				   cls_chunk, NULL};
+	f->plan = (wave_plan_t){f, n, f->waves};
+	return f;
+}
+
+void forward_free(forward_t *f)
+{
+	if (!f)
+		return;
+	free(f->x);
+	free(f->xb);
+	free(f->xb_q);
+	free(f->q);
+	free(f->att);
+	free(f->att_q);
+	free(f->scores);
+	free(f->hb);
+	free(f->hb_q);
+	free(f->logits);
+	free(f->k_cache);
+	free(f->v_cache);
+	free(f->waves);
+	free(f);
+}
+
+int32_t forward_ctx(const forward_t *f) { return f->ctx; }
+
+int forward_set_input(forward_t *f, int32_t token, int32_t pos)
+{
+	if (pos < 0 || pos >= f->ctx)
+		return err_set("position %d is outside the context of %d",
+			       pos, f->ctx);
+	if (token < 0 || token >= f->c.vocab_size)
+		return err_set("token id %d is outside the vocabulary of %d",
+			       token, f->c.vocab_size);
+	f->token = token;
+	f->pos = pos;
+	return 0;
+}
+
+const wave_plan_t *forward_plan(const forward_t *f) { return &f->plan; }
+
+float *forward_logits(forward_t *f) { return f->logits; }
+
+float *forward_token_serial(forward_t *f, int32_t token, int32_t pos)
+{
+	if (forward_set_input(f, token, pos) < 0)
+		return NULL;
+	wave_plan_run_serial(&f->plan);
+	return f->logits;
+}

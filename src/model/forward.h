@@ -1,0 +1,48 @@
+/* forward: one token of the decoder as a list of waves of chunks
+ * (base/wave.h). Per token: wave 0 embeds the token, then five waves per
+ * layer, then the classifier:
+ *
+ *   wave            chunks (rows)                   finish (runs once)
+ *   EMBED           1                               x -> xb = rmsnorm(x)
+ *   QKV   (layer l) rows of [wq; wk; wv] -> q, k, v  RoPE on q and k
+ *   ATTN  (layer l) one per query head -> att       quantize att
+ *   WO    (layer l) rows of wo: x += wo @ att        xb = rmsnorm(x)
+ *   FFN1  (layer l) rows of gate/up -> hb            quantize hb
+ *   FFN2  (layer l) rows of down: x += down @ hb     xb = rmsnorm(x) (next
+ *                                                    layer's or the final)
+ *   CLS             rows of the classifier -> logits
+ *
+ * Every chunk writes only its own output rows and reads only what previous
+ * waves finished; every row is one dot product with a fixed reduction order
+ * (kernels.h), so the logits are the same bits however chunks are spread
+ * over threads. Chunk boundaries are fixed at forward_new() from the model
+ * alone, never from the gang's membership. */
+#ifndef EGANG_FORWARD_H
+#define EGANG_FORWARD_H
+
+#include <stdint.h>
+
+#include "base/wave.h"
+#include "model/model.h"
+
+typedef struct forward forward_t; /* opaque */
+
+/* Run state for contexts of up to ctx positions (<= the model's; 0 = the
+ * model's). chunk_bytes: target weight bytes per chunk (0 = default). */
+forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes);
+void forward_free(forward_t *f);
+
+int32_t forward_ctx(const forward_t *f);
+
+/* Prepares the plan for token `token` at position pos (0 <= pos < ctx);
+ * the caller then runs forward_plan() (serially or on the gang), and reads
+ * forward_logits(). -1 if pos or token is out of range. */
+int forward_set_input(forward_t *f, int32_t token, int32_t pos);
+const wave_plan_t *forward_plan(const forward_t *f);
+/* Logits of the last run token (vocab,). */
+float *forward_logits(forward_t *f);
+
+/* Convenience: set input and run serially; returns logits or NULL. */
+float *forward_token_serial(forward_t *f, int32_t token, int32_t pos);
+
+#endif

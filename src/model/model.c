@@ -1,0 +1,496 @@
+/* model: loading GGUF and llama2.c files into model_t. */
+#include "model/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static void model_set_name(model_t *m, const char *name, size_t n)
+{
+	m->name_owned = malloc(n + 1);
+	memcpy(m->name_owned, name, n);
+	m->name_owned[n] = '\0';
+	m->name = m->name_owned;
+}
+
+void model_free(model_t *m)
+{
+	if (!m)
+		return;
+	tokenizer_free(m->tok);
+	gguf_close(m->gguf);
+	if (m->map)
+		munmap(m->map, m->map_len);
+	free(m->layers);
+	free(m->owned);
+	free(m->name_owned);
+	free(m);
+}
+
+/* Checks the shape-level constraints shared by both formats. */
+static int config_check(const char *file, const model_config_t *c)
+{
+#define REQUIRE(cond, ...)                                                   \
+	do {                                                                 \
+		if (!(cond))                                                 \
+			return err_set(__VA_ARGS__);                         \
+	} while (0)
+	REQUIRE(c->dim > 0 && c->dim <= 1 << 16, "%s: dim %d is out of range",
+		file, c->dim);
+	REQUIRE(c->hidden_dim > 0 && c->hidden_dim <= 1 << 18,
+		"%s: hidden_dim %d is out of range", file, c->hidden_dim);
+	REQUIRE(c->n_layers > 0 && c->n_layers <= 1024,
+		"%s: n_layers %d is out of range", file, c->n_layers);
+	REQUIRE(c->n_heads > 0 && c->n_heads <= c->dim,
+		"%s: n_heads %d is out of range", file, c->n_heads);
+	REQUIRE(c->dim % c->n_heads == 0,
+		"%s: n_heads %d does not divide dim %d", file, c->n_heads,
+		c->dim);
+	REQUIRE(c->n_kv_heads > 0 && c->n_kv_heads <= c->n_heads,
+		"%s: n_kv_heads %d is out of range (n_heads %d)", file,
+		c->n_kv_heads, c->n_heads);
+	REQUIRE(c->n_heads % c->n_kv_heads == 0,
+		"%s: n_kv_heads %d does not divide n_heads %d", file,
+		c->n_kv_heads, c->n_heads);
+	REQUIRE(c->vocab_size > 0 && c->vocab_size <= 1 << 22,
+		"%s: vocab_size %d is out of range", file, c->vocab_size);
+	REQUIRE(c->ctx > 0 && c->ctx <= 1 << 22,
+		"%s: context length %d is out of range", file, c->ctx);
+	REQUIRE(c->rope_dim > 0 && c->rope_dim <= c->head_dim &&
+			c->rope_dim % 2 == 0,
+		"%s: rope dimension %d is out of range (head_dim %d)", file,
+		c->rope_dim, c->head_dim);
+	REQUIRE(c->rope_theta > 0 && c->rope_theta < 1e12f,
+		"%s: rope theta %g is out of range", file, c->rope_theta);
+	REQUIRE(c->rms_eps > 0 && c->rms_eps < 1,
+		"%s: rms epsilon %g is out of range", file, c->rms_eps);
+#undef REQUIRE
+	return 0;
+}
+
+/* ---- llama2.c ---- */
+
+static int mul_ok(uint64_t *acc, uint64_t a, uint64_t b)
+{
+	if (a && b > UINT64_MAX / a)
+		return -1;
+	*acc += a * b;
+	return 0;
+}
+
+static model_t *load_llama2c(const char *path, const char *tok_path, int fd,
+			     size_t size)
+{
+	const char *file = base_name(path);
+	int32_t h[7];
+	if (size < sizeof h) {
+		err_set("%s: llama2.c header at offset 0: file is %zu bytes, "
+			"needs 28", file, size);
+		return NULL;
+	}
+	if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
+		err_sys("pread");
+		return NULL;
+	}
+	static const char *names[7] = {"dim", "hidden_dim", "n_layers",
+				       "n_heads", "n_kv_heads", "vocab_size",
+				       "seq_len"};
+	for (int i = 0; i < 7; i++)
+		if ((i == 5 ? (h[i] == 0 || h[i] == INT32_MIN) : h[i] <= 0)) {
+			err_set("%s: llama2.c header field %s at offset %d: "
+				"invalid value %d", file, names[i], 4 * i, h[i]);
+			return NULL;
+		}
+	model_config_t c = {
+		.arch = ARCH_LLAMA, .dim = h[0], .hidden_dim = h[1],
+		.n_layers = h[2], .n_heads = h[3], .n_kv_heads = h[4],
+		.vocab_size = h[5] < 0 ? -h[5] : h[5], .ctx = h[6],
+		.rope_theta = 10000.0f, .rms_eps = 1e-5f, .rope_neox = 0,
+	};
+	bool shared = h[5] > 0;
+	if (c.n_heads > 0 && c.dim % c.n_heads == 0)
+		c.head_dim = c.dim / c.n_heads;
+	c.rope_dim = c.head_dim;
+	if (config_check(file, &c) < 0)
+		return NULL;
+	uint64_t D = (uint64_t)c.dim, H = (uint64_t)c.hidden_dim,
+		 L = (uint64_t)c.n_layers, V = (uint64_t)c.vocab_size,
+		 KV = (uint64_t)c.n_kv_heads * (uint64_t)c.head_dim;
+	uint64_t n = 0;
+	int bad = mul_ok(&n, V, D) | mul_ok(&n, L, D) | mul_ok(&n, L * D, D) |
+		  mul_ok(&n, L * D, KV) | mul_ok(&n, L * D, KV) |
+		  mul_ok(&n, L * D, D) | mul_ok(&n, L, D) |
+		  mul_ok(&n, L * H, D) | mul_ok(&n, L * H, D) |
+		  mul_ok(&n, L * H, D) | mul_ok(&n, 1, D) |
+		  mul_ok(&n, (uint64_t)c.ctx, (uint64_t)c.head_dim);
+	if (!shared)
+		bad |= mul_ok(&n, V, D);
+	if (bad || n > (UINT64_MAX - 28) / 4 || 28 + 4 * n > size) {
+		err_set("%s: llama2.c weights: the header's shapes need %llu "
+			"bytes but the file has %zu", file,
+			bad ? 0ull : (unsigned long long)(28 + 4 * n), size);
+		return NULL;
+	}
+	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		err_sys("mmap");
+		return NULL;
+	}
+	model_t *m = calloc(1, sizeof *m);
+	m->map = map;
+	m->map_len = size;
+	m->cfg = c;
+	m->format = "llama2c";
+	m->file_size = size;
+	model_set_name(m, file, strlen(file));
+	m->layers = calloc((size_t)L, sizeof *m->layers);
+	const float *p = (const float *)((const char *)map + 28);
+#define TAKE(count) (p += (count), p - (count))
+	int64_t q = c.n_heads * (int64_t)c.head_dim;
+	m->tok_embd = (tensor_t){DTYPE_F32, (int64_t)V, (int64_t)D,
+				 TAKE(V * D)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].attn_norm = TAKE(D);
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].wq = (tensor_t){DTYPE_F32, q, (int64_t)D,
+					     TAKE(D * D)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].wk = (tensor_t){DTYPE_F32, (int64_t)KV,
+					     (int64_t)D, TAKE(D * KV)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].wv = (tensor_t){DTYPE_F32, (int64_t)KV,
+					     (int64_t)D, TAKE(D * KV)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].wo = (tensor_t){DTYPE_F32, (int64_t)D, q,
+					     TAKE(D * D)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].ffn_norm = TAKE(D);
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].w_gate = (tensor_t){DTYPE_F32, (int64_t)H,
+						 (int64_t)D, TAKE(H * D)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].w_down = (tensor_t){DTYPE_F32, (int64_t)D,
+						 (int64_t)H, TAKE(D * H)};
+	for (uint64_t l = 0; l < L; l++)
+		m->layers[l].w_up = (tensor_t){DTYPE_F32, (int64_t)H,
+					       (int64_t)D, TAKE(H * D)};
+	m->output_norm = TAKE(D);
+	p += (uint64_t)c.ctx * (uint64_t)c.head_dim; /* legacy RoPE tables */
+	m->output = shared ? m->tok_embd
+			   : (tensor_t){DTYPE_F32, (int64_t)V, (int64_t)D,
+					TAKE(V * D)};
+#undef TAKE
+	if (!tok_path) {
+		err_set("%s: a llama2.c checkpoint needs a tokenizer "
+			"(-z tokenizer.bin)", file);
+		model_free(m);
+		return NULL;
+	}
+	m->tok = tokenizer_load_llama2c(tok_path, c.vocab_size);
+	if (!m->tok) {
+		model_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+/* ---- GGUF ---- */
+
+typedef struct gguf_loader {
+	const char *file;
+	const gguf_t *g;
+	model_t *m;
+	float *owned_next; /* bump allocator into m->owned */
+} gguf_loader_t;
+
+static const gguf_tensor_t *find_tensor(gguf_loader_t *ld, const char *name,
+					bool required)
+{
+	const gguf_tensor_t *t = gguf_find_tensor(ld->g, name);
+	if (!t && required)
+		err_set("%s: required tensor '%s' is missing", ld->file, name);
+	return t;
+}
+
+/* A matrix of `rows` outputs of `cols` inputs: GGUF ne = {cols, rows}. */
+static int take_matrix(gguf_loader_t *ld, const char *name, int64_t rows,
+		       int64_t cols, tensor_t *out, bool required)
+{
+	const gguf_tensor_t *t = find_tensor(ld, name, required);
+	if (!t)
+		return required ? -1 : 0;
+	if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
+		return err_set("%s: tensor '%s' has shape [%lld, %lld] (%u "
+			       "dims), expected [%lld, %lld]", ld->file, name,
+			       (long long)t->ne[0], (long long)t->ne[1],
+			       t->n_dims, (long long)cols, (long long)rows);
+	*out = (tensor_t){t->type, rows, cols, t->data};
+	return 1;
+}
+
+/* A vector of n floats (any float type, converted to f32). */
+static int take_vector(gguf_loader_t *ld, const char *name, int64_t n,
+		       const float **out, bool required)
+{
+	const gguf_tensor_t *t = find_tensor(ld, name, required);
+	if (!t) {
+		*out = NULL;
+		return required ? -1 : 0;
+	}
+	if (t->n_dims != 1 || t->ne[0] != n)
+		return err_set("%s: tensor '%s' has %lld elements (%u dims), "
+			       "expected %lld", ld->file, name,
+			       (long long)t->ne[0], t->n_dims, (long long)n);
+	if (dtype_info[t->type].block != 1)
+		return err_set("%s: tensor '%s' is %s; a norm or bias vector "
+			       "must be f32, f16 or bf16", ld->file, name,
+			       dtype_info[t->type].name);
+	float *dst = ld->owned_next;
+	ld->owned_next += n;
+	dequantize_row(t->type, t->data, dst, n);
+	*out = dst;
+	return 1;
+}
+
+static int get_u32_key(gguf_loader_t *ld, const char *arch, const char *key,
+		       int32_t *out, int64_t dflt)
+{
+	char full[128];
+	int64_t v;
+	snprintf(full, sizeof full, "%s.%s", arch, key);
+	if (gguf_find_key(ld->g, full) < 0) {
+		if (dflt < 0)
+			return err_set("%s: required key '%s' is missing",
+				       ld->file, full);
+		v = dflt;
+	} else if (gguf_get_int(ld->g, full, &v) < 0) {
+		return err_set("%s: key '%s' is not an integer", ld->file, full);
+	}
+	if (v <= 0 || v > INT32_MAX)
+		return err_set("%s: key '%s' = %lld is out of range", ld->file,
+			       full, (long long)v);
+	*out = (int32_t)v;
+	return 0;
+}
+
+static int get_f32_key(gguf_loader_t *ld, const char *arch, const char *key,
+		       float *out, double dflt)
+{
+	char full[128];
+	double v = dflt;
+	snprintf(full, sizeof full, "%s.%s", arch, key);
+	if (gguf_find_key(ld->g, full) >= 0 && gguf_get_float(ld->g, full, &v) < 0)
+		return err_set("%s: key '%s' is not a number", ld->file, full);
+	*out = (float)v;
+	return 0;
+}
+
+static model_t *load_gguf(const char *path, const char *tok_path)
+{
+	const char *file = base_name(path);
+	gguf_t *g = gguf_open(path);
+	if (!g)
+		return NULL;
+	model_t *m = calloc(1, sizeof *m);
+	m->gguf = g;
+	m->format = "gguf";
+	m->file_size = gguf_file_size(g);
+	gguf_loader_t ld = {.file = file, .g = g, .m = m};
+	gguf_str_t s;
+	char arch[32];
+	if (gguf_get_str(g, "general.architecture", &s) < 0) {
+		err_set("%s: required key 'general.architecture' is missing or "
+			"not a string", file);
+		goto fail;
+	}
+	snprintf(arch, sizeof arch, "%.*s", (int)(s.n < 31 ? s.n : 31), s.s);
+	model_config_t *c = &m->cfg;
+	if (strcmp(arch, "llama") == 0) {
+		c->arch = ARCH_LLAMA;
+	} else if (strcmp(arch, "qwen2") == 0) {
+		c->arch = ARCH_QWEN2;
+		c->rope_neox = 1;
+	} else {
+		err_set("%s: architecture '%s' is not supported (llama, qwen2)",
+			file, arch);
+		goto fail;
+	}
+	if (gguf_get_str(g, "general.name", &s) == 0 && s.n > 0 && s.n < 256)
+		model_set_name(m, s.s, s.n);
+	else
+		model_set_name(m, file, strlen(file));
+	if (get_u32_key(&ld, arch, "embedding_length", &c->dim, -1) < 0 ||
+	    get_u32_key(&ld, arch, "feed_forward_length", &c->hidden_dim, -1) < 0 ||
+	    get_u32_key(&ld, arch, "block_count", &c->n_layers, -1) < 0 ||
+	    get_u32_key(&ld, arch, "attention.head_count", &c->n_heads, -1) < 0 ||
+	    get_u32_key(&ld, arch, "context_length", &c->ctx, 2048) < 0 ||
+	    get_f32_key(&ld, arch, "rope.freq_base", &c->rope_theta,
+			c->arch == ARCH_QWEN2 ? 1000000.0 : 10000.0) < 0 ||
+	    get_f32_key(&ld, arch, "attention.layer_norm_rms_epsilon",
+			&c->rms_eps, 1e-5) < 0)
+		goto fail;
+	if (get_u32_key(&ld, arch, "attention.head_count_kv", &c->n_kv_heads,
+			c->n_heads) < 0)
+		goto fail;
+	if (c->dim % c->n_heads) {
+		err_set("%s: attention.head_count %d does not divide "
+			"embedding_length %d", file, c->n_heads, c->dim);
+		goto fail;
+	}
+	c->head_dim = c->dim / c->n_heads;
+	int32_t kl;
+	if (get_u32_key(&ld, arch, "attention.key_length", &kl, c->head_dim) < 0)
+		goto fail;
+	if (kl != c->head_dim) {
+		err_set("%s: attention.key_length %d differs from "
+			"embedding_length / head_count = %d (unsupported)",
+			file, kl, c->head_dim);
+		goto fail;
+	}
+	if (get_u32_key(&ld, arch, "rope.dimension_count", &c->rope_dim,
+			c->head_dim) < 0)
+		goto fail;
+	/* The vocabulary size comes from the embedding. */
+	const gguf_tensor_t *te = find_tensor(&ld, "token_embd.weight", true);
+	if (!te)
+		goto fail;
+	if (te->n_dims != 2 || te->ne[1] <= 0 || te->ne[1] > (1 << 22)) {
+		err_set("%s: tensor 'token_embd.weight' must be 2-D with at "
+			"most 4M rows", file);
+		goto fail;
+	}
+	c->vocab_size = (int32_t)te->ne[1];
+	if (config_check(file, c) < 0)
+		goto fail;
+
+	int64_t D = c->dim, H = c->hidden_dim, Q = (int64_t)c->n_heads * c->head_dim,
+		KV = (int64_t)c->n_kv_heads * c->head_dim;
+	size_t n_owned = (size_t)D * (2 * (size_t)c->n_layers + 1) +
+			 (size_t)c->n_layers * (size_t)(Q + 2 * KV);
+	m->owned = malloc(n_owned * sizeof(float));
+	ld.owned_next = m->owned;
+	m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+	if (take_matrix(&ld, "token_embd.weight", c->vocab_size, D,
+			&m->tok_embd, true) < 0 ||
+	    take_vector(&ld, "output_norm.weight", D, &m->output_norm, true) < 0)
+		goto fail;
+	int rc = take_matrix(&ld, "output.weight", c->vocab_size, D, &m->output,
+			     false);
+	if (rc < 0)
+		goto fail;
+	if (rc == 0)
+		m->output = m->tok_embd;
+	for (int l = 0; l < c->n_layers; l++) {
+		layer_t *y = &m->layers[l];
+		char n[96];
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+		bool bias = c->arch == ARCH_QWEN2;
+		if (take_vector(&ld, NAME("attn_norm.weight"), D, &y->attn_norm, true) < 0 ||
+		    take_matrix(&ld, NAME("attn_q.weight"), Q, D, &y->wq, true) < 0 ||
+		    take_matrix(&ld, NAME("attn_k.weight"), KV, D, &y->wk, true) < 0 ||
+		    take_matrix(&ld, NAME("attn_v.weight"), KV, D, &y->wv, true) < 0 ||
+		    take_vector(&ld, NAME("attn_q.bias"), Q, &y->bq, bias) < 0 ||
+		    take_vector(&ld, NAME("attn_k.bias"), KV, &y->bk, bias) < 0 ||
+		    take_vector(&ld, NAME("attn_v.bias"), KV, &y->bv, bias) < 0 ||
+		    take_matrix(&ld, NAME("attn_output.weight"), D, Q, &y->wo, true) < 0 ||
+		    take_vector(&ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0 ||
+		    take_matrix(&ld, NAME("ffn_gate.weight"), H, D, &y->w_gate, true) < 0 ||
+		    take_matrix(&ld, NAME("ffn_down.weight"), D, H, &y->w_down, true) < 0 ||
+		    take_matrix(&ld, NAME("ffn_up.weight"), H, D, &y->w_up, true) < 0)
+			goto fail;
+#undef NAME
+	}
+	m->tok = tok_path ? tokenizer_load_llama2c(tok_path, c->vocab_size)
+			  : tokenizer_load_gguf(g);
+	if (!m->tok) {
+		err_wrap("%s", file);
+		goto fail;
+	}
+	if (tokenizer_n_vocab(m->tok) > c->vocab_size) {
+		err_set("%s: the tokenizer has %d tokens but the embedding only "
+			"%d rows", file, tokenizer_n_vocab(m->tok),
+			c->vocab_size);
+		goto fail;
+	}
+	return m;
+fail:
+	model_free(m);
+	return NULL;
+}
+
+model_t *model_load(const char *path, const char *tok_path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err_set("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	char magic[4] = {0};
+	if (fstat(fd, &st) < 0) {
+		err_sys("fstat");
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err_set("%s: not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	ssize_t k = pread(fd, magic, 4, 0);
+	model_t *m;
+	if (k == 4 && memcmp(magic, "GGUF", 4) == 0) {
+		close(fd);
+		m = load_gguf(path, tok_path);
+	} else {
+		m = load_llama2c(path, tok_path, fd, (size_t)st.st_size);
+		close(fd);
+	}
+	if (m)
+		kernels_init();
+	return m;
+}
+
+static uint64_t tensor_bytes(const tensor_t *t)
+{
+	return (uint64_t)t->rows * dtype_row_bytes(t->type, t->cols);
+}
+
+uint64_t model_bytes_per_token(const model_t *m)
+{
+	const model_config_t *c = &m->cfg;
+	uint64_t b = tensor_bytes(&m->output) +
+		     dtype_row_bytes(m->tok_embd.type, c->dim);
+	for (int l = 0; l < c->n_layers; l++) {
+		const layer_t *y = &m->layers[l];
+		b += tensor_bytes(&y->wq) + tensor_bytes(&y->wk) +
+		     tensor_bytes(&y->wv) + tensor_bytes(&y->wo) +
+		     tensor_bytes(&y->w_gate) + tensor_bytes(&y->w_down) +
+		     tensor_bytes(&y->w_up) + 8ull * (uint64_t)c->dim;
+	}
+	return b;
+}
+
+uint64_t model_n_params(const model_t *m)
+{
+	const model_config_t *c = &m->cfg;
+	uint64_t D = (uint64_t)c->dim, H = (uint64_t)c->hidden_dim,
+		 Q = (uint64_t)c->n_heads * (uint64_t)c->head_dim,
+		 KV = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim;
+	uint64_t per = 2 * D * Q + 2 * D * KV + 3 * D * H + 2 * D;
+	uint64_t n = (uint64_t)c->vocab_size * D * (m->output.data == m->tok_embd.data ? 1 : 2);
+	return n + per * (uint64_t)c->n_layers + D;
+}

@@ -1,0 +1,121 @@
+/* model: configuration and weights of a Llama-family decoder, loaded from a
+ * GGUF file (architectures llama, qwen2) or a llama2.c checkpoint, and the
+ * synthetic models of named real shapes.
+ *
+ * llama2.c checkpoint layout (little endian):
+ *  1. 7 x int32: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size
+ *     (negative: a separate classifier follows), seq_len
+ *  2. float32 weights in this order: token_embedding (vocab, dim),
+ *     rms_att (L, dim), wq (L, dim, dim), wk (L, kv_dim, dim),
+ *     wv (L, kv_dim, dim), wo (L, dim, dim), rms_ffn (L, dim),
+ *     w1 (L, hidden, dim), w2 (L, dim, hidden), w3 (L, hidden, dim),
+ *     rms_final (dim), legacy RoPE tables (seq_len, head_dim) (skipped),
+ *     then wcls (vocab, dim) when vocab_size was negative. */
+#ifndef EGANG_MODEL_H
+#define EGANG_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+typedef enum model_arch {
+	ARCH_LLAMA,
+	ARCH_QWEN2,
+	ARCH_COUNT
+} model_arch_t;
+
+typedef struct model_config {
+	model_arch_t arch;
+	int32_t dim;        /* embedding width */
+	int32_t hidden_dim; /* FFN width */
+	int32_t n_layers;
+	int32_t n_heads;
+	int32_t n_kv_heads;
+	int32_t head_dim;   /* dim / n_heads */
+	int32_t vocab_size;
+	int32_t ctx;        /* context length the model was trained for */
+	int32_t rope_dim;   /* dimensions rotated per head */
+	int32_t rope_neox;  /* 0: adjacent pairs (llama), 1: split halves */
+	float rope_theta;
+	float rms_eps;
+} model_config_t;
+
+/* A 2-D weight: rows of `cols` elements of `type`, row-major. */
+typedef struct tensor {
+	dtype_t type;
+	int64_t rows, cols;
+	const void *data; /* (rows, cols) */
+} tensor_t;
+
+typedef struct layer {
+	const float *attn_norm; /* (dim,) */
+	tensor_t wq;            /* (n_heads * head_dim, dim) */
+	tensor_t wk;            /* (n_kv_heads * head_dim, dim) */
+	tensor_t wv;            /* (n_kv_heads * head_dim, dim) */
+	const float *bq, *bk, *bv; /* qwen2 biases, NULL for llama */
+	tensor_t wo;            /* (dim, n_heads * head_dim) */
+	const float *ffn_norm;  /* (dim,) */
+	tensor_t w_gate;        /* (hidden, dim)  llama2.c w1 */
+	tensor_t w_down;        /* (dim, hidden)  llama2.c w2 */
+	tensor_t w_up;          /* (hidden, dim)  llama2.c w3 */
+} layer_t;
+
+typedef struct model {
+	model_config_t cfg;
+	tensor_t tok_embd;         /* (vocab, dim) */
+	const float *output_norm;  /* (dim,) */
+	tensor_t output;           /* (vocab, dim); may share tok_embd's data */
+	layer_t *layers;           /* (n_layers) */
+	tokenizer_t *tok;
+	const char *name;          /* general.name or the file's base name */
+	const char *format;        /* "gguf" or "llama2c" */
+	size_t file_size;
+	/* private: the mapping and owned float copies */
+	gguf_t *gguf;
+	void *map;
+	size_t map_len;
+	float *owned; /* norms and biases converted to f32 */
+	char *name_owned;
+} model_t;
+
+/* Loads a model: GGUF when the file starts with "GGUF", else a llama2.c
+ * checkpoint, which needs tok_path (a llama2.c tokenizer.bin); for GGUF a
+ * tok_path overrides the embedded tokenizer. NULL + err_get() naming the
+ * field and offset on any malformed input. */
+model_t *model_load(const char *path, const char *tok_path);
+void model_free(model_t *m);
+
+/* Bytes of weights read to decode one token (every matrix once). */
+uint64_t model_bytes_per_token(const model_t *m);
+/* Number of parameters. */
+uint64_t model_n_params(const model_t *m);
+
+/* ---- synthetic models ---- */
+typedef struct synth_shape {
+	const char *name;
+	model_arch_t arch;
+	int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab, ctx;
+	float rope_theta, rms_eps;
+	int tied; /* classifier shares the embedding */
+	tokenizer_kind_t tok_kind;
+} synth_shape_t;
+
+extern const synth_shape_t synth_shapes[];
+extern const int synth_n_shapes;
+const synth_shape_t *synth_find(const char *name);
+
+typedef void (*synth_progress_fn)(void *user, uint64_t done, uint64_t total);
+/* Writes a random-weight GGUF of the shape, deterministic from seed, with a
+ * working tokenizer inside; n_layers > 0 overrides the layer count. */
+int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
+		int32_t n_layers, const char *path, synth_progress_fn progress,
+		void *user);
+
+/* Converts a llama2.c checkpoint + tokenizer.bin into one F32 GGUF with the
+ * tokenizer inside. */
+int model_convert_llama2c(const char *bin, const char *tok, const char *out);
+
+#endif

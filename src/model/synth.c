@@ -1,0 +1,218 @@
+/* synth: random-weight GGUF models of named real shapes, and the llama2.c
+ * -> GGUF converter; both write the same metadata. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "model/model.h"
+
+/* Shapes of public models (from their config.json); weights are random. */
+const synth_shape_t synth_shapes[] = {
+	{"stories260k", ARCH_LLAMA, 64, 172, 5, 8, 4, 512, 512, 10000.0f, 1e-5f, 1, TOKENIZER_LLAMA},
+	{"smollm-135m", ARCH_LLAMA, 576, 1536, 30, 9, 3, 49152, 2048, 10000.0f, 1e-5f, 1, TOKENIZER_GPT2},
+	{"smollm2-360m", ARCH_LLAMA, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, 1e-5f, 1, TOKENIZER_GPT2},
+	{"qwen2.5-0.5b", ARCH_QWEN2, 896, 4864, 24, 14, 2, 151936, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2},
+	{"tinyllama-1.1b", ARCH_LLAMA, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA},
+	{"llama2-7b", ARCH_LLAMA, 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA},
+};
+const int synth_n_shapes = (int)EG_ARRAY_LEN(synth_shapes);
+
+const synth_shape_t *synth_find(const char *name)
+{
+	for (int i = 0; i < synth_n_shapes; i++)
+		if (strcmp(synth_shapes[i].name, name) == 0)
+			return &synth_shapes[i];
+	return NULL;
+}
+
+static const char *arch_name(model_arch_t a)
+{
+	return a == ARCH_QWEN2 ? "qwen2" : "llama";
+}
+
+/* The hyperparameter keys every egang-written GGUF carries. */
+static void write_config(gguf_writer_t *w, const model_config_t *c,
+			 const char *name)
+{
+	const char *a = arch_name(c->arch);
+	char k[96];
+#define KEY(s) (snprintf(k, sizeof k, "%s.%s", a, s), k)
+	gguf_writer_set_str(w, "general.architecture", a);
+	gguf_writer_set_str(w, "general.name", name);
+	gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->ctx);
+	gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->dim);
+	gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->hidden_dim);
+	gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->n_layers);
+	gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->n_heads);
+	gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_heads);
+	gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->rope_dim);
+	gguf_writer_set_f32(w, KEY("rope.freq_base"), c->rope_theta);
+	gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), c->rms_eps);
+#undef KEY
+}
+
+/* ---- synthetic weights ---- */
+
+enum { KIND_MATRIX, KIND_NORM, KIND_BIAS, KIND_EMBED };
+
+typedef struct synth_tensor {
+	int kind;
+	dtype_t type;
+	int64_t rows, cols;
+	uint64_t seed;
+} synth_tensor_t;
+
+typedef struct synth_ctx {
+	synth_tensor_t *t;
+	int64_t n;
+} synth_ctx_t;
+
+/* Rows of uniform values with unit output variance for a matvec:
+ * U(-a, a) with a = sqrt(3 / cols); norms near 1; biases small. */
+static int synth_fill(void *user, int64_t index, void *dst, size_t nbytes)
+{
+	synth_ctx_t *sc = user;
+	const synth_tensor_t *t = &sc->t[index];
+	rng_t rng;
+	rng_seed(&rng, t->seed);
+	float *row = malloc((size_t)t->cols * sizeof(float));
+	size_t rb = dtype_row_bytes(t->type, t->cols);
+	float a = t->kind == KIND_MATRIX ? sqrtf(3.0f / (float)t->cols)
+		: t->kind == KIND_EMBED  ? 1.0f
+					 : 0.1f;
+	for (int64_t r = 0; r < t->rows; r++) {
+		for (int64_t i = 0; i < t->cols; i++) {
+			float u = rng_float(&rng) * 2.0f - 1.0f;
+			row[i] = t->kind == KIND_NORM ? 1.0f + 0.1f * u : a * u;
+		}
+		quantize_row(t->type, row, (char *)dst + (size_t)r * rb, t->cols);
+	}
+	free(row);
+	(void)nbytes;
+	return 0;
+}
+
+int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
+		int32_t n_layers, const char *path, synth_progress_fn progress,
+		void *user)
+{
+	model_config_t c = {
+		.arch = s->arch, .dim = s->dim, .hidden_dim = s->hidden_dim,
+		.n_layers = n_layers > 0 ? n_layers : s->n_layers,
+		.n_heads = s->n_heads, .n_kv_heads = s->n_kv_heads,
+		.head_dim = s->dim / s->n_heads, .vocab_size = s->vocab,
+		.ctx = s->ctx, .rope_dim = s->dim / s->n_heads,
+		.rope_neox = s->arch == ARCH_QWEN2, .rope_theta = s->rope_theta,
+		.rms_eps = s->rms_eps,
+	};
+	gguf_writer_t *w = gguf_writer_new();
+	write_config(w, &c, s->name);
+	gguf_writer_set_u32(w, "egang.synth.seed", (uint32_t)seed);
+	gguf_writer_set_str(w, "egang.synth.type", dtype_info[type].name);
+	tokenizer_t *tok = tokenizer_synth(s->tok_kind, s->vocab, seed);
+	if (!tok) {
+		gguf_writer_free(w);
+		return -1;
+	}
+	tokenizer_write_gguf(tok, w);
+	tokenizer_free(tok);
+
+	int64_t D = c.dim, H = c.hidden_dim, Q = (int64_t)c.n_heads * c.head_dim,
+		KV = (int64_t)c.n_kv_heads * c.head_dim;
+	int64_t cap = 3 + 12 * (int64_t)c.n_layers;
+	synth_ctx_t sc = {calloc((size_t)cap, sizeof *sc.t), 0};
+	uint64_t h0 = seed * 0x9e3779b97f4a7c15ull + 1;
+	/* A quantized type needs rows of whole blocks; a matrix whose rows are
+	 * not (stories260k's hidden width 172) is stored as f16, as llama.cpp's
+	 * quantizer also falls back. */
+#define ADD(name_, kind_, rows_, cols_)                                          \
+	do {                                                                     \
+		dtype_t t_ = (kind_) == KIND_NORM || (kind_) == KIND_BIAS ? DTYPE_F32 \
+			     : (cols_) % (int64_t)dtype_info[type].block ? DTYPE_F16 \
+									   : type; \
+		int64_t ne_[2] = {(cols_), (rows_)};                             \
+		sc.t[sc.n] = (synth_tensor_t){(kind_), t_, (rows_), (cols_),     \
+					      hash64(name_, strlen(name_), h0)}; \
+		gguf_writer_add_tensor(w, name_, t_, (rows_) == 1 ? 1 : 2, ne_, NULL); \
+		sc.n++;                                                          \
+	} while (0)
+	char n[96];
+	ADD("token_embd.weight", KIND_EMBED, (int64_t)c.vocab_size, D);
+	for (int l = 0; l < c.n_layers; l++) {
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+		ADD(NAME("attn_norm.weight"), KIND_NORM, 1, D);
+		ADD(NAME("attn_q.weight"), KIND_MATRIX, Q, D);
+		ADD(NAME("attn_k.weight"), KIND_MATRIX, KV, D);
+		ADD(NAME("attn_v.weight"), KIND_MATRIX, KV, D);
+		if (c.arch == ARCH_QWEN2) {
+			ADD(NAME("attn_q.bias"), KIND_BIAS, 1, Q);
+			ADD(NAME("attn_k.bias"), KIND_BIAS, 1, KV);
+			ADD(NAME("attn_v.bias"), KIND_BIAS, 1, KV);
+		}
+		ADD(NAME("attn_output.weight"), KIND_MATRIX, D, Q);
+		ADD(NAME("ffn_norm.weight"), KIND_NORM, 1, D);
+		ADD(NAME("ffn_gate.weight"), KIND_MATRIX, H, D);
+		ADD(NAME("ffn_down.weight"), KIND_MATRIX, D, H);
+		ADD(NAME("ffn_up.weight"), KIND_MATRIX, H, D);
+#undef NAME
+	}
+	ADD("output_norm.weight", KIND_NORM, 1, D);
+	if (!s->tied)
+		ADD("output.weight", KIND_MATRIX, (int64_t)c.vocab_size, D);
+#undef ADD
+	gguf_writer_set_fill(w, synth_fill, &sc);
+	gguf_writer_set_progress(w, progress, user);
+	int rc = gguf_writer_write(w, path);
+	gguf_writer_free(w);
+	free(sc.t);
+	return rc;
+}
+
+/* ---- llama2.c -> GGUF ---- */
+
+int model_convert_llama2c(const char *bin, const char *tok, const char *out)
+{
+	model_t *m = model_load(bin, tok);
+	if (!m)
+		return -1;
+	if (strcmp(m->format, "llama2c") != 0) {
+		model_free(m);
+		return err_set("%s: not a llama2.c checkpoint", bin);
+	}
+	const model_config_t *c = &m->cfg;
+	gguf_writer_t *w = gguf_writer_new();
+	write_config(w, c, m->name);
+	tokenizer_write_gguf(m->tok, w);
+	char n[96];
+#define MAT(name_, t_)                                                          \
+	gguf_writer_add_tensor(w, name_, DTYPE_F32, 2,                          \
+			       (int64_t[2]){(t_).cols, (t_).rows}, (t_).data)
+#define VEC(name_, p_, len_)                                                   \
+	gguf_writer_add_tensor(w, name_, DTYPE_F32, 1, (int64_t[1]){(len_)}, (p_))
+	MAT("token_embd.weight", m->tok_embd);
+	for (int l = 0; l < c->n_layers; l++) {
+		const layer_t *y = &m->layers[l];
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+		VEC(NAME("attn_norm.weight"), y->attn_norm, c->dim);
+		MAT(NAME("attn_q.weight"), y->wq);
+		MAT(NAME("attn_k.weight"), y->wk);
+		MAT(NAME("attn_v.weight"), y->wv);
+		MAT(NAME("attn_output.weight"), y->wo);
+		VEC(NAME("ffn_norm.weight"), y->ffn_norm, c->dim);
+		MAT(NAME("ffn_gate.weight"), y->w_gate);
+		MAT(NAME("ffn_down.weight"), y->w_down);
+		MAT(NAME("ffn_up.weight"), y->w_up);
+#undef NAME
+	}
+	VEC("output_norm.weight", m->output_norm, c->dim);
+	if (m->output.data != m->tok_embd.data)
+		MAT("output.weight", m->output);
+#undef MAT
+#undef VEC
+	int rc = gguf_writer_write(w, out);
+	gguf_writer_free(w);
+	model_free(m);
+	return rc;
+}

@@ -1,0 +1,188 @@
+/* engine: the generation loop (see engine.h). */
+#include "server/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+const char *engine_stop_name(engine_stop_t s)
+{
+	static const char *names[STOP_COUNT] = {"length", "eos", "context",
+						"cancel", "stop"};
+	return s < STOP_COUNT ? names[s] : "?";
+}
+
+void engine_result_free(engine_result_t *r)
+{
+	free(r->ids);
+	r->ids = NULL;
+}
+
+/* Runs position pos with token `tok`; returns the logits. */
+static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
+{
+	if (forward_set_input(f, tok, pos) < 0)
+		return NULL;
+	if (g)
+		gang_run_token(g, forward_plan(f));
+	else
+		wave_plan_run_serial(forward_plan(f));
+	return forward_logits(f);
+}
+
+/* A control byte that is not whitespace is dropped from the text, as
+ * llama2.c's safe_printf does; bytes >= 0x80 (UTF-8) are kept. */
+static size_t text_clean(char *s, size_t n)
+{
+	if (n != 1)
+		return n;
+	unsigned char c = (unsigned char)s[0];
+	bool ctl = (c < 0x20 && c != '\n' && c != '\t' && c != '\r' &&
+		    c != '\v' && c != '\f') || c == 0x7f;
+	return ctl ? 0 : n;
+}
+
+typedef struct stop_state {
+	char *tail;   /* the last bytes of the generated text */
+	size_t len, cap;
+} stop_state_t;
+
+static bool stop_hit(stop_state_t *st, const engine_params_t *p,
+		     const char *s, size_t n)
+{
+	if (!p->n_stop)
+		return false;
+	if (st->len + n + 1 > st->cap) {
+		st->cap = (st->len + n + 1) * 2;
+		st->tail = realloc(st->tail, st->cap);
+	}
+	memcpy(st->tail + st->len, s, n);
+	st->len += n;
+	st->tail[st->len] = '\0';
+	for (int i = 0; i < p->n_stop; i++)
+		if (p->stop[i][0] && strstr(st->tail, p->stop[i]))
+			return true;
+	return false;
+}
+
+int engine_generate(const model_t *m, forward_t *f, gang_t *g,
+		    const engine_params_t *p, engine_result_t *r)
+{
+	memset(r, 0, sizeof *r);
+	const tokenizer_t *tok = m->tok;
+	int32_t ctx = forward_ctx(f);
+	int64_t cap = (int64_t)ctx + 1;
+	int32_t *ids = malloc((size_t)cap * sizeof *ids);
+	int64_t n_prompt;
+	if (p->prompt_ids) {
+		n_prompt = p->n_prompt_ids;
+		if (n_prompt > cap)
+			n_prompt = cap;
+		memcpy(ids, p->prompt_ids, (size_t)n_prompt * sizeof *ids);
+	} else {
+		const char *text = p->prompt ? p->prompt : "";
+		n_prompt = tokenizer_encode(tok, text, strlen(text), true, ids, cap);
+	}
+	if (n_prompt < 0) {
+		free(ids);
+		return -1;
+	}
+	if (n_prompt == 0) { /* a vocabulary without BOS and no prompt */
+		free(ids);
+		return err_set("the prompt is empty and the vocabulary has no "
+			       "BOS token to start from");
+	}
+	if (n_prompt >= ctx) {
+		free(ids);
+		return err_set("the prompt has %lld tokens; the context holds "
+			       "%d (--ctx)", (long long)n_prompt, ctx);
+	}
+	for (int64_t i = 0; i < n_prompt; i++)
+		if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
+			free(ids);
+			return err_set("prompt token %lld has id %d outside "
+				       "the vocabulary", (long long)i, ids[i]);
+		}
+	sampler_t *smp = sampler_new(m->cfg.vocab_size, &p->sampler);
+	if (!smp) {
+		free(ids);
+		return -1;
+	}
+	int32_t bos = tokenizer_bos(tok), eos = tokenizer_eos(tok);
+	stop_state_t st = {0};
+	r->n_prompt = n_prompt;
+	r->stop = STOP_LENGTH;
+	uint64_t t0 = time_now_ns(), t_prefill = t0;
+	if (g)
+		gang_begin(g);
+	int64_t n = n_prompt;
+	char piece[512];
+	int rc = 0;
+	for (int32_t pos = 0;; pos++) {
+		if (n - n_prompt >= p->n_predict && pos >= n_prompt - 1) {
+			r->stop = STOP_LENGTH;
+			break;
+		}
+		if (pos + 1 >= ctx) {
+			r->stop = STOP_CONTEXT;
+			break;
+		}
+		if (p->before_token)
+			p->before_token(p->user, (uint64_t)pos);
+		float *logits = step(f, g, ids[pos], pos);
+		if (pos >= n_prompt)
+			r->decode_steps++;
+		if (!logits) {
+			rc = -1;
+			break;
+		}
+		int32_t next;
+		if (pos + 1 < n_prompt) {
+			next = ids[pos + 1];
+		} else {
+			if (pos + 1 == n_prompt)
+				t_prefill = time_now_ns();
+			uint64_t h = p->logits_hash
+					     ? hash64(logits, (size_t)m->cfg.vocab_size *
+							      sizeof(float), HASH64_INIT)
+					     : 0;
+			next = sampler_sample(smp, logits);
+			if (p->logits_hash)
+				fprintf(p->logits_hash, "%d %d %016llx\n", pos,
+					next, (unsigned long long)h);
+			ids[n++] = next;
+			if (n - n_prompt == 1)
+				r->first_token_s = (double)(time_now_ns() - t0) / 1e9;
+			if (next == eos || next == bos) {
+				r->stop = STOP_EOS;
+				n--; /* the end marker is not part of the text */
+				break;
+			}
+		}
+		if (pos + 1 >= n_prompt || p->echo_prompt) {
+			int k = tokenizer_decode(tok, ids[pos], next, piece, sizeof piece);
+			size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;
+			if (len && p->on_text && p->on_text(p->user, piece, len)) {
+				r->stop = STOP_CANCEL;
+				break;
+			}
+			if (len && pos + 1 >= n_prompt && stop_hit(&st, p, piece, len)) {
+				r->stop = STOP_STRING;
+				break;
+			}
+		}
+	}
+	if (g)
+		gang_end(g);
+	uint64_t t1 = time_now_ns();
+	if (t_prefill == t0)
+		t_prefill = t1;
+	r->prefill_s = (double)(t_prefill - t0) / 1e9;
+	r->decode_s = (double)(t1 - t_prefill) / 1e9;
+	r->n_gen = n - n_prompt;
+	r->ids = ids;
+	free(st.tail);
+	sampler_free(smp);
+	return rc;
+}
