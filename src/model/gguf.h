@@ -12,6 +12,11 @@
  *     (ne[0] fastest), uint32 ggml type, uint64 offset (relative to the data
  *     section, a multiple of the alignment)
  *  6. padding to general.alignment (default 32), then the data section.
+ * egang's reader also requires: keys and tensor names non-empty and unique,
+ * bool values 0 or 1, arrays nested at most 8 deep, every ne[d] >= 1 (a
+ * zero-size tensor is refused), ne[0] a multiple of the type's block size,
+ * general.alignment a uint32 that is a nonzero power of two, and every
+ * tensor's data inside the file.
  * A 2-D weight has ne = {in, out}: row r (an output) is ne[0] contiguous
  * elements. */
 #ifndef EGANG_GGUF_H
@@ -89,8 +94,8 @@ int gguf_get_arr(const gguf_t *g, const char *key, gguf_type_t *elem,
 		 uint64_t *n);
 /* Element i of a string array (bounds-checked); -1 on error. */
 int gguf_arr_str(const gguf_t *g, const char *key, uint64_t i, gguf_str_t *out);
-/* Raw data of a numeric array (elements packed, little endian): NULL if not
- * a numeric array. */
+/* Raw data of a numeric or bool array (elements packed, little endian, not
+ * necessarily aligned: memcpy them): NULL if not such an array. */
 const void *gguf_arr_data(const gguf_t *g, const char *key);
 /* Raw bytes of value i as stored in the file (type + payload), for round
  * trips: *p and *n describe the value's encoding after the type field. */
@@ -122,7 +127,12 @@ void gguf_writer_set_u64(gguf_writer_t *w, const char *key, uint64_t v);
 void gguf_writer_set_f32(gguf_writer_t *w, const char *key, float v);
 void gguf_writer_set_bool(gguf_writer_t *w, const char *key, bool v);
 void gguf_writer_set_str(gguf_writer_t *w, const char *key, const char *v);
-/* Numeric array of elem type (copied, n elements). */
+/* Scalar of any numeric or bool type; v points to one value of that type
+ * (e.g. a uint16_t for GGUF_TYPE_UINT16). */
+void gguf_writer_set_scalar(gguf_writer_t *w, const char *key,
+			    gguf_type_t type, const void *v);
+/* Numeric (or bool) array of elem type (copied, n elements). Setters that
+ * fail (bad type, bool not 0/1, no memory) make gguf_writer_write fail. */
 void gguf_writer_set_arr(gguf_writer_t *w, const char *key, gguf_type_t elem,
 			 const void *data, uint64_t n);
 /* String array (copied). */
