@@ -11,12 +11,12 @@ SANITIZE ?=
 DEBUG    ?= 0
 O        ?= 2
 
+comma := ,
 ifeq ($(SANITIZE),)
   VARIANT := $(if $(filter 1,$(DEBUG)),debug,release)
 else
   VARIANT := san-$(subst $(comma),-,$(SANITIZE))
 endif
-comma := ,
 CCNAME := $(notdir $(firstword $(CC)))
 B      ?= build/$(CCNAME)-$(VARIANT)
 

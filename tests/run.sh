@@ -26,9 +26,9 @@ for t in "$@"; do
 		f=$(grep -c '^FAIL: ' "$log")
 		s=$(grep -c '^SKIP: ' "$log")
 	else
-		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-		s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+		p=$(grep -o '\[  PASSED  \] [0-9]* test' "$log" | tail -1 | tr -dc 0-9)
+		f=$(grep -o '\[  FAILED  \] [0-9]* test' "$log" | tail -1 | tr -dc 0-9)
+		s=$(grep -o '\[  SKIPPED \] [0-9]* test' "$log" | tail -1 | tr -dc 0-9)
 		p=${p:-0} f=${f:-0} s=${s:-0}
 	fi
 	if [[ $rc -ne 0 && $f -eq 0 ]]; then

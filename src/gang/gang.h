@@ -99,6 +99,7 @@ typedef struct gang_stats {
 	int n_slots;
 	int cpus[GANG_MAX_SLOTS];  /* CPU of each slot */
 	uint32_t last_mask;        /* mask of the last token */
+	uint32_t sleepers;         /* workers asleep on the futex right now */
 } gang_stats_t;
 
 typedef struct gang_config {
@@ -132,6 +133,16 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan);
 
 /* A consistent-enough snapshot (counters are read one by one). */
 void gang_stats(const gang_t *g, gang_stats_t *out);
+
+/* Testing hook: slots in mask stop before their next ack (held as if the
+ * OS never ran them) until released with another call. */
+void gang_hold(gang_t *g, uint32_t mask);
+
+#ifdef EGANG_DEBUG
+/* Debug builds: per 65536 protocol steps, how many stall the thread at
+ * random (spin, yield or sleep) to shake out interleavings. */
+extern _Atomic uint32_t gang_fault_rate;
+#endif
 
 /* A one-line dump of the protocol state (for watchdogs). */
 void gang_dump(const gang_t *g, char *buf, size_t cap);

@@ -1,0 +1,380 @@
+/* Tests of the elastic gang protocol (gang.h invariants I1-I6) on a
+ * synthetic plan that checks itself: every chunk records how often it ran,
+ * every finish checks that all of its wave's chunks ran, and the token's
+ * result is compared with a serial run of the same plan.
+ *
+ * EGANG_TORTURE=1 runs the long tier (>= 100,000 tokens; `make torture`
+ * builds it with EGANG_DEBUG, which also injects random stalls at every
+ * protocol step and asserts after every wave that exactly the latch's
+ * participants arrived). A watchdog turns a stall of 5 s into a failure
+ * with a dump of the protocol state. */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gang/gang.h"
+
+#define N_WAVES 6
+#define MAX_CHUNKS 17
+
+typedef struct toy {
+	uint64_t input;                    /* per token */
+	uint64_t out[N_WAVES][MAX_CHUNKS]; /* chunk results */
+	uint64_t acc[N_WAVES];             /* finish results */
+	_Atomic uint32_t runs[N_WAVES][MAX_CHUNKS];
+	_Atomic uint32_t finishes[N_WAVES];
+	_Atomic uint32_t errors;
+	wave_t waves[N_WAVES];
+	wave_plan_t plan;
+} toy_t;
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	return hash64(&b, sizeof b, a ^ 0x9e3779b97f4a7c15ull);
+}
+
+static void toy_chunk(void *ctx, uint32_t w, uint32_t i)
+{
+	toy_t *t = ctx;
+	uint64_t prev = w ? t->acc[w - 1] : t->input;
+	t->out[w][i] = mix(prev, (uint64_t)w << 32 | i);
+	atomic_fetch_add_explicit(&t->runs[w][i], 1, memory_order_relaxed);
+}
+
+static void toy_finish(void *ctx, uint32_t w)
+{
+	toy_t *t = ctx;
+	uint64_t a = w;
+	for (uint32_t i = 0; i < t->waves[w].n_chunks; i++) {
+		if (atomic_load_explicit(&t->runs[w][i], memory_order_relaxed) != 1)
+			atomic_fetch_add(&t->errors, 1);
+		a = mix(a, t->out[w][i]);
+	}
+	t->acc[w] = a;
+	atomic_fetch_add_explicit(&t->finishes[w], 1, memory_order_relaxed);
+}
+
+static void toy_init(toy_t *t)
+{
+	memset(t, 0, sizeof *t);
+	static const uint32_t chunks[N_WAVES] = {1, 17, 3, 8, 16, 5};
+	for (int w = 0; w < N_WAVES; w++)
+		t->waves[w] = (wave_t){chunks[w], toy_chunk, toy_finish};
+	t->plan = (wave_plan_t){t, N_WAVES, t->waves};
+}
+
+static void toy_reset(toy_t *t, uint64_t input)
+{
+	t->input = input;
+	for (int w = 0; w < N_WAVES; w++) {
+		atomic_store(&t->finishes[w], 0);
+		for (int i = 0; i < MAX_CHUNKS; i++)
+			atomic_store(&t->runs[w][i], 0);
+	}
+}
+
+/* The reference result of a token, computed serially. */
+static uint64_t toy_reference(uint64_t input)
+{
+	static toy_t ref;
+	toy_init(&ref);
+	toy_reset(&ref, input);
+	wave_plan_run_serial(&ref.plan);
+	return ref.acc[N_WAVES - 1];
+}
+
+static void toy_check(toy_t *t)
+{
+	assert_int_equal(atomic_load(&t->errors), 0);
+	for (int w = 0; w < N_WAVES; w++)
+		assert_int_equal(atomic_load(&t->finishes[w]), 1);
+	assert_true(t->acc[N_WAVES - 1] == toy_reference(t->input));
+}
+
+/* ---- watchdog ---- */
+
+typedef struct watchdog {
+	gang_t *g;
+	_Atomic uint64_t progress;
+	_Atomic bool stop;
+	pthread_t thread;
+} watchdog_t;
+
+static void *watchdog_main(void *arg)
+{
+	watchdog_t *wd = arg;
+	uint64_t last = (uint64_t)-1, since = time_now_ns();
+	while (!atomic_load(&wd->stop)) {
+		usleep(20000);
+		uint64_t p = atomic_load(&wd->progress);
+		if (p != last) {
+			last = p;
+			since = time_now_ns();
+		} else if (time_now_ns() - since > 5000000000ull) {
+			char buf[1024];
+			gang_dump(wd->g, buf, sizeof buf);
+			fprintf(stderr, "watchdog: no token for 5 s after %llu: %s\n",
+				(unsigned long long)p, buf);
+			abort();
+		}
+	}
+	return NULL;
+}
+
+static void watchdog_start(watchdog_t *wd, gang_t *g)
+{
+	wd->g = g;
+	atomic_store(&wd->progress, 0);
+	atomic_store(&wd->stop, false);
+	pthread_create(&wd->thread, NULL, watchdog_main, wd);
+}
+
+static void watchdog_stop(watchdog_t *wd)
+{
+	atomic_store(&wd->stop, true);
+	pthread_join(wd->thread, NULL);
+}
+
+/* ---- requesters: threads that change `requested` at random ---- */
+
+typedef struct requester {
+	gang_t *g;
+	_Atomic bool stop;
+	uint64_t seed;
+	pthread_t thread;
+} requester_t;
+
+static void *requester_main(void *arg)
+{
+	requester_t *r = arg;
+	rng_t rng;
+	rng_seed(&rng, r->seed);
+	while (!atomic_load(&r->stop)) {
+		gang_request(r->g, (uint32_t)rng_next(&rng));
+		uint64_t d = rng_next(&rng) % 100;
+		if (d < 50)
+			usleep((useconds_t)d);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+static gang_t *make_gang(int n, bool pin)
+{
+	int cpus[GANG_MAX_SLOTS];
+	int avail[GANG_MAX_SLOTS];
+	int k = topo_cores(avail, GANG_MAX_SLOTS);
+	assert_true(k > 0);
+	for (int i = 0; i < n; i++)
+		cpus[i] = avail[i % k];
+	gang_config_t c = {.cpus = cpus, .n_cpus = n, .pin = pin && n <= k,
+			   .spin_us = 20};
+	gang_t *g = gang_init(&c);
+	assert_non_null(g);
+	return g;
+}
+
+static bool torture(void)
+{
+	const char *t = getenv("EGANG_TORTURE");
+	return t && *t && strcmp(t, "0") != 0;
+}
+
+/* All slots, fixed: every token equals the serial reference. */
+static void test_fixed_membership(void **state)
+{
+	(void)state;
+	static toy_t t;
+	toy_init(&t);
+	gang_t *g = make_gang(2, true);
+	gang_request(g, gang_all(g));
+	gang_begin(g);
+	for (uint64_t i = 0; i < 2000; i++) {
+		toy_reset(&t, i);
+		uint32_t mask = gang_run_token(g, &t.plan);
+		assert_true(mask & 1);
+		toy_check(&t);
+	}
+	gang_end(g);
+	gang_stats_t st;
+	gang_stats(g, &st);
+	assert_int_equal(st.tokens, 2000);
+	gang_free(g);
+}
+
+/* Random requests before every token and from two other threads at any
+ * time, with generations beginning and ending: every token is exact and
+ * nothing stalls (I1, I2, I3, I5). */
+static void run_random(int n_slots, uint64_t tokens, uint32_t fault_rate)
+{
+	static toy_t t;
+	toy_init(&t);
+	gang_t *g = make_gang(n_slots, false);
+#ifdef EGANG_DEBUG
+	atomic_store(&gang_fault_rate, fault_rate);
+#else
+	(void)fault_rate;
+#endif
+	watchdog_t wd;
+	watchdog_start(&wd, g);
+	requester_t req[2] = {{.g = g, .seed = 11}, {.g = g, .seed = 22}};
+	for (int i = 0; i < 2; i++)
+		pthread_create(&req[i].thread, NULL, requester_main, &req[i]);
+	rng_t rng;
+	rng_seed(&rng, 5);
+	uint64_t done = 0, participants = 0;
+	while (done < tokens) {
+		gang_begin(g);
+		uint64_t len = 1 + rng_next(&rng) % 400;
+		for (uint64_t k = 0; k < len && done < tokens; k++, done++) {
+			if (rng_next(&rng) & 1)
+				gang_request(g, (uint32_t)rng_next(&rng));
+			toy_reset(&t, done);
+			uint32_t mask = gang_run_token(g, &t.plan);
+			participants += (uint64_t)__builtin_popcount(mask);
+			toy_check(&t);
+			atomic_store(&wd.progress, done);
+		}
+		gang_end(g);
+	}
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&req[i].stop, true);
+		pthread_join(req[i].thread, NULL);
+	}
+	watchdog_stop(&wd);
+#ifdef EGANG_DEBUG
+	atomic_store(&gang_fault_rate, 0);
+#endif
+	gang_stats_t st;
+	gang_stats(g, &st);
+	print_message("%llu tokens on %d slots: %.2f participants/token, %llu "
+		      "latch changes, %llu joins, %llu departures, %llu wakes\n",
+		      (unsigned long long)st.tokens, n_slots,
+		      (double)participants / (double)tokens,
+		      (unsigned long long)st.latch_changes,
+		      (unsigned long long)st.joins,
+		      (unsigned long long)st.departures,
+		      (unsigned long long)st.wakes);
+	assert_int_equal(st.tokens, tokens);
+	/* membership really changed (the test is not vacuous) */
+	assert_true(st.latch_changes > tokens / 100);
+	assert_true(participants > tokens);
+	gang_free(g);
+}
+
+static void test_random_membership_2(void **state)
+{
+	(void)state;
+	run_random(2, torture() ? 100000 : 10000, 0);
+}
+
+static void test_random_membership_4(void **state)
+{
+	(void)state;
+	run_random(4, torture() ? 100000 : 10000, 0);
+}
+
+static void test_faults(void **state)
+{
+	(void)state;
+#ifdef EGANG_DEBUG
+	run_random(4, torture() ? 100000 : 3000, 300);
+#else
+	print_message("fault injection needs a debug build (make torture)\n");
+	skip();
+#endif
+}
+
+/* I2 + I4: a requested slot that never acks is never waited for; once it
+ * can ack it is in the latch within two tokens of the leader. */
+static void test_never_waits_on_named_core(void **state)
+{
+	(void)state;
+	static toy_t t;
+	toy_init(&t);
+	gang_t *g = make_gang(3, false);
+	gang_hold(g, 1u << 2);
+	gang_request(g, gang_all(g));
+	gang_begin(g);
+	uint32_t seen = 0;
+	for (int i = 0; i < 300; i++) {
+		toy_reset(&t, (uint64_t)i);
+		seen |= gang_run_token(g, &t.plan);
+		toy_check(&t);
+	}
+	assert_int_equal(seen & 4u, 0); /* the held slot never joined */
+	gang_hold(g, 0);
+	/* it acks within its wake-up time, then joins at the next token */
+	uint64_t t0 = time_now_ns();
+	int tokens_after_ack = -1;
+	for (int i = 0; time_now_ns() - t0 < 5000000000ull; i++) {
+		toy_reset(&t, (uint64_t)i);
+		uint32_t mask = gang_run_token(g, &t.plan);
+		toy_check(&t);
+		if (mask & 4u) {
+			tokens_after_ack = i;
+			break;
+		}
+		usleep(1000);
+	}
+	assert_true(tokens_after_ack >= 0);
+	gang_end(g);
+	gang_free(g);
+}
+
+/* I6: after a generation ends and nothing is requested, every worker is
+ * asleep in the kernel (its core is free). */
+static void test_generations_return_cores(void **state)
+{
+	(void)state;
+	static toy_t t;
+	toy_init(&t);
+	gang_t *g = make_gang(4, false);
+	for (int gen = 0; gen < 20; gen++) {
+		gang_request(g, gang_all(g));
+		gang_begin(g);
+		for (int i = 0; i < 50; i++) {
+			toy_reset(&t, (uint64_t)i);
+			gang_run_token(g, &t.plan);
+			toy_check(&t);
+		}
+		gang_end(g);
+	}
+	gang_request(g, 1);
+	gang_stats_t st;
+	uint64_t t0 = time_now_ns();
+	do {
+		usleep(2000);
+		gang_stats(g, &st);
+	} while (st.sleepers != 3 && time_now_ns() - t0 < 5000000000ull);
+	assert_int_equal(st.sleepers, 3);
+	gang_free(g);
+}
+
+/* gang_init refuses bad configurations with a message. */
+static void test_bad_config(void **state)
+{
+	(void)state;
+	int cpus[1] = {0};
+	gang_config_t c = {.cpus = cpus, .n_cpus = 0};
+	assert_null(gang_init(&c));
+	assert_non_null(strstr(err_get(), "CPUs"));
+	c.n_cpus = GANG_MAX_SLOTS + 1;
+	assert_null(gang_init(&c));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixed_membership),
+		cmocka_unit_test(test_random_membership_2),
+		cmocka_unit_test(test_random_membership_4),
+		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_never_waits_on_named_core),
+		cmocka_unit_test(test_generations_return_cores),
+		cmocka_unit_test(test_bad_config),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
