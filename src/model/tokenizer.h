@@ -31,7 +31,12 @@ tokenizer_t *tokenizer_load_llama2c(const char *path, int32_t vocab_size);
  * malformed keys (empty vocabulary, ids out of range, ...). */
 tokenizer_t *tokenizer_load_gguf(const gguf_t *g);
 /* A deterministic synthetic vocabulary of n_vocab tokens of the given kind
- * that encodes any text (byte fallback / byte tokens) and decodes back. */
+ * that encodes any text (byte fallback / byte tokens) and decodes back.
+ * llama: <unk> <s> </s>, <0x00>..<0xFF>, U+2581 and printable ASCII, then
+ * merged pieces with decreasing scores. gpt2: the 256 byte-level chars in
+ * GPT-2's id order, <|endoftext|> (BOS) <|im_start|> <|im_end|> (EOS), then
+ * merges; its pre-tokenizer follows the size (49152 smollm, 151936 qwen2,
+ * 128256 llama-bpe, else gpt2). n_vocab 259..2^26, else NULL. */
 tokenizer_t *tokenizer_synth(tokenizer_kind_t kind, int32_t n_vocab,
 			     uint64_t seed);
 void tokenizer_free(tokenizer_t *t);
@@ -44,6 +49,13 @@ tokenizer_kind_t tokenizer_kind(const tokenizer_t *t);
 int32_t tokenizer_n_vocab(const tokenizer_t *t);
 int32_t tokenizer_bos(const tokenizer_t *t); /* -1 if none */
 int32_t tokenizer_eos(const tokenizer_t *t); /* -1 if none */
+int32_t tokenizer_unk(const tokenizer_t *t); /* -1 if none */
+/* Whether the vocabulary asks for BOS (tokenizer.ggml.add_bos_token; else
+ * true for llama and the llama3 pre-tokenizer, false for other gpt2). */
+bool tokenizer_add_bos(const tokenizer_t *t);
+/* The gpt2 pre-tokenizer name as stored ("" if the key was absent, which
+ * means llama.cpp's "default"); NULL for the llama kind. */
+const char *tokenizer_pre(const tokenizer_t *t);
 /* Token id of an exact piece, -1 if absent. */
 int32_t tokenizer_find(const tokenizer_t *t, const char *piece);
 /* The stored piece of id (GGUF spelling), NULL if out of range. */
@@ -53,9 +65,17 @@ const char *tokenizer_piece(const tokenizer_t *t, int32_t id);
  * into ids, BOS first when add_bos and the vocabulary has one. Returns the
  * count (may exceed max: then only max were written), -1 on error. The
  * llama kind adds a leading space as SentencePiece does (llama2.c run.c
- * semantics, text "" -> no dummy space). */
+ * semantics, text "" -> no dummy space); a character with neither a piece
+ * nor byte pieces becomes <unk>. The gpt2 kind first matches control and
+ * user-defined tokens (<|im_start|>) written in the text, longest first. */
 int64_t tokenizer_encode(const tokenizer_t *t, const char *text, size_t len,
 			 bool add_bos, int32_t *ids, int64_t max);
+/* The gpt2 pre-tokenizer's split of text (special tokens are not looked
+ * for): writes the end offset of each chunk to ends (at most max) and
+ * returns the chunk count; -1 for the llama kind or on error. For tests and
+ * debugging. */
+int64_t tokenizer_pre_split(const tokenizer_t *t, const char *text,
+			    size_t len, size_t *ends, int64_t max);
 /* The bytes that token id contributes to the text after token prev:
  * U+2581 -> ' ', <0xNN> -> that byte, the leading space after BOS dropped,
  * BOS/EOS/control tokens -> "". Returns the byte count written to out
