@@ -80,16 +80,16 @@ uint16_t f32_to_bf16(float f)
 	return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
 }
 
-static void fp16_to_f32_row_generic(const uint16_t *x, float *y, int64_t n)
+static void fp16_to_f32_row_generic(const void *x, float *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
-		y[i] = fp16_to_f32_inline(x[i]);
+		y[i] = fp16_to_f32_inline(ld_u16((const uint8_t *)x + 2 * i));
 }
 
-static void f32_to_fp16_row_generic(const float *x, uint16_t *y, int64_t n)
+static void f32_to_fp16_row_generic(const float *x, void *y, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
-		y[i] = f32_to_fp16_inline(x[i]);
+		st_u16((uint8_t *)y + 2 * i, f32_to_fp16_inline(x[i]));
 }
 
 /* --------------------------------------------------------- quantization */
@@ -97,8 +97,9 @@ static void f32_to_fp16_row_generic(const float *x, uint16_t *y, int64_t n)
 /* Q8_0: per block of 32, d = amax / 127, q = roundf(x / d) (half away from
  * zero) clamped to [-127, 127] (a NaN element gives -127, a zero block all
  * zeros), d stored as f16. The SIMD twins reproduce this bit for bit. */
-static void quantize_q8_0_generic(const float *x, block_q8_0 *y, int64_t n)
+static void quantize_q8_0_generic(const float *x, void *yv, int64_t n)
 {
+	uint8_t *y = yv;
 	for (int64_t b = 0; b < n / QK; b++) {
 		const float *xb = x + b * QK;
 		float amax = 0.0f;
@@ -108,19 +109,21 @@ static void quantize_q8_0_generic(const float *x, block_q8_0 *y, int64_t n)
 				amax = a;
 		}
 		float d = amax / 127.0f;
-		y[b].d = f32_to_fp16_inline(d);
+		uint8_t *yb = y + b * sizeof(block_q8_0);
+		st_u16(yb, f32_to_fp16_inline(d));
 		for (int j = 0; j < QK; j++) {
 			float v = d != 0.0f ? xb[j] / d : 0.0f;
 			v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
-			y[b].qs[j] = (int8_t)roundf(v);
+			yb[2 + j] = (uint8_t)(int8_t)roundf(v);
 		}
 	}
 }
 
 /* Q4_0 (weights only): max = the element of largest magnitude (first one),
  * d = max / -8, q = min(15, (int8)(x / d + 8.5)), as ggml. */
-static void quantize_q4_0(const float *x, block_q4_0 *y, int64_t n)
+static void quantize_q4_0(const float *x, void *yv, int64_t n)
 {
+	uint8_t *y = yv;
 	for (int64_t b = 0; b < n / QK; b++) {
 		const float *xb = x + b * QK;
 		float amax = 0.0f, max = 0.0f;
@@ -132,33 +135,36 @@ static void quantize_q4_0(const float *x, block_q4_0 *y, int64_t n)
 		}
 		float d = max / -8.0f;
 		float id = d != 0.0f ? 1.0f / d : 0.0f;
-		y[b].d = f32_to_fp16_inline(d);
+		uint8_t *yb = y + b * sizeof(block_q4_0);
+		st_u16(yb, f32_to_fp16_inline(d));
 		for (int j = 0; j < QK / 2; j++) {
 			float v0 = xb[j] * id + 8.5f, v1 = xb[j + QK / 2] * id + 8.5f;
 			/* clamp before the cast keeps it defined; same result */
 			int q0 = (int)fminf(fmaxf(v0, 0.0f), 15.0f);
 			int q1 = (int)fminf(fmaxf(v1, 0.0f), 15.0f);
-			y[b].qs[j] = (uint8_t)(q0 | (q1 << 4));
+			yb[2 + j] = (uint8_t)(q0 | (q1 << 4));
 		}
 	}
 }
 
-static void dequantize_q8_0(const block_q8_0 *x, float *y, int64_t n)
+static void dequantize_q8_0(const void *x, float *y, int64_t n)
 {
 	for (int64_t b = 0; b < n / QK; b++) {
-		float d = fp16_to_f32_inline(x[b].d);
+		const uint8_t *xb = (const uint8_t *)x + b * sizeof(block_q8_0);
+		float d = fp16_to_f32_inline(ld_u16(xb));
 		for (int j = 0; j < QK; j++)
-			y[b * QK + j] = d * (float)x[b].qs[j];
+			y[b * QK + j] = d * (float)(int8_t)xb[2 + j];
 	}
 }
 
-static void dequantize_q4_0(const block_q4_0 *x, float *y, int64_t n)
+static void dequantize_q4_0(const void *x, float *y, int64_t n)
 {
 	for (int64_t b = 0; b < n / QK; b++) {
-		float d = fp16_to_f32_inline(x[b].d);
+		const uint8_t *xb = (const uint8_t *)x + b * sizeof(block_q4_0);
+		float d = fp16_to_f32_inline(ld_u16(xb));
 		for (int j = 0; j < QK / 2; j++) {
-			y[b * QK + j] = d * (float)((x[b].qs[j] & 0xF) - 8);
-			y[b * QK + j + QK / 2] = d * (float)((x[b].qs[j] >> 4) - 8);
+			y[b * QK + j] = d * (float)((xb[2 + j] & 0xF) - 8);
+			y[b * QK + j + QK / 2] = d * (float)((xb[2 + j] >> 4) - 8);
 		}
 	}
 }
@@ -168,30 +174,31 @@ static void dequantize_q4_0(const block_q4_0 *x, float *y, int64_t n)
 /* Float weights: one sequential float accumulation, no FMA. */
 static float dot_f32_generic(const void *w, const void *xa, int64_t n)
 {
-	const float *a = w, *x = xa;
+	const uint8_t *a = w;
+	const float *x = xa;
 	float acc = 0.0f;
 	for (int64_t i = 0; i < n; i++)
-		acc += a[i] * x[i];
+		acc += ld_f32(a + 4 * i) * x[i];
 	return acc;
 }
 
 static float dot_f16_generic(const void *w, const void *xa, int64_t n)
 {
-	const uint16_t *a = w;
+	const uint8_t *a = w;
 	const float *x = xa;
 	float acc = 0.0f;
 	for (int64_t i = 0; i < n; i++)
-		acc += fp16_to_f32_inline(a[i]) * x[i];
+		acc += fp16_to_f32_inline(ld_u16(a + 2 * i)) * x[i];
 	return acc;
 }
 
 static float dot_bf16_generic(const void *w, const void *xa, int64_t n)
 {
-	const uint16_t *a = w;
+	const uint8_t *a = w;
 	const float *x = xa;
 	float acc = 0.0f;
 	for (int64_t i = 0; i < n; i++)
-		acc += bf16_to_f32(a[i]) * x[i];
+		acc += bf16_to_f32(ld_u16(a + 2 * i)) * x[i];
 	return acc;
 }
 
@@ -199,13 +206,14 @@ static float dot_bf16_generic(const void *w, const void *xa, int64_t n)
  * accumulation every level reproduces (kernels_impl.h). */
 static float dot_q8_0_generic(const void *w, const void *xa, int64_t n)
 {
-	const block_q8_0 *a = w, *x = xa;
 	float acc = 0.0f;
 	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *a = (const uint8_t *)w + b * sizeof(block_q8_0);
+		const uint8_t *x = (const uint8_t *)xa + b * sizeof(block_q8_0);
 		int32_t sumi = 0;
 		for (int j = 0; j < QK; j++)
-			sumi += (int32_t)a[b].qs[j] * (int32_t)x[b].qs[j];
-		float d = fp16_to_f32_inline(a[b].d) * fp16_to_f32_inline(x[b].d);
+			sumi += (int32_t)(int8_t)a[2 + j] * (int32_t)(int8_t)x[2 + j];
+		float d = fp16_to_f32_inline(ld_u16(a)) * fp16_to_f32_inline(ld_u16(x));
 		acc = acc + (float)sumi * d;
 	}
 	return acc;
@@ -213,16 +221,16 @@ static float dot_q8_0_generic(const void *w, const void *xa, int64_t n)
 
 static float dot_q4_0_generic(const void *w, const void *xa, int64_t n)
 {
-	const block_q4_0 *a = w;
-	const block_q8_0 *x = xa;
 	float acc = 0.0f;
 	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *a = (const uint8_t *)w + b * sizeof(block_q4_0);
+		const uint8_t *x = (const uint8_t *)xa + b * sizeof(block_q8_0);
 		int32_t sumi = 0;
 		for (int j = 0; j < QK / 2; j++) {
-			sumi += ((a[b].qs[j] & 0xF) - 8) * (int32_t)x[b].qs[j];
-			sumi += ((a[b].qs[j] >> 4) - 8) * (int32_t)x[b].qs[j + QK / 2];
+			sumi += ((a[2 + j] & 0xF) - 8) * (int32_t)(int8_t)x[2 + j];
+			sumi += ((a[2 + j] >> 4) - 8) * (int32_t)(int8_t)x[2 + j + QK / 2];
 		}
-		float d = fp16_to_f32_inline(a[b].d) * fp16_to_f32_inline(x[b].d);
+		float d = fp16_to_f32_inline(ld_u16(a)) * fp16_to_f32_inline(ld_u16(x));
 		acc = acc + (float)sumi * d;
 	}
 	return acc;
@@ -408,7 +416,7 @@ void quantize_row(dtype_t t, const float *x, void *y, int64_t n)
 		break;
 	case DTYPE_BF16:
 		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)y)[i] = f32_to_bf16(x[i]);
+			st_u16((uint8_t *)y + 2 * i, f32_to_bf16(x[i]));
 		break;
 	case DTYPE_Q8_0:
 		ops_get()->quantize_q8_0(x, y, n);
@@ -433,7 +441,7 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n)
 		break;
 	case DTYPE_BF16:
 		for (int64_t i = 0; i < n; i++)
-			y[i] = bf16_to_f32(((const uint16_t *)x)[i]);
+			y[i] = bf16_to_f32(ld_u16((const uint8_t *)x + 2 * i));
 		break;
 	case DTYPE_Q8_0:
 		dequantize_q8_0(x, y, n);

@@ -1,6 +1,295 @@
-/* kernels: AVX2 + FMA + F16C level (see kernels_impl.h). */
+/* kernels: AVX2 + FMA + F16C level (see kernels_impl.h for what is
+ * bit-exact). Every function carries its target attribute; the build has no
+ * -march flag.
+ *
+ * Layout of the matvec kernels: a row-group template (dot_rows_*) takes R
+ * row pointers (R = 4 in the body of a range, 1 for the rest and for
+ * vec_dot) and runs, for each row, the same sequence of operations whatever
+ * R is, so a row's bits never depend on how the rows were chunked. The
+ * activations are loaded once per step and shared by the R rows. */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
-const kernel_ops_t kops_avx2 = { .name = "avx2" };
+
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* ---------------------------------------------------------- helpers */
+
+/* Fixed-order horizontal sum: (lo128 + hi128), then (0+2, 1+3), then 0+1. */
+AVX2_INLINE float hsum_ps(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+	return _mm_cvtss_f32(s);
+}
+
+AVX2_INLINE int32_t hsum_epi32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* ------------------------------------------------------ conversions */
+
+AVX2 static void fp16_to_f32_row_avx2(const void *xv, float *y, int64_t n)
+{
+	const uint8_t *x = xv;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))));
+	for (; i < n; i++)
+		y[i] = fp16_to_f32_inline(ld_u16(x + 2 * i));
+}
+
+AVX2 static void f32_to_fp16_row_avx2(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) /* imm 0: round to nearest even, not MXCSR */
+		_mm_storeu_si128((__m128i *)(y + 2 * i),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		st_u16(y + 2 * i, f32_to_fp16_inline(x[i]));
+}
+
+/* Q8_0 quantization, bit-exact with quantize_q8_0_generic:
+ *  amax: max_ps(a, m) returns m when a is NaN, as "if (a > amax)";
+ *  v = x / d, clamp with max_ps(v, -127) (NaN -> -127) then min_ps;
+ *  roundf (half away from zero) = trunc(|v|) + (|v| - trunc(|v|) >= 0.5),
+ *  exact for |v| <= 127, sign restored with sign_epi32. */
+AVX2 static void quantize_q8_0_avx2(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+	const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		__m256 v[4], m = _mm256_setzero_ps();
+		for (int k = 0; k < 4; k++) {
+			v[k] = _mm256_loadu_ps(xb + 8 * k);
+			m = _mm256_max_ps(_mm256_and_ps(v[k], absmask), m);
+		}
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+		float amax = _mm_cvtss_f32(m4);
+		float d = amax / 127.0f;
+		uint8_t *yb = y + b * sizeof(block_q8_0);
+		st_u16(yb, f32_to_fp16_inline(d));
+		if (d == 0.0f) {
+			memset(yb + 2, 0, QK);
+			continue;
+		}
+		const __m256 vd = _mm256_set1_ps(d), half = _mm256_set1_ps(0.5f);
+		const __m256 one = _mm256_set1_ps(1.0f);
+		__m256i q[4];
+		for (int k = 0; k < 4; k++) {
+			__m256 t = _mm256_div_ps(v[k], vd);
+			t = _mm256_max_ps(t, _mm256_set1_ps(-127.0f));
+			t = _mm256_min_ps(t, _mm256_set1_ps(127.0f));
+			__m256 a = _mm256_and_ps(t, absmask);
+			__m256 tr = _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+			__m256 up = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(a, tr), half, _CMP_GE_OQ), one);
+			__m256i qi = _mm256_cvttps_epi32(_mm256_add_ps(tr, up));
+			q[k] = _mm256_sign_epi32(qi, _mm256_castps_si256(t));
+		}
+		__m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+		__m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), perm);
+		_mm256_storeu_si256((__m256i *)(yb + 2), p);
+	}
+}
+
+/* ------------------------------------------------ float-weight rows */
+
+/* 8 weights of type t at element i of row w, as floats. */
+AVX2_INLINE __m256 load8(dtype_t t, const uint8_t *w, int64_t i)
+{
+	if (t == DTYPE_F32)
+		return _mm256_loadu_ps((const float *)w + i);
+	__m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+	if (t == DTYPE_F16)
+		return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* Per row: two 8-lane FMA accumulators over steps of 16 elements; a ragged
+ * tail (< 16) is zero-padded into a buffer and done as one more step; then
+ * hsum_ps(acc0 + acc1). */
+AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
+				int64_t n, float *out, const int R)
+{
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	__m256 acc[4][2];
+	for (int r = 0; r < R; r++)
+		acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+		for (int r = 0; r < R; r++) {
+			acc[r][0] = _mm256_fmadd_ps(load8(t, w[r], i), x0, acc[r][0]);
+			acc[r][1] = _mm256_fmadd_ps(load8(t, w[r], i + 8), x1, acc[r][1]);
+		}
+	}
+	if (i < n) {
+		size_t rem = (size_t)(n - i);
+		float xt[16] = { 0 };
+		uint8_t wt[16 * 4];
+		memcpy(xt, x + i, rem * 4);
+		__m256 x0 = _mm256_loadu_ps(xt), x1 = _mm256_loadu_ps(xt + 8);
+		for (int r = 0; r < R; r++) {
+			memset(wt, 0, sizeof wt);
+			memcpy(wt, w[r] + (size_t)i * es, rem * es);
+			acc[r][0] = _mm256_fmadd_ps(load8(t, wt, 0), x0, acc[r][0]);
+			acc[r][1] = _mm256_fmadd_ps(load8(t, wt, 8), x1, acc[r][1]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+/* ---------------------------------------------------- quantized rows */
+
+/* Quants and scale of activation block b (x: Q8_0 blocks as bytes). */
+#define XQS(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0) + 2)
+#define XD(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0))
+
+/* Exact per-lane int32 partial sums of one Q8_0 block pair (w, x), x in
+ * [-127, 127]: |w| (w = -128 gives 128 unsigned) times sign-adjusted x,
+ * pairs fit in int16 (<= 2 * 128 * 127). */
+AVX2_INLINE __m256i dot32_q8(__m256i w, __m256i x)
+{
+	__m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+	return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+/* Nibbles of a Q4_0 block in element order (0..15 unsigned). */
+AVX2_INLINE __m256i unpack_q4(const uint8_t *qs)
+{
+	__m128i q = _mm_loadu_si128((const __m128i *)qs);
+	__m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+	return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+/* Block b of row w: exact int32 partial sums (8 lanes). For Q4_0,
+ * sum (n - 8) x = sum n x - 8 sum x, with x8 = 8 * the lane sums of x. */
+AVX2_INLINE __m256i block_dot(dtype_t t, const uint8_t *w, int64_t b, __m256i xq, __m256i x8)
+{
+	if (t == DTYPE_Q8_0) {
+		const uint8_t *qs = w + (size_t)b * sizeof(block_q8_0) + 2;
+		return dot32_q8(_mm256_loadu_si256((const __m256i *)qs), xq);
+	}
+	const uint8_t *qs = w + (size_t)b * sizeof(block_q4_0) + 2;
+	__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(unpack_q4(qs), xq),
+				      _mm256_set1_epi16(1));
+	return _mm256_sub_epi32(p, x8);
+}
+
+AVX2_INLINE uint16_t block_d(dtype_t t, const uint8_t *w, int64_t b)
+{
+	return ld_u16(w + (size_t)b * (t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0)));
+}
+
+/* R = 4 rows: the four block sums are reduced together (hadd) and the float
+ * step acc += (float)sumi * (dw * dx) runs in four lanes; R = 1: the same
+ * float operations on one scalar. Bit-exact with the generic (the integer
+ * sums are exact, the float sequence is identical, no FMA). */
+AVX2_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_t *x,
+				int64_t nb, float *out, const int R)
+{
+	__m128 acc4 = _mm_setzero_ps();
+	float acc1 = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)XQS(x, b));
+		__m256i x8 = _mm256_setzero_si256();
+		if (t == DTYPE_Q4_0)
+			x8 = _mm256_slli_epi32(_mm256_madd_epi16(
+				_mm256_maddubs_epi16(_mm256_set1_epi8(1), xq),
+				_mm256_set1_epi16(1)), 3);
+		float dx = fp16_to_f32_inline(ld_u16(XD(x, b)));
+		if (R == 4) {
+			__m256i p0 = block_dot(t, w[0], b, xq, x8), p1 = block_dot(t, w[1], b, xq, x8);
+			__m256i p2 = block_dot(t, w[2], b, xq, x8), p3 = block_dot(t, w[3], b, xq, x8);
+			__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+			__m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+			__m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short)block_d(t, w[0], b),
+				(short)block_d(t, w[1], b), (short)block_d(t, w[2], b),
+				(short)block_d(t, w[3], b), 0, 0, 0, 0));
+			__m128 d = _mm_mul_ps(dw, _mm_set1_ps(dx));
+			acc4 = _mm_add_ps(acc4, _mm_mul_ps(_mm_cvtepi32_ps(s), d));
+		} else {
+			int32_t s = hsum_epi32(block_dot(t, w[0], b, xq, x8));
+			float d = fp16_to_f32_inline(block_d(t, w[0], b)) * dx;
+			acc1 = acc1 + (float)s * d;
+		}
+	}
+	if (R == 4)
+		_mm_storeu_ps(out, acc4);
+	else
+		out[0] = acc1;
+}
+
+/* ------------------------------------------------------ entry points */
+
+#define DEFINE_KERNELS(tag, T, ROWS)                                            \
+	AVX2 static float dot_##tag(const void *w, const void *xa, int64_t n)    \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		ROWS(T, wr, xa, n, out, 1);                                      \
+		return out[0];                                                   \
+	}                                                                        \
+	AVX2 static void matvec_##tag(const void *W, size_t rb, const void *xa,  \
+				      float *y, int64_t n, int64_t r0, int64_t r1) \
+	{                                                                        \
+		const uint8_t *base = W;                                         \
+		int64_t r = r0;                                                  \
+		for (; r + 4 <= r1; r += 4) {                                    \
+			const uint8_t *wr[4] = {                                 \
+				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
+				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
+			ROWS(T, wr, xa, n, y + r, 4);                            \
+		}                                                                \
+		for (; r < r1; r++) {                                            \
+			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
+			ROWS(T, wr, xa, n, y + r, 1);                            \
+		}                                                                \
+	}
+
+#define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
+#define ROWS_QUANT(T, wr, xa, n, out, R) \
+	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
+
+DEFINE_KERNELS(f32, DTYPE_F32, ROWS_FLOAT)
+DEFINE_KERNELS(f16, DTYPE_F16, ROWS_FLOAT)
+DEFINE_KERNELS(bf16, DTYPE_BF16, ROWS_FLOAT)
+DEFINE_KERNELS(q8_0, DTYPE_Q8_0, ROWS_QUANT)
+DEFINE_KERNELS(q4_0, DTYPE_Q4_0, ROWS_QUANT)
+
+const kernel_ops_t kops_avx2 = {
+	.name = "avx2",
+	.vec_dot = {
+		[DTYPE_F32] = dot_f32,
+		[DTYPE_F16] = dot_f16,
+		[DTYPE_BF16] = dot_bf16,
+		[DTYPE_Q8_0] = dot_q8_0,
+		[DTYPE_Q4_0] = dot_q4_0,
+	},
+	.matvec = {
+		[DTYPE_F32] = matvec_f32,
+		[DTYPE_F16] = matvec_f16,
+		[DTYPE_BF16] = matvec_bf16,
+		[DTYPE_Q8_0] = matvec_q8_0,
+		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.quantize_q8_0 = quantize_q8_0_avx2,
+	.fp16_to_f32_row = fp16_to_f32_row_avx2,
+	.f32_to_fp16_row = f32_to_fp16_row_avx2,
+};
+
 #endif

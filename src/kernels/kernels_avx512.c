@@ -1,6 +1,369 @@
-/* kernels: AVX-512 (F, BW, VL, DQ, VNNI, BF16) level (see kernels_impl.h). */
+/* kernels: AVX-512 level (F, BW, VL, DQ, VNNI, BF16 + FMA, F16C); see
+ * kernels_impl.h for what is bit-exact. Every function carries its target
+ * attribute; the build has no -march flag.
+ *
+ * Same structure as kernels_avx2.c: a row-group template runs R = 4 rows
+ * (the body of a range) or R = 1 (the rest, and vec_dot) with the same
+ * per-row operation sequence.
+ *
+ * Quantized dot products use vpdpbusd (unsigned x signed bytes, 4-byte groups
+ * into int32) with the weights made unsigned and the activations signed:
+ *   Q8_0: (w ^ 0x80) = w + 128, so sum w x = sum (w+128) x - 128 sum x;
+ *   Q4_0: nibbles n in 0..15, so sum (n-8) x = sum n x - 8 sum x;
+ * the correction depends only on the activations, so it is computed once per
+ * block and used as the accumulator's start value for every row. The sums
+ * are exact, any weight byte (-128 included) is handled, and the float
+ * accumulation is the generic's (acc + (float)sumi * (dw * dx), block by
+ * block, no FMA), so results equal the generic bit for bit.
+ *
+ * BF16 weights are widened to f32 (a shift) and multiplied with FMA against
+ * f32 activations. vdpbf16ps is not used: it would round the activations to
+ * bf16 (a loss of 8 bits on the hot path), and the kernel is limited by
+ * memory bandwidth, not by the widening. */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
-const kernel_ops_t kops_avx512 = { .name = "avx512" };
+
+#include <immintrin.h>
+
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c"
+#define AVX512 __attribute__((target(AVX512_TARGET)))
+#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
+
+/* ---------------------------------------------------------- helpers */
+
+/* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
+ * then 0+1. */
+AVX512_INLINE float hsum512_ps(__m512 v)
+{
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
+				 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+	return _mm_cvtss_f32(s);
+}
+
+AVX512_INLINE int32_t hsum256_epi32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* ------------------------------------------------------ conversions */
+
+AVX512 static void fp16_to_f32_row_avx512(const void *xv, float *y, int64_t n)
+{
+	const uint8_t *x = xv;
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + 2 * i))));
+	for (; i < n; i++)
+		y[i] = fp16_to_f32_inline(ld_u16(x + 2 * i));
+}
+
+AVX512 static void f32_to_fp16_row_avx512(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) /* imm 0: round to nearest even */
+		_mm256_storeu_si256((__m256i *)(y + 2 * i),
+				    _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		st_u16(y + 2 * i, f32_to_fp16_inline(x[i]));
+}
+
+/* Q8_0 quantization, bit-exact with the generic (same argument as
+ * quantize_q8_0_avx2: NaN never wins the max, v = x / d, NaN clamps to
+ * -127, half away from zero by trunc + (frac >= 0.5)). */
+AVX512 static void quantize_q8_0_avx512(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	const __m512 m127 = _mm512_set1_ps(-127.0f), p127 = _mm512_set1_ps(127.0f);
+	const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		__m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+		__m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+		m = _mm512_max_ps(_mm512_abs_ps(v1), m);
+		__m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(m),
+			_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+		float amax = _mm_cvtss_f32(m4);
+		float d = amax / 127.0f;
+		uint8_t *yb = y + b * sizeof(block_q8_0);
+		st_u16(yb, f32_to_fp16_inline(d));
+		if (d == 0.0f) {
+			memset(yb + 2, 0, QK);
+			continue;
+		}
+		const __m512 vd = _mm512_set1_ps(d);
+		__m512i q[2];
+		for (int k = 0; k < 2; k++) {
+			__m512 t = _mm512_div_ps(k ? v1 : v0, vd);
+			t = _mm512_min_ps(_mm512_max_ps(t, m127), p127);
+			__m512 a = _mm512_abs_ps(t);
+			__m512 tr = _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+			__mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(a, tr), half, _CMP_GE_OQ);
+			tr = _mm512_mask_add_ps(tr, up, tr, one);
+			__m512i qi = _mm512_cvttps_epi32(tr);
+			__mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(t));
+			q[k] = _mm512_mask_sub_epi32(qi, neg, _mm512_setzero_si512(), qi);
+		}
+		_mm_storeu_si128((__m128i *)(yb + 2), _mm512_cvtepi32_epi8(q[0]));
+		_mm_storeu_si128((__m128i *)(yb + 18), _mm512_cvtepi32_epi8(q[1]));
+	}
+}
+
+/* ------------------------------------------------ float-weight rows */
+
+/* 16 weights of type t at element i of row w (lanes outside mask: 0). */
+AVX512_INLINE __m512 load16(dtype_t t, const uint8_t *w, int64_t i, __mmask16 m)
+{
+	if (t == DTYPE_F32)
+		return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+	__m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+	if (t == DTYPE_F16)
+		return _mm512_cvtph_ps(h);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Per row: two 16-lane FMA accumulators over steps of 32 elements; a ragged
+ * tail (< 32) is one more step with masked (zero-filled) loads; then
+ * hsum512_ps(acc0 + acc1). */
+AVX512_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
+				  int64_t n, float *out, const int R)
+{
+	__m512 acc[4][2];
+	for (int r = 0; r < R; r++)
+		acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+		for (int r = 0; r < R; r++) {
+			acc[r][0] = _mm512_fmadd_ps(load16(t, w[r], i, 0xFFFF), x0, acc[r][0]);
+			acc[r][1] = _mm512_fmadd_ps(load16(t, w[r], i + 16, 0xFFFF), x1, acc[r][1]);
+		}
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = rem >= 16 ? 0xFFFF : (__mmask16)((1u << rem) - 1);
+		__mmask16 m1 = rem <= 16 ? 0 : (__mmask16)((1u << (rem - 16)) - 1);
+		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
+		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		for (int r = 0; r < R; r++) {
+			acc[r][0] = _mm512_fmadd_ps(load16(t, w[r], i, m0), x0, acc[r][0]);
+			acc[r][1] = _mm512_fmadd_ps(load16(t, w[r], i + 16, m1), x1, acc[r][1]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		out[r] = hsum512_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+/* ---------------------------------------------------- quantized rows */
+
+/* Quants and scale of activation block b (x: Q8_0 blocks as bytes). */
+#define XQS(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0) + 2)
+#define XD(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0))
+
+AVX512_INLINE size_t qbytes(dtype_t t)
+{
+	return t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+}
+
+/* Weights of blocks b and b+1 of row w as unsigned bytes (Q8_0: w + 128,
+ * Q4_0: the nibbles), in element order: lanes 0-31 block b, 32-63 b+1. */
+AVX512_INLINE __m512i wpair(dtype_t t, const uint8_t *w, int64_t b)
+{
+	const uint8_t *p = w + (size_t)b * qbytes(t) + 2;
+	if (t == DTYPE_Q8_0) {
+		__m512i z = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p)),
+			_mm256_loadu_si256((const __m256i *)(p + sizeof(block_q8_0))), 1);
+		return _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
+	}
+	__m256i q = _mm256_inserti128_si256(
+		_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p)),
+		_mm_loadu_si128((const __m128i *)(p + sizeof(block_q4_0))), 1);
+	__m512i z = _mm512_castsi256_si512(q);
+	z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(1, 1, 0, 0)); /* q0 q0 q1 q1 */
+	z = _mm512_mask_blend_epi64(0xCC, z, _mm512_srli_epi16(z, 4));
+	return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+}
+
+/* One block b of row w, unsigned bytes as above, 256 bits. */
+AVX512_INLINE __m256i wone(dtype_t t, const uint8_t *w, int64_t b)
+{
+	const uint8_t *p = w + (size_t)b * qbytes(t) + 2;
+	if (t == DTYPE_Q8_0)
+		return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p),
+					_mm256_set1_epi8((char)0x80));
+	__m128i q = _mm_loadu_si128((const __m128i *)p);
+	return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q),
+				_mm256_set1_epi8(0x0F));
+}
+
+AVX512_INLINE uint16_t wd(dtype_t t, const uint8_t *w, int64_t b)
+{
+	return ld_u16(w + (size_t)b * qbytes(t));
+}
+
+/* Start value of the vpdpbusd accumulators: -(128 or 8) * sum x per group
+ * of 4 bytes. */
+AVX512_INLINE __m512i corr512(dtype_t t, __m512i x)
+{
+	__m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+					_mm512_set1_epi8(t == DTYPE_Q8_0 ? (char)0x80 : 8), x);
+	return _mm512_sub_epi32(_mm512_setzero_si512(), c);
+}
+
+AVX512_INLINE __m256i corr256(dtype_t t, __m256i x)
+{
+	__m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+					_mm256_set1_epi8(t == DTYPE_Q8_0 ? (char)0x80 : 8), x);
+	return _mm256_sub_epi32(_mm256_setzero_si256(), c);
+}
+
+/* Blocks two at a time, then one if nb is odd. Per block and row the float
+ * step is acc = acc + (float)sumi * (dw * dx), in lane r of acc4 (R = 4) or
+ * in the scalar acc1 (R = 1): the generic's sequence. */
+AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_t *x,
+				  int64_t nb, float *out, const int R)
+{
+	__m128 acc4 = _mm_setzero_ps();
+	float acc1 = 0.0f;
+	int64_t b = 0;
+	for (; b + 2 <= nb; b += 2) {
+		__m512i xq = _mm512_inserti64x4(
+			_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)XQS(x, b))),
+			_mm256_loadu_si256((const __m256i *)XQS(x, b + 1)), 1);
+		__m512i c = corr512(t, xq);
+		uint16_t hxa = ld_u16(XD(x, b)), hxb = ld_u16(XD(x, b + 1));
+		if (R == 4) {
+			__m512i p0 = _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq);
+			__m512i p1 = _mm512_dpbusd_epi32(c, wpair(t, w[1], b), xq);
+			__m512i p2 = _mm512_dpbusd_epi32(c, wpair(t, w[2], b), xq);
+			__m512i p3 = _mm512_dpbusd_epi32(c, wpair(t, w[3], b), xq);
+			/* transpose-reduce: each 128-bit lane -> [r0 r1 r2 r3] */
+			__m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1),
+						       _mm512_unpackhi_epi32(p0, p1));
+			__m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3),
+						       _mm512_unpackhi_epi32(p2, p3));
+			__m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23),
+						     _mm512_unpackhi_epi64(s01, s23));
+			/* lanes 0+1 -> block b, 2+3 -> block b+1 */
+			s = _mm512_add_epi32(s, _mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+			__m256i sab = _mm512_castsi512_si256(
+				_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(0, 0, 2, 0)));
+			__m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+				(short)wd(t, w[0], b), (short)wd(t, w[1], b),
+				(short)wd(t, w[2], b), (short)wd(t, w[3], b),
+				(short)wd(t, w[0], b + 1), (short)wd(t, w[1], b + 1),
+				(short)wd(t, w[2], b + 1), (short)wd(t, w[3], b + 1)));
+			__m256 dx = _mm256_cvtph_ps(_mm_setr_epi16(
+				(short)hxa, (short)hxa, (short)hxa, (short)hxa,
+				(short)hxb, (short)hxb, (short)hxb, (short)hxb));
+			__m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(sab), _mm256_mul_ps(dw, dx));
+			acc4 = _mm_add_ps(acc4, _mm256_castps256_ps128(p));
+			acc4 = _mm_add_ps(acc4, _mm256_extractf128_ps(p, 1));
+		} else {
+			__m512i p = _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq);
+			int32_t sa = hsum256_epi32(_mm512_castsi512_si256(p));
+			int32_t sb = hsum256_epi32(_mm512_extracti64x4_epi64(p, 1));
+			float da = fp16_to_f32_inline(wd(t, w[0], b)) * fp16_to_f32_inline(hxa);
+			float db = fp16_to_f32_inline(wd(t, w[0], b + 1)) * fp16_to_f32_inline(hxb);
+			acc1 = acc1 + (float)sa * da;
+			acc1 = acc1 + (float)sb * db;
+		}
+	}
+	if (b < nb) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)XQS(x, b));
+		__m256i c = corr256(t, xq);
+		float dx = fp16_to_f32_inline(ld_u16(XD(x, b)));
+		if (R == 4) {
+			__m256i p0 = _mm256_dpbusd_epi32(c, wone(t, w[0], b), xq);
+			__m256i p1 = _mm256_dpbusd_epi32(c, wone(t, w[1], b), xq);
+			__m256i p2 = _mm256_dpbusd_epi32(c, wone(t, w[2], b), xq);
+			__m256i p3 = _mm256_dpbusd_epi32(c, wone(t, w[3], b), xq);
+			__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+			__m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+			__m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short)wd(t, w[0], b),
+				(short)wd(t, w[1], b), (short)wd(t, w[2], b),
+				(short)wd(t, w[3], b), 0, 0, 0, 0));
+			__m128 d = _mm_mul_ps(dw, _mm_set1_ps(dx));
+			acc4 = _mm_add_ps(acc4, _mm_mul_ps(_mm_cvtepi32_ps(s), d));
+		} else {
+			int32_t s = hsum256_epi32(_mm256_dpbusd_epi32(c, wone(t, w[0], b), xq));
+			float d = fp16_to_f32_inline(wd(t, w[0], b)) * dx;
+			acc1 = acc1 + (float)s * d;
+		}
+	}
+	if (R == 4)
+		_mm_storeu_ps(out, acc4);
+	else
+		out[0] = acc1;
+}
+
+/* ------------------------------------------------------ entry points */
+
+#define DEFINE_KERNELS(tag, T, ROWS)                                            \
+	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		ROWS(T, wr, xa, n, out, 1);                                      \
+		return out[0];                                                   \
+	}                                                                        \
+	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
+					float *y, int64_t n, int64_t r0, int64_t r1) \
+	{                                                                        \
+		const uint8_t *base = W;                                         \
+		int64_t r = r0;                                                  \
+		for (; r + 4 <= r1; r += 4) {                                    \
+			const uint8_t *wr[4] = {                                 \
+				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
+				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
+			ROWS(T, wr, xa, n, y + r, 4);                            \
+		}                                                                \
+		for (; r < r1; r++) {                                            \
+			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
+			ROWS(T, wr, xa, n, y + r, 1);                            \
+		}                                                                \
+	}
+
+#define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
+#define ROWS_QUANT(T, wr, xa, n, out, R) \
+	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
+
+DEFINE_KERNELS(f32, DTYPE_F32, ROWS_FLOAT)
+DEFINE_KERNELS(f16, DTYPE_F16, ROWS_FLOAT)
+DEFINE_KERNELS(bf16, DTYPE_BF16, ROWS_FLOAT)
+DEFINE_KERNELS(q8_0, DTYPE_Q8_0, ROWS_QUANT)
+DEFINE_KERNELS(q4_0, DTYPE_Q4_0, ROWS_QUANT)
+
+const kernel_ops_t kops_avx512 = {
+	.name = "avx512",
+	.vec_dot = {
+		[DTYPE_F32] = dot_f32,
+		[DTYPE_F16] = dot_f16,
+		[DTYPE_BF16] = dot_bf16,
+		[DTYPE_Q8_0] = dot_q8_0,
+		[DTYPE_Q4_0] = dot_q4_0,
+	},
+	.matvec = {
+		[DTYPE_F32] = matvec_f32,
+		[DTYPE_F16] = matvec_f16,
+		[DTYPE_BF16] = matvec_bf16,
+		[DTYPE_Q8_0] = matvec_q8_0,
+		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.quantize_q8_0 = quantize_q8_0_avx512,
+	.fp16_to_f32_row = fp16_to_f32_row_avx512,
+	.f32_to_fp16_row = f32_to_fp16_row_avx512,
+};
+
 #endif

@@ -5,6 +5,9 @@
  * of one kernel for that level. kernels.c holds the generic table and picks
  * one table per process.
  *
+ * Weights, blocks and half rows are addressed as bytes and read with
+ * memcpy-style loads: they may sit at any address.
+ *
  * Reduction orders (what "bit-exact" means here):
  *  - Q8_0 / Q4_0 weights against Q8_0 activations: every level computes each
  *    block's integer sum sumi exactly (int32; |sumi| <= 32*128*127), then
@@ -51,10 +54,11 @@ typedef struct kernel_ops {
 	vec_dot_fn vec_dot[DTYPE_COUNT];
 	matvec_fn matvec[DTYPE_COUNT];
 	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
-	void (*quantize_q8_0)(const float *x, block_q8_0 *y, int64_t n);
-	/* Row conversions; bit-exact with the scalar generic converters. */
-	void (*fp16_to_f32_row)(const uint16_t *x, float *y, int64_t n);
-	void (*f32_to_fp16_row)(const float *x, uint16_t *y, int64_t n);
+	void (*quantize_q8_0)(const float *x, void *y, int64_t n);
+	/* Row conversions (halves at any byte address); bit-exact with the
+	 * scalar generic converters. */
+	void (*fp16_to_f32_row)(const void *x, float *y, int64_t n);
+	void (*f32_to_fp16_row)(const float *x, void *y, int64_t n);
 } kernel_ops_t;
 
 extern const kernel_ops_t kops_generic;
@@ -62,6 +66,24 @@ extern const kernel_ops_t kops_generic;
 extern const kernel_ops_t kops_avx2;
 extern const kernel_ops_t kops_avx512;
 #endif
+
+/* Unaligned scalar access: weight rows and blocks may sit at any byte
+ * address (a Q8_0 block is 34 bytes; tests use odd addresses). */
+static inline uint16_t ld_u16(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline void st_u16(void *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static inline float ld_f32(const void *p)
+{
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
 
 /* Scalar conversions usable from every file (the generic reference). */
 static inline float fp16_to_f32_inline(uint16_t h)
