@@ -50,20 +50,26 @@ all: $(B)/egang egang
 egang: $(B)/egang
 	@ln -sf $(B)/egang egang
 
+# V=1 shows the full command lines
+Q := $(if $(filter 1,$(V)),,@)
+
 $(B)/libegang.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(B)/egang: $(CLI_OBJ) $(B)/libegang.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "  CC  $<"
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/tests/%: tests/%.c $(B)/libegang.a tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(B)/libegang.a $(LDLIBS) -lcmocka
+	@echo "  CC  $<"
+	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(B)/libegang.a $(LDLIBS) -lcmocka
 
 # The whole suite: unit tests (cmocka), CLI tests (shell), the protocol model.
 test: $(B)/egang egang $(TESTS)

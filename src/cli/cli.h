@@ -19,8 +19,9 @@ int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
 	    int64_t *out);
 int cli_float(const char *flag, const char *s, double min, double max,
 	      double *out);
-/* "egang CMD: unknown option" style message for getopt's '?'. */
-int cli_usage_error(const char *cmd);
+/* One line for getopt's '?' (unknown option or missing argument; opterr
+ * is 0 so getopt itself prints nothing); returns EXIT_INPUT. */
+int cli_usage_error(const char *cmd, const char *arg);
 
 /* Parses --cores: a CPU list, all of it inside the process's affinity
  * mask; fills cpus in slot order (the list's order, lowest first).

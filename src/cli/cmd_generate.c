@@ -41,6 +41,8 @@ static const char generate_help[] =
 	"                          flip:MS      another thread toggles random slots every\n"
 	"                                       MS milliseconds\n"
 	"      --trace FILE        one line per token: tag, participant mask, time (us)\n"
+	"      --ids FILE          write 'prompt_ids: ...' and 'sequence_ids: ...' lines\n"
+	"                          (the format of ../shared/models/expected/*.ids)\n"
 	"      --no-echo           do not print the prompt's text\n"
 	"  -q, --quiet             no speed report\n"
 	"  -h, --help              this text\n";
@@ -132,9 +134,10 @@ static int load_masks(run_ctx_t *rc, const char *path)
 		while (*end == ' ' || *end == '\r' || *end == '\t')
 			end++;
 		if (end == tok || *end || errno || v > 0xffffffffu) {
+			err_set("--membership file %s: line %zu: '%.40s' is not "
+				"a mask", path, line, tok);
 			free(text);
-			return err_set("--membership file %s: line %zu: '%s' is "
-				       "not a mask", path, line, tok);
+			return -1;
 		}
 		if (rc->n_masks == cap)
 			rc->masks = realloc(rc->masks, (cap *= 2) * sizeof *rc->masks);
@@ -177,6 +180,23 @@ static int parse_membership(run_ctx_t *rc, const char *spec)
 	return -1;
 }
 
+static int write_ids(const char *path, const engine_result_t *r)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return err_set("--ids %s: %s", path, strerror(errno));
+	fputs("prompt_ids:", f);
+	for (int64_t i = 0; i < r->n_prompt; i++)
+		fprintf(f, " %d", r->ids[i]);
+	fputs("\nsequence_ids:", f);
+	for (int64_t i = 0; i < r->n_prompt + r->n_gen; i++)
+		fprintf(f, " %d", r->ids[i]);
+	fputc('\n', f);
+	if (fclose(f) != 0)
+		return err_set("--ids %s: write failed", path);
+	return 0;
+}
+
 int cmd_generate(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -194,6 +214,7 @@ int cmd_generate(int argc, char **argv)
 		{"cores", required_argument, 0, 'C'},
 		{"membership", required_argument, 0, 'M'},
 		{"trace", required_argument, 0, 'T'},
+		{"ids", required_argument, 0, 'I'},
 		{"no-echo", no_argument, 0, 'E'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
@@ -201,13 +222,14 @@ int cmd_generate(int argc, char **argv)
 	};
 	const char *model_path = NULL, *tok_path = NULL, *prompt = "",
 		   *hash_path = NULL, *cores = NULL, *membership = NULL,
-		   *trace_path = NULL;
+		   *trace_path = NULL, *ids_path = NULL;
 	int64_t n_predict = 256, top_k = 0, seed = 42, ctx = 0;
 	double temp = 0.8, top_p = 0.9;
 	sampler_mode_t mode = SAMPLER_EGANG;
 	bool echo = true;
 	int c;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "m:z:p:n:t:s:qh", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
@@ -234,10 +256,11 @@ int cmd_generate(int argc, char **argv)
 		case 'C': cores = optarg; break;
 		case 'M': membership = optarg; break;
 		case 'T': trace_path = optarg; break;
+		case 'I': ids_path = optarg; break;
 		case 'E': echo = false; break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(generate_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("generate");
+		default: return cli_usage_error("generate", argv[optind - 1]);
 		}
 		if (bad)
 			return EXIT_INPUT;
@@ -322,6 +345,10 @@ int cmd_generate(int argc, char **argv)
 		goto out;
 	}
 	before_token(&rc, 1); /* trace the last token */
+	if (ids_path && write_ids(ids_path, &r) < 0) {
+		log_error("%s", err_get());
+		status = EXIT_FAIL;
+	}
 	fputc('\n', stdout);
 	fflush(stdout);
 	if (!log_quiet) {

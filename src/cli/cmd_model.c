@@ -38,12 +38,13 @@ int cmd_info(int argc, char **argv)
 	int c;
 	bool tensors = false;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "z:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'z': tok = optarg; break;
 		case 'T': tensors = true; break;
 		case 'h': fputs(info_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("info");
+		default: return cli_usage_error("info", argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1) {
@@ -151,6 +152,7 @@ int cmd_synth(int argc, char **argv)
 	int64_t seed = 1, layers = 0;
 	int c;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "o:s:qh", opts, NULL)) != -1) {
 		int bad = 0;
 		switch (c) {
@@ -160,7 +162,7 @@ int cmd_synth(int argc, char **argv)
 		case 'L': bad = cli_int("--layers", optarg, 1, 1024, &layers); break;
 		case 'q': log_quiet = true; break;
 		case 'h': synth_usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("synth");
+		default: return cli_usage_error("synth", argv[optind - 1]);
 		}
 		if (bad)
 			return EXIT_INPUT;
@@ -216,12 +218,13 @@ int cmd_convert(int argc, char **argv)
 	const char *tok = NULL, *out = NULL;
 	int c;
 	optind = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "z:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'z': tok = optarg; break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(convert_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("convert");
+		default: return cli_usage_error("convert", argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1 || !tok || !out) {

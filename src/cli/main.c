@@ -73,9 +73,10 @@ int cli_float(const char *flag, const char *s, double min, double max,
 	return 0;
 }
 
-int cli_usage_error(const char *cmd)
+int cli_usage_error(const char *cmd, const char *arg)
 {
-	fprintf(stderr, "egang %s: see `egang %s --help`\n", cmd, cmd);
+	log_error("%s: unknown option or missing value in '%s' (see `egang "
+		  "%s --help`)", cmd, arg, cmd);
 	return EXIT_INPUT;
 }
 
@@ -131,7 +132,7 @@ void cli_progress(void *user, uint64_t done, uint64_t total)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		log_error("missing COMMAND (see `egang --help`)");
 		return EXIT_INPUT;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
