@@ -895,6 +895,32 @@ static void test_gguf_write_round_trip(void **state)
 		tokenizer_t *a = tokenizer_load_llama2c(p, 512);
 		assert_non_null(a);
 		write_load_compare(a, "tok512.gguf");
+		/* add_space_prefix = false: no dummy space, none stripped */
+		char path[256];
+		snprintf(path, sizeof path, "%s/nospace.gguf", test_tmpdir());
+		gguf_writer_t *w = gguf_writer_new();
+		tokenizer_write_gguf(a, w);
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
+		assert_int_equal(gguf_writer_write(w, path), 0);
+		gguf_writer_free(w);
+		gguf_t *g;
+		tokenizer_t *b = load_gguf_file(path, &g);
+		assert_non_null(b);
+		int32_t ids[8];
+		int64_t n = tokenizer_encode(b, "Once", 4, true, ids, 8);
+		print_message("  \"Once\" without the dummy space: %lld ids\n",
+			      (long long)n);
+		/* no piece starts with U+2581: "\xE2\x96\x81Once" (403) cannot */
+		assert_true(n >= 2 && n <= 5 && ids[0] == 1);
+		for (int64_t i = 1; i < n; i++)
+			assert_true(strncmp(tokenizer_piece(b, ids[i]),
+					    "\xE2\x96\x81", 3) != 0);
+		char back[64];
+		assert_int_equal(decode_all(b, ids, n, back, sizeof back), 4);
+		assert_memory_equal(back, "Once", 4);
+		write_load_compare(b, "nospace2.gguf");
+		tokenizer_free(b);
+		gguf_close(g);
 		tokenizer_free(a);
 	}
 	const int32_t sizes[] = { 512, 32000, 49152, 151936 };

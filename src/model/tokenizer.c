@@ -137,6 +137,7 @@ struct tokenizer {
 	bool has_scores;  /* scores came from the source (written back) */
 	int32_t bos, eos, unk; /* -1 if none */
 	bool add_bos;
+	bool no_space_prefix; /* llama: tokenizer.ggml.add_space_prefix false */
 
 	int32_t *slot;    /* (mask + 1) open addressing piece -> id, -1 empty */
 	size_t mask;
@@ -992,6 +993,9 @@ tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
 		gpt2_byte_tokens(t);
 	}
 	bool ab;
+	if (kind == TOKENIZER_LLAMA &&
+	    gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &ab) == 0)
+		t->no_space_prefix = !ab;
 	if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &ab) == 0)
 		t->add_bos = ab;
 	else
@@ -1215,6 +1219,8 @@ void tokenizer_write_gguf(const tokenizer_t *t, gguf_writer_t *w)
 		gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
 				    (uint32_t)t->unk);
 	gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos);
+	if (t->no_space_prefix)
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
 }
 
 tokenizer_kind_t tokenizer_kind(const tokenizer_t *t) { return t->kind; }
@@ -1390,8 +1396,10 @@ static int encode_llama(const tokenizer_t *t, const char *text, size_t len,
 	/* normalise into w->buf (3 bytes per space + the prefix) */
 	char *s = w->buf;
 	size_t n = 0;
-	memcpy(s, "\xE2\x96\x81", 3);
-	n = 3;
+	if (!t->no_space_prefix) {
+		memcpy(s, "\xE2\x96\x81", 3);
+		n = 3;
+	}
 	for (size_t i = 0; i < len; i++) {
 		if (text[i] == ' ') {
 			memcpy(s + n, "\xE2\x96\x81", 3);
@@ -1586,7 +1594,7 @@ int tokenizer_decode(const tokenizer_t *t, int32_t prev, int32_t id,
 			char b = (char)t->byte_of[id];
 			return put(out, cap, &k, &b, 1);
 		}
-		bool strip = prev >= 0 && prev == t->bos;
+		bool strip = prev >= 0 && prev == t->bos && !t->no_space_prefix;
 		for (size_t i = 0; i < n;) {
 			if (n - i >= 3 && memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
 				if (!(strip && i == 0))

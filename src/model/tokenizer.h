@@ -28,7 +28,9 @@ typedef struct tokenizer tokenizer_t; /* opaque */
  * NULL + err_get() on a malformed or short file. */
 tokenizer_t *tokenizer_load_llama2c(const char *path, int32_t vocab_size);
 /* From GGUF metadata (tokenizer.ggml.*). NULL + err_get() on missing or
- * malformed keys (empty vocabulary, ids out of range, ...). */
+ * malformed keys (empty vocabulary, ids out of range, merges naming unknown
+ * pieces, an unknown tokenizer.ggml.pre: refused, not guessed). A llama
+ * vocabulary honours tokenizer.ggml.add_space_prefix = false. */
 tokenizer_t *tokenizer_load_gguf(const gguf_t *g);
 /* A deterministic synthetic vocabulary of n_vocab tokens of the given kind
  * that encodes any text (byte fallback / byte tokens) and decodes back.
