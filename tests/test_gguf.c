@@ -452,6 +452,63 @@ static void test_writer_errors(void **state)
 	check_no_temp("werr.gguf.tmp");
 }
 
+/* Many keys and tensors: every one found by name, in any order. */
+static int many_fill(void *user, int64_t index, void *dst, size_t nbytes)
+{
+	float v = (float)index;
+	(void)user;
+	assert_int_equal(nbytes, 4);
+	memcpy(dst, &v, 4);
+	return 0;
+}
+
+static void test_many(void **state)
+{
+	(void)state;
+	enum { NK = 3000, NT = 1500 };
+	char name[32];
+	int64_t ne[1] = { 1 };
+	int64_t v;
+	gguf_writer_t *w = gguf_writer_new();
+	const char *path = tmp_path("many.gguf");
+	for (int i = NK - 1; i >= 0; i--) {
+		snprintf(name, sizeof name, "k.%d", i * 7919 % NK);
+		gguf_writer_set_u32(w, name, (uint32_t)(i * 7919 % NK));
+	}
+	for (int i = 0; i < NT; i++) {
+		snprintf(name, sizeof name, "t.%d", i);
+		assert_int_equal(gguf_writer_add_tensor(w, name, DTYPE_F32, 1,
+							ne, NULL), 0);
+	}
+	gguf_writer_set_fill(w, many_fill, NULL);
+	assert_int_equal(gguf_writer_write(w, path), 0);
+	gguf_writer_free(w);
+	gguf_t *g = gguf_open(path);
+	if (!g)
+		fail_msg("%s", err_get());
+	assert_int_equal(gguf_n_kv(g), NK);
+	for (int i = 0; i < NK; i++) {
+		snprintf(name, sizeof name, "k.%d", i);
+		assert_int_equal(gguf_get_int(g, name, &v), 0);
+		assert_int_equal(v, i);
+	}
+	for (int i = 0; i < NT; i++) {
+		float f;
+		snprintf(name, sizeof name, "t.%d", i);
+		const gguf_tensor_t *t = gguf_find_tensor(g, name);
+		assert_non_null(t);
+		memcpy(&f, t->data, 4);
+		assert_true(f == (float)i);
+	}
+	assert_int_equal(gguf_find_key(g, "k."), -1);
+	assert_int_equal(gguf_find_key(g, "k.30000"), -1);
+	assert_int_equal(gguf_find_key(g, ""), -1);
+	assert_null(gguf_find_tensor(g, "t.1500"));
+	assert_null(gguf_find_tensor(g, "a"));
+	assert_null(gguf_find_tensor(g, "z"));
+	gguf_close(g);
+}
+
 /* ---- 2. a real model ---- */
 
 static void test_stories260k(void **state)
@@ -1020,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_copy_kv),
 		cmocka_unit_test(test_writer_errors),
+		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_stories260k),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_truncated),

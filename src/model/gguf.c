@@ -13,7 +13,8 @@
  *    their product fits int64 and the byte size fits size_t;
  *  - tensor data lies inside the file, at an offset that is a multiple of
  *    general.alignment (a uint32, a nonzero power of two, default 32).
- * Keys must be non-empty and unique; tensor names likewise. Strings may hold
+ * Keys must be non-empty and unique; tensor names likewise (checked by
+ * sorting, which also serves lookups by binary search). Strings may hold
  * any bytes; messages escape control bytes so they stay on one line.
  *
  * The writer keeps every value in its encoded form (the bytes after the
@@ -156,58 +157,69 @@ static int shape_nbytes(dtype_t t, uint32_t n_dims, const int64_t *ne,
 	return 0;
 }
 
-/* ---- name index: open addressing, load factor <= 1/2 ---- */
+/* ---- name index ----
+ * Names sorted once, then binary search: lookups and the duplicate check
+ * cost O(n log n) whatever the names are (a hash table could be fed
+ * colliding names and go quadratic). */
 
-struct slot {
-	const gguf_str_t *name; /* NULL: empty */
-	int64_t i;
+struct ent {
+	gguf_str_t name;
+	int64_t i; /* index in the file's order */
 };
 
 struct index {
-	struct slot *slot;
-	size_t mask;
+	struct ent *e; /* sorted by name, then i */
+	int64_t n;
 };
 
-static int index_init(struct index *ix, uint64_t n)
+static int name_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
-	size_t cap = 8;
-	while (cap < 2 * n) /* n <= file size / KV_MIN: cannot overflow */
-		cap *= 2;
-	ix->slot = calloc(cap, sizeof *ix->slot);
-	ix->mask = cap - 1;
-	return ix->slot ? 0 : -1;
+	int c = memcmp(a, b, an < bn ? an : bn);
+	return c ? c : (an > bn) - (an < bn);
 }
 
-/* Slot of name (n bytes): the one holding it, or the empty one to use. */
-static struct slot *index_slot(const struct index *ix, const void *s, size_t n)
+static int ent_cmp(const void *pa, const void *pb)
 {
-	size_t h = (size_t)hash64(s, n, HASH64_INIT) & ix->mask;
-	for (;; h = (h + 1) & ix->mask) {
-		struct slot *sl = &ix->slot[h];
-		if (!sl->name ||
-		    (sl->name->n == n && memcmp(sl->name->s, s, n) == 0))
-			return sl;
+	const struct ent *a = pa, *b = pb;
+	int c = name_cmp(a->name.s, a->name.n, b->name.s, b->name.n);
+	return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+/* Sorts ix->e[0..n-1] (filled by the caller). Returns the file index of
+ * the first name (in file order) that repeats an earlier one and sets
+ * *first to that earlier one's index; -1 if the names are unique. */
+static int64_t index_sort(struct index *ix, int64_t *first)
+{
+	int64_t dup = -1, g = 0;
+	qsort(ix->e, (size_t)ix->n, sizeof *ix->e, ent_cmp);
+	for (int64_t k = 1; k < ix->n; k++) {
+		const struct ent *a = &ix->e[k - 1], *b = &ix->e[k];
+		if (name_cmp(a->name.s, a->name.n, b->name.s, b->name.n)) {
+			g = k; /* a new group of equal names starts */
+			continue;
+		}
+		if (dup < 0 || b->i < dup) {
+			dup = b->i;
+			*first = ix->e[g].i;
+		}
 	}
+	return dup;
 }
 
 /* Index of the entry named s (n bytes); -1 if absent. */
 static int64_t index_find(const struct index *ix, const void *s, size_t n)
 {
-	if (!ix->slot)
-		return -1;
-	const struct slot *sl = index_slot(ix, s, n);
-	return sl->name ? sl->i : -1;
-}
-
-/* Adds *name as entry i: -1 if added, else the index already holding the
- * name (nothing added). name must outlive the index. */
-static int64_t index_add(struct index *ix, const gguf_str_t *name, int64_t i)
-{
-	struct slot *sl = index_slot(ix, name->s, name->n);
-	if (sl->name)
-		return sl->i;
-	sl->name = name;
-	sl->i = i;
+	int64_t lo = 0, hi = ix->n; /* first entry >= s is in [lo, hi] */
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		const gguf_str_t *m = &ix->e[mid].name;
+		if (name_cmp(m->s, m->n, s, n) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < ix->n && !name_cmp(ix->e[lo].name.s, ix->e[lo].name.n, s, n))
+		return ix->e[lo].i;
 	return -1;
 }
 
@@ -414,7 +426,7 @@ static int rd_header(struct rd *r, gguf_t *g)
 	if (g->version != 2 && g->version != 3)
 		return rd_fail(r, 4, "unknown version %u%s (egang reads "
 			       "versions 2 and 3)", g->version,
-			       (g->version & 0xffff) == 0 ?
+			       g->version && (g->version & 0xffff) == 0 ?
 				       ", a big-endian file?" : "");
 	rd_ctx(r, "n_tensors");
 	if (rd_u64(r, &n_tensors))
@@ -444,7 +456,9 @@ static int rd_kvs(struct rd *r, gguf_t *g)
 	char esc[80];
 	rd_ctx(r, "key-values");
 	g->kv = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv);
-	if (!g->kv || index_init(&g->kv_idx, (uint64_t)g->n_kv))
+	g->kv_idx.e = malloc((g->n_kv ? (size_t)g->n_kv : 1) *
+			     sizeof *g->kv_idx.e);
+	if (!g->kv || !g->kv_idx.e)
 		return rd_fail(r, r->pos, "out of memory");
 	for (int64_t i = 0; i < g->n_kv; i++) {
 		struct kv *kv = &g->kv[i];
@@ -457,10 +471,6 @@ static int rd_kvs(struct rd *r, gguf_t *g)
 			return rd_fail(r, off, "empty key");
 		rd_ctx(r, "kv %lld '%s'", (long long)i,
 		       str_escape(esc, sizeof esc, kv->key.s, kv->key.n));
-		int64_t first = index_add(&g->kv_idx, &kv->key, i);
-		if (first >= 0)
-			return rd_fail(r, off, "duplicate key (first at kv "
-				       "%lld)", (long long)first);
 		off = r->pos;
 		if (rd_u32(r, &type))
 			return -1;
@@ -475,6 +485,18 @@ static int rd_kvs(struct rd *r, gguf_t *g)
 			return -1;
 		}
 		kv->val_n = (size_t)(r->p + r->pos - kv->val);
+		g->kv_idx.e[i] = (struct ent){ kv->key, i };
+	}
+	g->kv_idx.n = g->n_kv;
+	int64_t first, dup = index_sort(&g->kv_idx, &first);
+	if (dup >= 0) {
+		const struct kv *kv = &g->kv[dup];
+		rd_ctx(r, "kv %lld '%s'", (long long)dup,
+		       str_escape(esc, sizeof esc, kv->key.s, kv->key.n));
+		return rd_fail(r, (size_t)((const uint8_t *)kv->key.s - 8 -
+					   r->p),
+			       "duplicate key (first at kv %lld)",
+			       (long long)first);
 	}
 	return 0;
 }
@@ -504,7 +526,9 @@ static int rd_tensors(struct rd *r, gguf_t *g)
 	char esc[80], why[160];
 	rd_ctx(r, "tensor infos");
 	g->t = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *g->t);
-	if (!g->t || index_init(&g->t_idx, (uint64_t)g->n_tensors))
+	g->t_idx.e = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) *
+			    sizeof *g->t_idx.e);
+	if (!g->t || !g->t_idx.e)
 		return rd_fail(r, r->pos, "out of memory");
 	for (int64_t i = 0; i < g->n_tensors; i++) {
 		gguf_tensor_t *t = &g->t[i];
@@ -517,10 +541,6 @@ static int rd_tensors(struct rd *r, gguf_t *g)
 			return rd_fail(r, off, "empty name");
 		rd_ctx(r, "tensor %lld '%s'", (long long)i,
 		       str_escape(esc, sizeof esc, t->name.s, t->name.n));
-		int64_t first = index_add(&g->t_idx, &t->name, i);
-		if (first >= 0)
-			return rd_fail(r, off, "duplicate tensor name (first "
-				       "at tensor %lld)", (long long)first);
 		size_t shape_off = r->pos;
 		if (rd_u32(r, &t->n_dims))
 			return -1;
@@ -552,6 +572,18 @@ static int rd_tensors(struct rd *r, gguf_t *g)
 			return rd_fail(r, shape_off, "%s", why);
 		if (rd_u64(r, &t->offset))
 			return -1;
+		g->t_idx.e[i] = (struct ent){ t->name, i };
+	}
+	g->t_idx.n = g->n_tensors;
+	int64_t first, dup = index_sort(&g->t_idx, &first);
+	if (dup >= 0) {
+		const gguf_tensor_t *t = &g->t[dup];
+		rd_ctx(r, "tensor %lld '%s'", (long long)dup,
+		       str_escape(esc, sizeof esc, t->name.s, t->name.n));
+		return rd_fail(r, (size_t)((const uint8_t *)t->name.s - 8 -
+					   r->p),
+			       "duplicate tensor name (first at tensor %lld)",
+			       (long long)first);
 	}
 	return 0;
 }
@@ -663,9 +695,9 @@ void gguf_close(gguf_t *g)
 		for (int64_t i = 0; i < g->n_kv; i++)
 			free(g->kv[i].strs);
 	free(g->kv);
-	free(g->kv_idx.slot);
+	free(g->kv_idx.e);
 	free(g->t);
-	free(g->t_idx.slot);
+	free(g->t_idx.e);
 	if (g->map)
 		munmap(g->map, g->size);
 	free(g);
