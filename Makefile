@@ -41,9 +41,10 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
-TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%) $(B)/tests/test_gang_debug
+SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)))
 
-.PHONY: all test test-large torture verify fuzz fuzz-run bench clean demo
+.PHONY: all deps test test-run test-large torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
 # ./egang always points at the last plain build
@@ -71,13 +72,27 @@ $(B)/tests/%: tests/%.c $(B)/libegang.a tests/testutil.h
 	@echo "  CC  $<"
 	$(Q)$(CC) $(CFLAGS) -Itests -o $@ $< $(B)/libegang.a $(LDLIBS) -lcmocka
 
+# The gang's protocol tests once more with EGANG_DEBUG (per-wave protocol
+# assertions, fault injection): gang.c is compiled into the test, so the
+# archive's release gang.o is not linked.
+$(B)/tests/test_gang_debug: tests/test_gang.c src/gang/gang.c src/gang/gang.h $(B)/libegang.a
+	@mkdir -p $(dir $@)
+	@echo "  CC  $@"
+	$(Q)$(CC) $(CFLAGS) -DEGANG_DEBUG=1 -Itests -o $@ tests/test_gang.c src/gang/gang.c $(B)/libegang.a $(LDLIBS) -lcmocka
+
 # The whole suite: unit tests (cmocka), CLI tests (shell), the protocol model.
-test: $(B)/egang egang $(TESTS)
-	@EGANG=$(abspath $(B)/egang) TESTBIN=$(abspath $(B)/tests) \
-	  tests/run.sh $(TESTS) $(sort $(wildcard tests/*.sh))
+# `make test` first installs missing Debian packages (tools/deps.sh).
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: $(B)/egang egang $(TESTS)
+	@EGANG=$(abspath $(B)/egang) tests/run.sh $(TESTS) $(SH_TESTS)
+
+deps:
+	@tools/deps.sh
 
 # Longer tiers, run before resolving an issue (not in CI's 20 minutes).
-test-large: $(B)/egang egang
+test-large: deps $(B)/egang egang
 	@EGANG=$(abspath $(B)/egang) EGANG_LARGE=1 tests/run.sh tests/large/*.sh
 
 torture:
@@ -90,7 +105,8 @@ verify:
 fuzz:
 	$(MAKE) -f fuzz/Makefile
 
-demo: $(B)/egang egang
+demo: deps
+	@$(MAKE) --no-print-directory $(B)/egang egang
 	@tools/demo.sh
 
 clean:
