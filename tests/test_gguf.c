@@ -882,15 +882,22 @@ static const struct mcase {
 	{ "data_cut", m_data_cut, "exceed file size" },
 };
 
-/* Saves a malformed file for the CLI tests: <tmpdir>/malformed/<name>.gguf */
+/* Saves a malformed file for the CLI tests as <dir>/<name>.gguf, where dir
+ * is $GGUF_MALFORMED_DIR or else <tmpdir>/malformed. */
 static const char *save_case(const char *name, const uint8_t *b, size_t n)
 {
-	static char path[512];
-	snprintf(path, sizeof path, "%s/malformed", test_tmpdir());
-	if (mkdir(path, 0777) < 0 && errno != EEXIST)
-		fail_msg("mkdir %s: %s", path, strerror(errno));
-	snprintf(path, sizeof path, "%s/malformed/%s.gguf", test_tmpdir(),
-		 name);
+	static char dir[512], path[1024];
+	if (!dir[0]) {
+		const char *env = getenv("GGUF_MALFORMED_DIR");
+		if (env)
+			snprintf(dir, sizeof dir, "%s", env);
+		else
+			snprintf(dir, sizeof dir, "%s/malformed",
+				 test_tmpdir());
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+			fail_msg("mkdir %s: %s", dir, strerror(errno));
+	}
+	snprintf(path, sizeof path, "%s/%s.gguf", dir, name);
 	FILE *f = fopen(path, "wb");
 	assert_non_null(f);
 	assert_int_equal(fwrite(b, 1, n, f), n);

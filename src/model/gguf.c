@@ -2,8 +2,9 @@
  *
  * The reader makes one pass over the header. Every count and length is
  * checked against the bytes that are left BEFORE anything is allocated or
- * indexed, so the work and the memory of an open are linear in the file
- * size whatever the file says:
+ * indexed, and tables grow with the entries actually read, so the work and
+ * the memory of an open are linear in the header's size whatever the
+ * counts say:
  *  - n_kv and n_tensors must fit the bytes left at their minimum encoded
  *    sizes (KV_MIN, TENSOR_MIN);
  *  - a string of length n needs n bytes left; an array of n elements of at
@@ -96,14 +97,14 @@ static const char *const ggml_type_names[] = {
 };
 
 /* Writes s (n bytes, any content) into dst for a one-line message: control
- * bytes, quote and backslash escaped as \xNN, cut at ~64 bytes with "...". */
+ * bytes, quote and backslash escaped as \xNN, cut with "..." to fit cap. */
 static const char *str_escape(char *dst, size_t cap, const void *s, size_t n)
 {
 	const unsigned char *p = s;
-	size_t o = 0;
-	assert(cap >= 80);
+	size_t o = 0, lim = cap - 16; /* room for one escape, "..." and NUL */
+	assert(cap >= 32);
 	for (size_t i = 0; i < n; i++) {
-		if (o >= 64) {
+		if (o >= lim) {
 			memcpy(dst + o, "...", 3);
 			o += 3;
 			break;
@@ -256,7 +257,7 @@ struct rd {
 	const uint8_t *p;
 	size_t size;
 	size_t pos;
-	char name[96]; /* file name, escaped */
+	char name[512]; /* file name, escaped */
 	char ctx[160]; /* "kv 3 'general.name' value" */
 };
 
@@ -451,20 +452,38 @@ static int rd_header(struct rd *r, gguf_t *g)
 	return 0;
 }
 
+/* Makes room for entry i in *p (capacity *cap, elem bytes each, zeroed),
+ * doubling: memory follows the entries actually read, not the count the
+ * header claims. */
+static int grow(void *p, size_t *cap, int64_t i, size_t elem)
+{
+	void **pp = p;
+	if ((size_t)i < *cap)
+		return 0;
+	size_t ncap = *cap ? 2 * *cap : 64;
+	void *np = realloc(*pp, ncap * elem);
+	if (!np)
+		return -1;
+	memset((char *)np + *cap * elem, 0, (ncap - *cap) * elem);
+	*pp = np;
+	*cap = ncap;
+	return 0;
+}
+
 static int rd_kvs(struct rd *r, gguf_t *g)
 {
 	char esc[80];
-	rd_ctx(r, "key-values");
-	g->kv = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv);
-	g->kv_idx.e = malloc((g->n_kv ? (size_t)g->n_kv : 1) *
-			     sizeof *g->kv_idx.e);
-	if (!g->kv || !g->kv_idx.e)
-		return rd_fail(r, r->pos, "out of memory");
-	for (int64_t i = 0; i < g->n_kv; i++) {
-		struct kv *kv = &g->kv[i];
+	size_t cap = 0;
+	int64_t n = g->n_kv;
+	g->n_kv = 0; /* entries read so far, for gguf_close */
+	for (int64_t i = 0; i < n; i++) {
 		size_t off = r->pos;
 		uint32_t type;
 		rd_ctx(r, "kv %lld key", (long long)i);
+		if (grow(&g->kv, &cap, i, sizeof *g->kv))
+			return rd_fail(r, off, "out of memory");
+		struct kv *kv = &g->kv[i];
+		g->n_kv = i + 1;
 		if (rd_str(r, &kv->key))
 			return -1;
 		if (kv->key.n == 0)
@@ -485,9 +504,13 @@ static int rd_kvs(struct rd *r, gguf_t *g)
 			return -1;
 		}
 		kv->val_n = (size_t)(r->p + r->pos - kv->val);
-		g->kv_idx.e[i] = (struct ent){ kv->key, i };
 	}
-	g->kv_idx.n = g->n_kv;
+	g->kv_idx.e = malloc((n ? (size_t)n : 1) * sizeof *g->kv_idx.e);
+	if (!g->kv_idx.e)
+		return rd_fail(r, r->pos, "out of memory");
+	for (int64_t i = 0; i < n; i++)
+		g->kv_idx.e[i] = (struct ent){ g->kv[i].key, i };
+	g->kv_idx.n = n;
 	int64_t first, dup = index_sort(&g->kv_idx, &first);
 	if (dup >= 0) {
 		const struct kv *kv = &g->kv[dup];
@@ -524,17 +547,17 @@ static int rd_alignment(struct rd *r, gguf_t *g)
 static int rd_tensors(struct rd *r, gguf_t *g)
 {
 	char esc[80], why[160];
-	rd_ctx(r, "tensor infos");
-	g->t = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *g->t);
-	g->t_idx.e = malloc((g->n_tensors ? (size_t)g->n_tensors : 1) *
-			    sizeof *g->t_idx.e);
-	if (!g->t || !g->t_idx.e)
-		return rd_fail(r, r->pos, "out of memory");
-	for (int64_t i = 0; i < g->n_tensors; i++) {
-		gguf_tensor_t *t = &g->t[i];
+	size_t cap = 0;
+	int64_t n = g->n_tensors;
+	g->n_tensors = 0; /* entries read so far */
+	for (int64_t i = 0; i < n; i++) {
 		size_t off = r->pos;
 		uint32_t gtype;
 		rd_ctx(r, "tensor %lld name", (long long)i);
+		if (grow(&g->t, &cap, i, sizeof *g->t))
+			return rd_fail(r, off, "out of memory");
+		gguf_tensor_t *t = &g->t[i];
+		g->n_tensors = i + 1;
 		if (rd_str(r, &t->name))
 			return -1;
 		if (t->name.n == 0)
@@ -572,9 +595,13 @@ static int rd_tensors(struct rd *r, gguf_t *g)
 			return rd_fail(r, shape_off, "%s", why);
 		if (rd_u64(r, &t->offset))
 			return -1;
-		g->t_idx.e[i] = (struct ent){ t->name, i };
 	}
-	g->t_idx.n = g->n_tensors;
+	g->t_idx.e = malloc((n ? (size_t)n : 1) * sizeof *g->t_idx.e);
+	if (!g->t_idx.e)
+		return rd_fail(r, r->pos, "out of memory");
+	for (int64_t i = 0; i < n; i++)
+		g->t_idx.e[i] = (struct ent){ g->t[i].name, i };
+	g->t_idx.n = n;
 	int64_t first, dup = index_sort(&g->t_idx, &first);
 	if (dup >= 0) {
 		const gguf_tensor_t *t = &g->t[dup];
