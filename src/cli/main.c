@@ -21,6 +21,7 @@ static const command_t commands[] = {
 	{"info", cmd_info, "describe a model file"},
 	{"synth", cmd_synth, "write a random-weight GGUF of a real model shape"},
 	{"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
+	{"bench", cmd_bench, "benchmarks: protocol, width, overhead"},
 };
 
 static void usage(FILE *f)

@@ -72,6 +72,7 @@ typedef struct slot {
 	/* statistics, written by the slot's own thread only */
 	_Atomic uint64_t participation;
 	_Atomic uint64_t chunks;
+	_Atomic uint64_t ack_ns; /* time of the last ack (benchmarks) */
 	pthread_t thread;
 	int cpu;
 	struct gang *g;
@@ -108,7 +109,8 @@ struct gang {
 	/* leader-only state */
 	_Alignas(EG_CACHELINE) uint32_t tag;
 	uint32_t last_mask;
-	uint64_t spin_ns;
+	uint64_t spin_ns; /* spin before sleeping while requested */
+	uint64_t keep_ns; /* spin before sleeping once not requested */
 	int n;
 	bool pin;
 	_Atomic uint64_t tokens, latch_changes, joins, departures, wakes;
@@ -135,19 +137,20 @@ static void ring(gang_t *g, _Atomic uint32_t *word, _Atomic uint32_t *sleepers)
 
 typedef bool (*wait_done_fn)(gang_t *g, const void *arg);
 
-/* Spins up to g->spin_ns checking done(), then sleeps on *word until done()
+/* Spins up to spin_ns checking done(), then sleeps on *word until done()
  * holds. */
 static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
-		     _Atomic uint32_t *word, _Atomic uint32_t *sleepers)
+		     _Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+		     uint64_t spin_ns)
 {
 	if (done(g, arg))
 		return;
 	uint64_t t0 = time_now_ns();
-	for (unsigned i = 1;; i++) {
+	for (unsigned i = 1; spin_ns; i++) {
 		cpu_relax();
 		if (done(g, arg))
 			return;
-		if ((i & 63) == 0 && time_now_ns() - t0 > g->spin_ns)
+		if ((i & 63) == 0 && time_now_ns() - t0 > spin_ns)
 			break;
 	}
 	for (;;) {
@@ -218,7 +221,7 @@ static void barrier_arrive(gang_t *g, int slot, uint32_t tag, uint32_t w,
 		return;
 	}
 	phase_arg_t a = {SYNC_PHASE(SYNC(tag, w, 0))};
-	wait_for(g, phase_passed, &a, &g->bar_seq, &g->bar_sleepers);
+	wait_for(g, phase_passed, &a, &g->bar_seq, &g->bar_sleepers, g->spin_ns);
 }
 
 /* Runs every wave of the token as participant `slot`. */
@@ -305,8 +308,11 @@ static void *worker_main(void *arg)
 	uint32_t bit = 1u << s->index;
 	worker_arg_t a = {.s = s};
 	for (;;) {
-		/* idle: asleep until requested in a running generation */
-		wait_for(g, idle_done, &a, &g->doorbell, &g->sleepers);
+		/* idle: asleep until requested in a running generation. A
+		 * worker that was just in use spins keep_ns first (a policy's
+		 * "keep cores warm"); by default it sleeps at once, so its core
+		 * goes back to the OS the moment it is not needed. */
+		wait_for(g, idle_done, &a, &g->doorbell, &g->sleepers, g->keep_ns);
 		if (atomic_load_explicit(&g->stop, memory_order_relaxed))
 			break;
 		while ((atomic_load_explicit(&g->hold, memory_order_relaxed) & bit) &&
@@ -324,9 +330,11 @@ static void *worker_main(void *arg)
 		/* seq_cst: ordered after the latch load above (the leader's
 		 * CAS that reads it precedes its latch store). */
 		atomic_store_explicit(&s->ack, a.epoch, memory_order_seq_cst);
+		atomic_store_explicit(&s->ack_ns, time_now_ns(), memory_order_relaxed);
 		FAULT();
 		for (;;) {
-			wait_for(g, acked_done, &a, &g->doorbell, &g->sleepers);
+			wait_for(g, acked_done, &a, &g->doorbell, &g->sleepers,
+				 g->spin_ns);
 			uint64_t l = atomic_load_explicit(&g->latch,
 							  memory_order_acquire);
 			if (LATCH_TAG(l) != a.seen) {
@@ -353,7 +361,8 @@ static void *worker_main(void *arg)
 			assert(expect == (a.epoch | ACK_TAKEN));
 			FAULT();
 			/* the latch with our bit is about to be published */
-			wait_for(g, latch_moved, &a, &g->doorbell, &g->sleepers);
+			wait_for(g, latch_moved, &a, &g->doorbell, &g->sleepers,
+				 g->spin_ns);
 		}
 		a.epoch = 0;
 	}
@@ -379,6 +388,7 @@ gang_t *gang_init(const gang_config_t *cfg)
 	g->n = cfg->n_cpus;
 	g->pin = cfg->pin;
 	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 50) * 1000;
+	g->keep_ns = (uint64_t)cfg->keep_us * 1000;
 	atomic_store(&g->requested, 1);
 	for (int i = 0; i < g->n; i++) {
 		g->slots[i].g = g;
@@ -515,6 +525,7 @@ void gang_stats(const gang_t *gc, gang_stats_t *out)
 		out->participation[i] = atomic_load(&g->slots[i].participation);
 		out->chunks[i] = atomic_load(&g->slots[i].chunks);
 		out->cpus[i] = g->slots[i].cpu;
+		out->ack_ns[i] = atomic_load(&g->slots[i].ack_ns);
 	}
 }
 

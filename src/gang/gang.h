@@ -98,6 +98,7 @@ typedef struct gang_stats {
 	uint64_t chunks[GANG_MAX_SLOTS];        /* chunks each slot ran */
 	int n_slots;
 	int cpus[GANG_MAX_SLOTS];  /* CPU of each slot */
+	uint64_t ack_ns[GANG_MAX_SLOTS]; /* time_now_ns() of each slot's last ack */
 	uint32_t last_mask;        /* mask of the last token */
 	uint32_t sleepers;         /* workers asleep on the futex right now */
 } gang_stats_t;
@@ -106,7 +107,10 @@ typedef struct gang_config {
 	const int *cpus;  /* CPUs, slot order; cpus[0] is the leader's */
 	int n_cpus;       /* 1..GANG_MAX_SLOTS */
 	bool pin;         /* pin workers (and the leader) to their CPUs */
-	uint32_t spin_us; /* bounded spin before a futex sleep (default 50) */
+	uint32_t spin_us; /* bounded spin before a futex sleep while requested
+			     (between tokens, in barriers; default 50) */
+	uint32_t keep_us; /* spin once no longer requested (default 0: sleep
+			     at once, the core goes back to the OS) */
 } gang_config_t;
 
 /* Starts n_cpus - 1 workers; they sleep until requested. NULL + err_get(). */

@@ -100,9 +100,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	}
 	for (int64_t i = 0; i < n_prompt; i++)
 		if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
+			err_set("prompt token %lld has id %d outside the "
+				"vocabulary", (long long)i, ids[i]);
 			free(ids);
-			return err_set("prompt token %lld has id %d outside "
-				       "the vocabulary", (long long)i, ids[i]);
+			return -1;
 		}
 	sampler_t *smp = sampler_new(m->cfg.vocab_size, &p->sampler);
 	if (!smp) {

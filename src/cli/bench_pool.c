@@ -1,0 +1,134 @@
+/* bench_pool: the fixed-pool baseline (see bench_pool.h). */
+#include "cli/bench_pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+
+void spin_barrier_init(spin_barrier_t *b, unsigned n)
+{
+	atomic_store(&b->count, 0);
+	atomic_store(&b->gen, 0);
+	b->n = n;
+}
+
+void spin_barrier_wait(spin_barrier_t *b)
+{
+	spin_barrier_wait_last(b, NULL, NULL);
+}
+
+void spin_barrier_wait_last(spin_barrier_t *b, void (*last)(void *), void *arg)
+{
+	unsigned gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
+	/* acq_rel: publishes our work to the last arriver and takes theirs */
+	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == b->n) {
+		if (last)
+			last(arg);
+		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
+		/* release: pairs with the waiters' acquire below */
+		atomic_store_explicit(&b->gen, gen + 1, memory_order_release);
+		return;
+	}
+	while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen)
+		cpu_relax();
+}
+
+struct bench_pool {
+	_Alignas(64) _Atomic uint64_t go;  /* token counter: bumped per token */
+	_Alignas(64) _Atomic uint32_t cursor;
+	_Alignas(64) _Atomic bool stop;
+	spin_barrier_t bar;
+	const wave_plan_t *plan; /* published by the release on go */
+	int n;
+	const int *cpus;
+	pthread_t threads[64];
+};
+
+typedef struct finish_arg {
+	bench_pool_t *p;
+	const wave_plan_t *plan;
+	uint32_t w;
+} finish_arg_t;
+
+/* Run by the last arriver, like the gang's barrier: finish, reset. */
+static void pool_finish(void *arg)
+{
+	finish_arg_t *a = arg;
+	const wave_t *wv = &a->plan->waves[a->w];
+	if (wv->finish)
+		wv->finish(a->plan->ctx, a->w);
+	atomic_store_explicit(&a->p->cursor, 0, memory_order_relaxed);
+}
+
+static void pool_waves(bench_pool_t *p, const wave_plan_t *plan)
+{
+	for (uint32_t w = 0; w < plan->n_waves; w++) {
+		const wave_t *wv = &plan->waves[w];
+		uint32_t i;
+		while ((i = atomic_fetch_add_explicit(&p->cursor, 1,
+						      memory_order_relaxed)) < wv->n_chunks)
+			wv->chunk(plan->ctx, w, i);
+		finish_arg_t a = {p, plan, w};
+		spin_barrier_wait_last(&p->bar, pool_finish, &a);
+	}
+}
+
+typedef struct pool_arg {
+	bench_pool_t *p;
+	int index;
+} pool_arg_t;
+
+static void *pool_main(void *arg)
+{
+	pool_arg_t *a = arg;
+	bench_pool_t *p = a->p;
+	affinity_pin_self(p->cpus[a->index]);
+	free(a);
+	uint64_t seen = 0;
+	for (;;) {
+		uint64_t g;
+		while ((g = atomic_load_explicit(&p->go, memory_order_acquire)) == seen &&
+		       !atomic_load_explicit(&p->stop, memory_order_relaxed))
+			cpu_relax();
+		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
+			return NULL;
+		seen = g;
+		pool_waves(p, p->plan);
+	}
+}
+
+bench_pool_t *bench_pool_new(const int *cpus, int n)
+{
+	bench_pool_t *p = aligned_alloc(64, (sizeof *p + 63) / 64 * 64);
+	*p = (bench_pool_t){0};
+	p->n = n;
+	p->cpus = cpus;
+	spin_barrier_init(&p->bar, (unsigned)n);
+	affinity_pin_self(cpus[0]);
+	p->threads[0] = pthread_self();
+	for (int i = 1; i < n; i++) {
+		pool_arg_t *a = malloc(sizeof *a);
+		*a = (pool_arg_t){p, i};
+		pthread_create(&p->threads[i], NULL, pool_main, a);
+	}
+	return p;
+}
+
+void bench_pool_free(bench_pool_t *p)
+{
+	atomic_store(&p->stop, true);
+	for (int i = 1; i < p->n; i++)
+		pthread_join(p->threads[i], NULL);
+	free(p);
+}
+
+void bench_pool_run(bench_pool_t *p, const wave_plan_t *plan)
+{
+	p->plan = plan;
+	atomic_store_explicit(&p->cursor, 0, memory_order_relaxed);
+	/* release: plan and cursor before the workers start */
+	atomic_fetch_add_explicit(&p->go, 1, memory_order_release);
+	pool_waves(p, plan);
+}
