@@ -274,12 +274,15 @@ int cmd_generate(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	run_ctx_t rc = {0};
-	if (membership && parse_membership(&rc, membership) < 0)
+	if (membership && parse_membership(&rc, membership) < 0) {
+		free(rc.masks);
 		return EXIT_INPUT;
+	}
 	int cpus[GANG_MAX_SLOTS];
 	int n_cpus = cli_cores(cores, cpus, GANG_MAX_SLOTS);
 	if (n_cpus < 0) {
 		log_error("%s", err_get());
+		free(rc.masks);
 		return EXIT_INPUT;
 	}
 	model_t *m = model_load(model_path, tok_path);
