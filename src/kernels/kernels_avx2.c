@@ -18,6 +18,12 @@
 
 /* ---------------------------------------------------------- helpers */
 
+/* Software prefetch distance ahead of each row of a 4-row group (see
+ * kernels_avx512.c); prefetches never fault past the end. */
+#ifndef PF_DIST
+#define PF_DIST 1024
+#endif
+
 /* Fixed-order horizontal sum: (lo128 + hi128), then (0+2, 1+3), then 0+1. */
 AVX2_INLINE float hsum_ps(__m256 v)
 {
@@ -131,6 +137,9 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 	int64_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+		if (R == 4 && ((size_t)i * es) % 64 < 16 * es) /* one per line */
+			for (int r = 0; r < R; r++)
+				_mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
 		for (int r = 0; r < R; r++) {
 			acc[r][0] = _mm256_fmadd_ps(load8(t, w[r], i), x0, acc[r][0]);
 			acc[r][1] = _mm256_fmadd_ps(load8(t, w[r], i + 8), x1, acc[r][1]);
@@ -213,6 +222,9 @@ AVX2_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_
 				_mm256_set1_epi16(1)), 3);
 		float dx = fp16_to_f32_inline(ld_u16(XD(x, b)));
 		if (R == 4) {
+			for (int r = 0; r < 4; r++)
+				_mm_prefetch((const char *)w[r] + (size_t)b * (t == DTYPE_Q8_0 ? 34 : 18) + PF_DIST,
+					     _MM_HINT_T0);
 			__m256i p0 = block_dot(t, w[0], b, xq, x8), p1 = block_dot(t, w[1], b, xq, x8);
 			__m256i p2 = block_dot(t, w[2], b, xq, x8), p3 = block_dot(t, w[3], b, xq, x8);
 			__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));

@@ -32,6 +32,14 @@
 
 /* ---------------------------------------------------------- helpers */
 
+/* Software prefetch distance in bytes ahead of each of the 4 rows of a
+ * group (hardware prefetchers track 4 streams less eagerly; measured +30-50%
+ * on DRAM-resident q8_0 weights, -15% when the weights are in L2). The
+ * prefetch may run past the end of the matrix: prefetches never fault. */
+#ifndef PF_DIST
+#define PF_DIST 1024
+#endif
+
 /* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
  * then 0+1. */
 AVX512_INLINE float hsum512_ps(__m512 v)
@@ -142,8 +150,14 @@ AVX512_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const floa
 	for (int r = 0; r < R; r++)
 		acc[r][0] = acc[r][1] = _mm512_setzero_ps();
 	int64_t i = 0;
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
 	for (; i + 32 <= n; i += 32) {
 		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+		if (R == 4)
+			for (int r = 0; r < R; r++)
+				for (size_t o = 0; o < 32 * es; o += 64)
+					_mm_prefetch((const char *)w[r] + (size_t)i * es + o + PF_DIST,
+						     _MM_HINT_T0);
 		for (int r = 0; r < R; r++) {
 			acc[r][0] = _mm512_fmadd_ps(load16(t, w[r], i, 0xFFFF), x0, acc[r][0]);
 			acc[r][1] = _mm512_fmadd_ps(load16(t, w[r], i + 16, 0xFFFF), x1, acc[r][1]);
@@ -212,6 +226,12 @@ AVX512_INLINE uint16_t wd(dtype_t t, const uint8_t *w, int64_t b)
 	return ld_u16(w + (size_t)b * qbytes(t));
 }
 
+
+static inline uint64_t pack4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
+{
+	return (uint64_t)a | (uint64_t)b << 16 | (uint64_t)c << 32 | (uint64_t)d << 48;
+}
+
 /* Start value of the vpdpbusd accumulators: -(128 or 8) * sum x per group
  * of 4 bytes. */
 AVX512_INLINE __m512i corr512(dtype_t t, __m512i x)
@@ -244,6 +264,8 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		__m512i c = corr512(t, xq);
 		uint16_t hxa = ld_u16(XD(x, b)), hxb = ld_u16(XD(x, b + 1));
 		if (R == 4) {
+			for (int r = 0; r < 4; r++)
+				_mm_prefetch((const char *)w[r] + (size_t)b * qbytes(t) + PF_DIST, _MM_HINT_T0);
 			__m512i p0 = _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq);
 			__m512i p1 = _mm512_dpbusd_epi32(c, wpair(t, w[1], b), xq);
 			__m512i p2 = _mm512_dpbusd_epi32(c, wpair(t, w[2], b), xq);
@@ -259,14 +281,15 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 			s = _mm512_add_epi32(s, _mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
 			__m256i sab = _mm512_castsi512_si256(
 				_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(0, 0, 2, 0)));
-			__m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
-				(short)wd(t, w[0], b), (short)wd(t, w[1], b),
-				(short)wd(t, w[2], b), (short)wd(t, w[3], b),
-				(short)wd(t, w[0], b + 1), (short)wd(t, w[1], b + 1),
-				(short)wd(t, w[2], b + 1), (short)wd(t, w[3], b + 1)));
-			__m256 dx = _mm256_cvtph_ps(_mm_setr_epi16(
-				(short)hxa, (short)hxa, (short)hxa, (short)hxa,
-				(short)hxb, (short)hxb, (short)hxb, (short)hxb));
+			/* the 8 weight scales packed in two integer registers (ALU
+			 * ports; vector inserts would compete with the shuffles) */
+			uint64_t ha = pack4(wd(t, w[0], b), wd(t, w[1], b), wd(t, w[2], b), wd(t, w[3], b));
+			uint64_t hb = pack4(wd(t, w[0], b + 1), wd(t, w[1], b + 1),
+					    wd(t, w[2], b + 1), wd(t, w[3], b + 1));
+			__m256 dw = _mm256_cvtph_ps(_mm_set_epi64x((long long)hb, (long long)ha));
+			__m256 dx = _mm256_cvtph_ps(_mm_set_epi64x(
+				(long long)(hxb * 0x0001000100010001ull),
+				(long long)(hxa * 0x0001000100010001ull)));
 			__m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(sab), _mm256_mul_ps(dw, dx));
 			acc4 = _mm_add_ps(acc4, _mm256_castps256_ps128(p));
 			acc4 = _mm_add_ps(acc4, _mm256_extractf128_ps(p, 1));
