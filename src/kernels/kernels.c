@@ -214,7 +214,9 @@ static float dot_q8_0_generic(const void *w, const void *xa, int64_t n)
 		for (int j = 0; j < QK; j++)
 			sumi += (int32_t)(int8_t)a[2 + j] * (int32_t)(int8_t)x[2 + j];
 		float d = fp16_to_f32_inline(ld_u16(a)) * fp16_to_f32_inline(ld_u16(x));
-		acc = acc + (float)sumi * d;
+		float prod = (float)sumi * d;
+		FP_ROUNDED(prod);
+		acc = acc + prod;
 	}
 	return acc;
 }
@@ -231,7 +233,9 @@ static float dot_q4_0_generic(const void *w, const void *xa, int64_t n)
 			sumi += ((a[2 + j] >> 4) - 8) * (int32_t)(int8_t)x[2 + j + QK / 2];
 		}
 		float d = fp16_to_f32_inline(ld_u16(a)) * fp16_to_f32_inline(ld_u16(x));
-		acc = acc + (float)sumi * d;
+		float prod = (float)sumi * d;
+		FP_ROUNDED(prod);
+		acc = acc + prod;
 	}
 	return acc;
 }

@@ -77,11 +77,16 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n);
 void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n);
 
 /* Dot product of one weight row w (n,) of type wt with prepared
- * activations xa (n,); fixed reduction order for a given ISA level. */
+ * activations xa (n,); fixed reduction order for a given ISA level.
+ * Q8_0 activations must come from act_prepare (quants in [-127, 127]).
+ * Quantized weights give the same bits at every level; float weights agree
+ * across levels within about n * 2^-23 * sum|w x|. */
 float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n);
 float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
 
-/* W (rows, n) of type wt, rows r0..r1-1 @ xa (n,) -> y[r0..r1-1]. */
+/* W (rows, n) of type wt, rows r0..r1-1 @ xa (n,) -> y[r0..r1-1]; rows are
+ * dtype_row_bytes(wt, n) apart, at any byte address. y[r] is the same bits
+ * as vec_dot(wt, row r, xa, n), whatever r0 and r1 (chunking-invariant). */
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 		 int64_t n, int64_t r0, int64_t r1);
 

@@ -233,11 +233,15 @@ AVX2_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_
 				(short)block_d(t, w[1], b), (short)block_d(t, w[2], b),
 				(short)block_d(t, w[3], b), 0, 0, 0, 0));
 			__m128 d = _mm_mul_ps(dw, _mm_set1_ps(dx));
-			acc4 = _mm_add_ps(acc4, _mm_mul_ps(_mm_cvtepi32_ps(s), d));
+			__m128 prod = _mm_mul_ps(_mm_cvtepi32_ps(s), d);
+			FP_ROUNDED(prod);
+			acc4 = _mm_add_ps(acc4, prod);
 		} else {
 			int32_t s = hsum_epi32(block_dot(t, w[0], b, xq, x8));
 			float d = fp16_to_f32_inline(block_d(t, w[0], b)) * dx;
-			acc1 = acc1 + (float)s * d;
+			float prod = (float)s * d;
+			FP_ROUNDED(prod);
+			acc1 = acc1 + prod;
 		}
 	}
 	if (R == 4)

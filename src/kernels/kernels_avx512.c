@@ -291,6 +291,7 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 				(long long)(hxb * 0x0001000100010001ull),
 				(long long)(hxa * 0x0001000100010001ull)));
 			__m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(sab), _mm256_mul_ps(dw, dx));
+			FP_ROUNDED(p);
 			acc4 = _mm_add_ps(acc4, _mm256_castps256_ps128(p));
 			acc4 = _mm_add_ps(acc4, _mm256_extractf128_ps(p, 1));
 		} else {
@@ -299,8 +300,11 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 			int32_t sb = hsum256_epi32(_mm512_extracti64x4_epi64(p, 1));
 			float da = fp16_to_f32_inline(wd(t, w[0], b)) * fp16_to_f32_inline(hxa);
 			float db = fp16_to_f32_inline(wd(t, w[0], b + 1)) * fp16_to_f32_inline(hxb);
-			acc1 = acc1 + (float)sa * da;
-			acc1 = acc1 + (float)sb * db;
+			float pa = (float)sa * da, pb = (float)sb * db;
+			FP_ROUNDED(pa);
+			FP_ROUNDED(pb);
+			acc1 = acc1 + pa;
+			acc1 = acc1 + pb;
 		}
 	}
 	if (b < nb) {
@@ -318,11 +322,15 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 				(short)wd(t, w[1], b), (short)wd(t, w[2], b),
 				(short)wd(t, w[3], b), 0, 0, 0, 0));
 			__m128 d = _mm_mul_ps(dw, _mm_set1_ps(dx));
-			acc4 = _mm_add_ps(acc4, _mm_mul_ps(_mm_cvtepi32_ps(s), d));
+			__m128 prod = _mm_mul_ps(_mm_cvtepi32_ps(s), d);
+			FP_ROUNDED(prod);
+			acc4 = _mm_add_ps(acc4, prod);
 		} else {
 			int32_t s = hsum256_epi32(_mm256_dpbusd_epi32(c, wone(t, w[0], b), xq));
 			float d = fp16_to_f32_inline(wd(t, w[0], b)) * dx;
-			acc1 = acc1 + (float)s * d;
+			float prod = (float)s * d;
+			FP_ROUNDED(prod);
+			acc1 = acc1 + prod;
 		}
 	}
 	if (R == 4)

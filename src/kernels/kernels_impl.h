@@ -26,8 +26,11 @@
  *
  * No file of this layer may let the compiler contract a*b+c into an FMA on
  * its own (GCC's default -ffp-contract=fast would do so inside functions
- * compiled with target("fma")): the exact paths above depend on it. Each .c
- * file includes this header first, which switches contraction off. */
+ * compiled with target("fma"), or anywhere under -march=native): the exact
+ * paths above depend on it. Each .c file includes this header first, which
+ * switches contraction off; and the exact paths round their products
+ * through FP_ROUNDED, which also holds under clang -ffp-contract=fast
+ * (that mode ignores the pragma). */
 #ifndef EGANG_KERNELS_IMPL_H
 #define EGANG_KERNELS_IMPL_H
 
@@ -40,6 +43,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Forces v (a float or an SSE/AVX vector) to be materialized, rounded, in a
+ * register, so a following add cannot be fused with the product that made
+ * it. Emits no instruction. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FP_ROUNDED(v) __asm__("" : "+x"(v))
+#else
+#define FP_ROUNDED(v) ((void)0)
+#endif
 
 #include "kernels/kernels.h"
 
