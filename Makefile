@@ -47,9 +47,11 @@ SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)
 .PHONY: all deps test test-run test-large torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
-# ./egang always points at the last plain build
+# ./egang points at the last release build (never a sanitizer or debug one)
 egang: $(B)/egang
+ifeq ($(VARIANT),release)
 	@ln -sf $(B)/egang egang
+endif
 
 # V=1 shows the full command lines
 Q := $(if $(filter 1,$(V)),,@)
