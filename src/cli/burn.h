@@ -1,0 +1,22 @@
+/* burn: the tenant's work loop, shared by `egang burn` and the
+ * co-scheduling benchmark (which runs it in forked processes). */
+#ifndef EGANG_BURN_H
+#define EGANG_BURN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum burn_mode {
+	BURN_CPU,
+	BURN_MEM,
+	BURN_COUNT
+} burn_mode_t;
+
+/* Works until *stop, adding completed units to *units. */
+void burn_loop(burn_mode_t mode, _Atomic uint64_t *units, _Atomic bool *stop);
+uint64_t burn_cpu_unit(uint64_t x);
+uint64_t burn_mem_unit(const uint64_t *buf, size_t len, size_t *pos);
+
+#endif
