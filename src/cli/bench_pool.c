@@ -36,7 +36,8 @@ void spin_barrier_wait_last(spin_barrier_t *b, void (*last)(void *), void *arg)
 }
 
 struct bench_pool {
-	_Alignas(64) _Atomic uint64_t go;  /* token counter: bumped per token */
+	_Alignas(64) _Atomic uint32_t go;  /* token counter: bumped per token */
+	_Atomic uint32_t sleepers;
 	_Alignas(64) _Atomic uint32_t cursor;
 	_Alignas(64) _Atomic bool stop;
 	spin_barrier_t bar;
@@ -86,12 +87,26 @@ static void *pool_main(void *arg)
 	bench_pool_t *p = a->p;
 	affinity_pin_self(p->cpus[a->index]);
 	free(a);
-	uint64_t seen = 0;
+	uint32_t seen = 0;
 	for (;;) {
-		uint64_t g;
+		/* spin for a new token (as ggml's pool polls), sleep after 1 ms
+		 * so an idle engine does not hold the cores between requests */
+		uint32_t g;
+		uint64_t t0 = time_now_ns();
 		while ((g = atomic_load_explicit(&p->go, memory_order_acquire)) == seen &&
-		       !atomic_load_explicit(&p->stop, memory_order_relaxed))
+		       !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 			cpu_relax();
+			if (time_now_ns() - t0 > 1000000) {
+				atomic_fetch_add(&p->sleepers, 1);
+				/* seq_cst RMW above orders the re-check below with
+				 * bench_pool_run's bump + sleepers read */
+				uint32_t v = atomic_fetch_add(&p->go, 0);
+				if (v == seen && !atomic_load(&p->stop))
+					futex_wait((uint32_t *)&p->go, v);
+				atomic_fetch_sub(&p->sleepers, 1);
+				t0 = time_now_ns();
+			}
+		}
 		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
 			return NULL;
 		seen = g;
@@ -119,6 +134,8 @@ bench_pool_t *bench_pool_new(const int *cpus, int n)
 void bench_pool_free(bench_pool_t *p)
 {
 	atomic_store(&p->stop, true);
+	atomic_fetch_add(&p->go, 1);
+	futex_wake((uint32_t *)&p->go, INT32_MAX);
 	for (int i = 1; i < p->n; i++)
 		pthread_join(p->threads[i], NULL);
 	free(p);
@@ -128,7 +145,10 @@ void bench_pool_run(bench_pool_t *p, const wave_plan_t *plan)
 {
 	p->plan = plan;
 	atomic_store_explicit(&p->cursor, 0, memory_order_relaxed);
-	/* release: plan and cursor before the workers start */
-	atomic_fetch_add_explicit(&p->go, 1, memory_order_release);
+	/* seq_cst: plan and cursor before the workers start, and ordered
+	 * with the sleepers read (pairs with pool_main's sleep path) */
+	atomic_fetch_add(&p->go, 1);
+	if (atomic_load(&p->sleepers))
+		futex_wake((uint32_t *)&p->go, INT32_MAX);
 	pool_waves(p, plan);
 }

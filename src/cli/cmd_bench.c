@@ -3,6 +3,7 @@
  * skips warm-up, and reports min / median / p99 / max over repetitions. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,8 +43,9 @@ static stats_t stats_of(double *v, size_t n)
 	double sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
-	s = (stats_t){v[0], v[n / 2], v[(size_t)((double)(n - 1) * 0.99)],
-		      v[n - 1], sum / (double)n, n};
+	size_t i99 = (size_t)ceil(0.99 * (double)n) - 1;
+	s = (stats_t){v[0], v[n / 2], v[i99 < n ? i99 : n - 1], v[n - 1],
+		      sum / (double)n, n};
 	return s;
 }
 
@@ -570,6 +572,8 @@ static const char bench_help[] =
 	"  protocol   latch, barrier, return and acquire latencies\n"
 	"  width      decode tok/s at gang widths 1..n and the knee\n"
 	"  overhead   the gang against a plain fixed thread pool, same chunks\n"
+	"  coschedule inference and CPU-bound tenants: static splits, elastic,\n"
+	"             knee and a fixed pool across duty cycles (CSV + PNG)\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -584,6 +588,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_width(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "overhead"))
 		return bench_overhead(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "coschedule"))
+		return cmd_cosched(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -73,6 +74,8 @@ typedef struct slot {
 	_Atomic uint64_t participation;
 	_Atomic uint64_t chunks;
 	_Atomic uint64_t ack_ns; /* time of the last ack (benchmarks) */
+	_Atomic uint64_t preempted_tokens, preemptions;
+	int sched_policy; /* the thread's current class (its own thread only) */
 	pthread_t thread;
 	int cpu;
 	struct gang *g;
@@ -114,6 +117,9 @@ struct gang {
 	int n;
 	bool pin;
 	_Atomic uint64_t tokens, latch_changes, joins, departures, wakes;
+	_Atomic uint32_t acquire;     /* gang_acquire_t */
+	_Atomic uint32_t fifo_denied;
+	bool count_preempt;
 
 	slot_t slots[GANG_MAX_SLOTS];
 };
@@ -164,6 +170,34 @@ static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
 		if (ok || done(g, arg))
 			return;
 	}
+}
+
+/* ---- scheduling class (acquire modes) ---- */
+
+/* Puts the calling slot's thread in the class the acquire mode asks for
+ * (no system call when it already is). */
+static void sched_apply(gang_t *g, slot_t *s)
+{
+	bool fifo = atomic_load_explicit(&g->acquire, memory_order_relaxed) ==
+		    GANG_ACQUIRE_PREEMPT;
+	int want = fifo ? SCHED_FIFO : SCHED_OTHER;
+	if (s->sched_policy == want)
+		return;
+	struct sched_param sp = {.sched_priority = fifo ? 1 : 0};
+	if (pthread_setschedparam(pthread_self(), want, &sp) == 0) {
+		s->sched_policy = want;
+	} else if (fifo) {
+		atomic_fetch_add_explicit(&g->fifo_denied, 1, memory_order_relaxed);
+		/* do not try again until the mode changes */
+		s->sched_policy = SCHED_FIFO;
+	}
+}
+
+static uint64_t nivcsw_self(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	return (uint64_t)ru.ru_nivcsw;
 }
 
 /* ---- the wave barrier ---- */
@@ -230,6 +264,7 @@ static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
 {
 	slot_t *s = &g->slots[slot];
 	uint64_t done = 0;
+	uint64_t csw0 = g->count_preempt ? nivcsw_self() : 0;
 	for (uint32_t w = 0; w < p->n_waves; w++) {
 		const wave_t *wv = &p->waves[w];
 		for (;;) {
@@ -255,6 +290,15 @@ static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
 	atomic_store_explicit(&s->chunks,
 			      atomic_load_explicit(&s->chunks, memory_order_relaxed) + done,
 			      memory_order_relaxed);
+	if (g->count_preempt) {
+		uint64_t d = nivcsw_self() - csw0;
+		if (d) {
+			atomic_fetch_add_explicit(&s->preempted_tokens, 1,
+						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&s->preemptions, d,
+						  memory_order_relaxed);
+		}
+	}
 	atomic_store_explicit(&s->participation,
 			      atomic_load_explicit(&s->participation, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
@@ -318,6 +362,7 @@ static void *worker_main(void *arg)
 		while ((atomic_load_explicit(&g->hold, memory_order_relaxed) & bit) &&
 		       !atomic_load_explicit(&g->stop, memory_order_relaxed))
 			usleep(100);
+		sched_apply(g, s);
 		FAULT();
 		/* arrive: read the latch first, then ack. A latch that takes
 		 * this ack must be stored after the leader's CAS saw it, hence
@@ -389,6 +434,10 @@ gang_t *gang_init(const gang_config_t *cfg)
 	g->pin = cfg->pin;
 	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 50) * 1000;
 	g->keep_ns = (uint64_t)cfg->keep_us * 1000;
+	g->count_preempt = cfg->count_preempt;
+	atomic_store(&g->acquire, cfg->acquire);
+	for (int i = 0; i < g->n; i++)
+		g->slots[i].sched_policy = SCHED_OTHER;
 	atomic_store(&g->requested, 1);
 	for (int i = 0; i < g->n; i++) {
 		g->slots[i].g = g;
@@ -454,6 +503,7 @@ static void epoch_bump(gang_t *g)
 void gang_begin(gang_t *g)
 {
 	assert(!(atomic_load(&g->epoch) & 1));
+	sched_apply(g, &g->slots[0]);
 	epoch_bump(g);
 }
 
@@ -461,6 +511,18 @@ void gang_end(gang_t *g)
 {
 	assert(atomic_load(&g->epoch) & 1);
 	epoch_bump(g);
+	/* the leader holds FIFO only while a generation runs */
+	if (g->slots[0].sched_policy == SCHED_FIFO) {
+		struct sched_param sp = {0};
+		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+		g->slots[0].sched_policy = SCHED_OTHER;
+	}
+}
+
+void gang_set_acquire(gang_t *g, gang_acquire_t mode)
+{
+	/* relaxed: each thread reads it when it next wakes (sched_apply) */
+	atomic_store_explicit(&g->acquire, (uint32_t)mode, memory_order_relaxed);
 }
 
 uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
@@ -521,11 +583,14 @@ void gang_stats(const gang_t *gc, gang_stats_t *out)
 	out->n_slots = g->n;
 	out->last_mask = LATCH_MASK(atomic_load(&g->latch));
 	out->sleepers = atomic_load(&g->sleepers);
+	out->fifo_denied = atomic_load(&g->fifo_denied);
 	for (int i = 0; i < g->n; i++) {
 		out->participation[i] = atomic_load(&g->slots[i].participation);
 		out->chunks[i] = atomic_load(&g->slots[i].chunks);
 		out->cpus[i] = g->slots[i].cpu;
 		out->ack_ns[i] = atomic_load(&g->slots[i].ack_ns);
+		out->preempted_tokens += atomic_load(&g->slots[i].preempted_tokens);
+		out->preemptions += atomic_load(&g->slots[i].preemptions);
 	}
 }
 

@@ -99,9 +99,26 @@ typedef struct gang_stats {
 	int n_slots;
 	int cpus[GANG_MAX_SLOTS];  /* CPU of each slot */
 	uint64_t ack_ns[GANG_MAX_SLOTS]; /* time_now_ns() of each slot's last ack */
+	uint64_t preempted_tokens;   /* tokens in which a participant was
+					switched out involuntarily */
+	uint64_t preemptions;        /* involuntary switches inside tokens */
+	uint32_t fifo_denied;        /* SCHED_FIFO refused (acquire preempt) */
 	uint32_t last_mask;        /* mask of the last token */
 	uint32_t sleepers;         /* workers asleep on the futex right now */
 } gang_stats_t;
+
+/* How a waking worker takes its core from a running tenant. */
+typedef enum gang_acquire {
+	GANG_ACQUIRE_POLITE,  /* SCHED_OTHER: the scheduler decides (a running
+				 tenant may finish its slice) */
+	GANG_ACQUIRE_PREEMPT, /* SCHED_FIFO 1 for the gang's threads (leader
+				 while a generation runs, workers always):
+				 a woken worker preempts at once and is never
+				 time-sliced against tenants. Needs
+				 CAP_SYS_NICE (or an RLIMIT_RTPRIO); refused
+				 -> polite, counted in fifo_denied */
+	GANG_ACQUIRE_COUNT
+} gang_acquire_t;
 
 typedef struct gang_config {
 	const int *cpus;  /* CPUs, slot order; cpus[0] is the leader's */
@@ -111,6 +128,9 @@ typedef struct gang_config {
 			     (between tokens, in barriers; default 50) */
 	uint32_t keep_us; /* spin once no longer requested (default 0: sleep
 			     at once, the core goes back to the OS) */
+	gang_acquire_t acquire;
+	bool count_preempt; /* count involuntary context switches inside
+			       tokens (two getrusage calls per token) */
 } gang_config_t;
 
 /* Starts n_cpus - 1 workers; they sleep until requested. NULL + err_get(). */
@@ -137,6 +157,10 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan);
 
 /* A consistent-enough snapshot (counters are read one by one). */
 void gang_stats(const gang_t *g, gang_stats_t *out);
+
+/* Sets the acquire mode (any thread; workers apply it at their next wake,
+ * the leader at its next gang_begin). */
+void gang_set_acquire(gang_t *g, gang_acquire_t mode);
 
 /* Testing hook: slots in mask stop before their next ack (held as if the
  * OS never ran them) until released with another call. */
