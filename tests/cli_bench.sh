@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The benchmarks and the tenant run end to end on a tiny model and print
+# their summary lines (timings are never asserted here: they live in the
+# benchmarks' output); the co-scheduling run must keep every token's logits
+# bit-exact with the solo run.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+
+for b in "bench" "bench protocol" "bench width" "bench overhead" "bench coschedule" "burn"; do
+	"$EGANG" $b --help >$TMP/h 2>&1
+	if [[ $? -eq 0 && $(grep -c usage $TMP/h) -ge 1 ]]; then pass "egang $b --help"; else fail "egang $b --help"; fi
+done
+"$EGANG" burn --seconds 0.5 --report-ms 100 >$TMP/burn 2>&1
+if grep -q "^burn t=" $TMP/burn && grep -q "^burn total: [1-9][0-9]* units" $TMP/burn; then pass "burn reports its rate"
+else fail "burn reports its rate" "$(cat $TMP/burn)"; fi
+"$EGANG" burn --seconds 0.3 --mode mem --threads 2 -q >$TMP/burn 2>&1
+if grep -q "^burn total: .*(mem, 2 threads)" $TMP/burn; then pass "burn --mode mem"; else fail "burn --mode mem" "$(cat $TMP/burn)"; fi
+expect_exit "burn bad mode" 2 "--mode: 'gpu' is not cpu or mem" "$EGANG" burn --mode gpu
+expect_exit "bench unknown" 2 "unknown benchmark 'x'" "$EGANG" bench x
+expect_exit "coschedule bad duty" 2 "--duty: 150 is out of range" "$EGANG" bench coschedule -m x --duty 0,150
+
+if [[ $(nproc) -ge 2 ]]; then
+	"$EGANG" bench protocol --reps 100 >$TMP/proto 2>&1
+	if grep -q "^bench protocol summary:" $TMP/proto; then pass "bench protocol runs"
+	else fail "bench protocol runs" "$(tail -3 $TMP/proto)"; fi
+else
+	skip "bench protocol runs" "needs 2 CPUs"
+fi
+
+"$EGANG" synth stories260k --type q8_0 --seed 2 -o $TMP/m.gguf -q
+"$EGANG" bench width -m $TMP/m.gguf --tokens 16 --reps 1 >$TMP/w 2>&1
+if grep -q "^bench width .*knee=[1-9]" $TMP/w; then pass "bench width finds a knee"; else fail "bench width finds a knee" "$(cat $TMP/w)"; fi
+"$EGANG" bench overhead -m $TMP/m.gguf --tokens 16 --reps 1 >$TMP/o 2>&1
+if grep -q "^bench overhead .*gang/pool=" $TMP/o; then pass "bench overhead runs"; else fail "bench overhead runs" "$(cat $TMP/o)"; fi
+if [[ $(nproc) -ge 2 ]]; then
+	"$EGANG" bench coschedule -m $TMP/m.gguf --seconds 0.4 --duty 0,100 --gen-tokens 8 \
+		--out $TMP/co >$TMP/co.out 2>&1
+	rc=$?
+	rows=$(grep -c ',' $TMP/co/coschedule.csv 2>/dev/null)
+	if [[ $rc -eq 0 && $rows -ge 11 ]] && grep -q "logits mismatches 0" $TMP/co.out; then
+		pass "bench coschedule: every arm, bit-exact logits"
+	else fail "bench coschedule: every arm, bit-exact logits" "rc=$rc rows=$rows $(tail -3 $TMP/co.out)"; fi
+	if [[ -s $TMP/co/coschedule.png ]]; then pass "bench coschedule draws its PNG"; else fail "bench coschedule draws its PNG"; fi
+else
+	skip "bench coschedule" "needs 2 CPUs"
+fi
