@@ -74,3 +74,13 @@ for type in f32 f16 bf16 q8_0 q4_0; do
 	if [[ $ok -eq 1 && $n -eq 200 ]]; then pass "synthetic $type logits bit-exact across memberships"
 	else fail "synthetic $type logits bit-exact across memberships" "ok=$ok lines=$n"; fi
 done
+
+# Stop strings: the text ends right before the first stop string, even
+# when it spans tokens, and never contains it.
+if have_models "stop strings"; then
+	out=$("$EGANG" generate -q -m $MODELS/stories260K.bin -z $MODELS/tok512.bin -t 0 -n 196 \
+		-p "Once upon a time" --stop "red ball" --stop "zebra")
+	if [[ $out == "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, " ]]; then
+		pass "stop string ends the text before it"
+	else fail "stop string ends the text before it" "$out"; fi
+fi

@@ -44,6 +44,7 @@ static const char generate_help[] =
 	"      --ids FILE          write 'prompt_ids: ...' and 'sequence_ids: ...' lines\n"
 	"                          (the format of ../shared/models/expected/*.ids)\n"
 	"      --no-echo           do not print the prompt's text\n"
+	"      --stop STR          stop before STR is generated (repeatable, up to 8)\n"
 	"  -q, --quiet             no speed report\n"
 	"  -h, --help              this text\n";
 
@@ -216,6 +217,7 @@ int cmd_generate(int argc, char **argv)
 		{"trace", required_argument, 0, 'T'},
 		{"ids", required_argument, 0, 'I'},
 		{"no-echo", no_argument, 0, 'E'},
+		{"stop", required_argument, 0, 'X'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -227,6 +229,8 @@ int cmd_generate(int argc, char **argv)
 	double temp = 0.8, top_p = 0.9;
 	sampler_mode_t mode = SAMPLER_EGANG;
 	bool echo = true;
+	const char *stops[8];
+	int n_stop = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -258,6 +262,14 @@ int cmd_generate(int argc, char **argv)
 		case 'T': trace_path = optarg; break;
 		case 'I': ids_path = optarg; break;
 		case 'E': echo = false; break;
+		case 'X':
+			if (n_stop == 8 || !*optarg) {
+				log_error("--stop: at most 8 non-empty strings");
+				bad = -1;
+			} else {
+				stops[n_stop++] = optarg;
+			}
+			break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(generate_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("generate", argv[optind - 1]);
@@ -335,6 +347,8 @@ int cmd_generate(int argc, char **argv)
 		.before_token = before_token,
 		.on_text = on_text,
 		.user = &rc,
+		.stop = stops,
+		.n_stop = n_stop,
 	};
 	engine_result_t r;
 	int grc = engine_generate(m, f, rc.g, &ep, &r);

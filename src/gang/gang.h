@@ -40,9 +40,13 @@
  *     ack[s] = e (clearing TAKEN) and takes part in every wave of that token;
  *     if not, it is out of that token and touches nothing of it;
  *   - leave (s no longer requested, or the epoch changed): CAS(ack[s], e ->
- *     0). If the CAS fails the leader has just taken s into a latch: s waits
- *     for that latch and takes part, then tries again. Leaving therefore
- *     happens only at a token boundary, and the core goes to the OS at once.
+ *     0). If the CAS fails the leader has just taken s into a latch: s goes
+ *     on reading latches as before, skipping any without its bit (`seen`
+ *     may be older than a latch published before the leader's CAS), takes
+ *     part in the first one with its bit, then tries to leave again. (The
+ *     Promela model's SPEC_LITERAL variant, "wait for the next latch and
+ *     take part in it", deadlocks: spin found it.) Leaving therefore happens
+ *     only at a token boundary, and the core goes to the OS at once.
  *
  * Why it is safe (each invariant has a test that tries to break it, named
  * in README.md "Protocol invariants"):

@@ -43,27 +43,51 @@ static size_t text_clean(char *s, size_t n)
 	return ctl ? 0 : n;
 }
 
-typedef struct stop_state {
-	char *tail;   /* the last bytes of the generated text */
+/* Generated text on its way to on_text. With stop strings, the last
+ * (longest stop - 1) bytes are held back, so a stop string that spans
+ * tokens is found before any of it is emitted, and the text handed out
+ * never contains it (OpenAI semantics). */
+typedef struct text_out {
+	char *pending;
 	size_t len, cap;
-} stop_state_t;
+	size_t hold; /* longest stop string - 1 */
+} text_out_t;
 
-static bool stop_hit(stop_state_t *st, const engine_params_t *p,
-		     const char *s, size_t n)
+/* Hands n bytes to on_text; nonzero if the callback cancels. */
+static int text_emit(const engine_params_t *p, const char *s, size_t n)
+{
+	return n && p->on_text && p->on_text(p->user, s, n);
+}
+
+/* Adds generated text; returns STOP_STRING, STOP_CANCEL or -1 (go on). */
+static int text_add(text_out_t *o, const engine_params_t *p, const char *s,
+		    size_t n)
 {
 	if (!p->n_stop)
-		return false;
-	if (st->len + n + 1 > st->cap) {
-		st->cap = (st->len + n + 1) * 2;
-		st->tail = realloc(st->tail, st->cap);
+		return text_emit(p, s, n) ? STOP_CANCEL : -1;
+	if (o->len + n + 1 > o->cap) {
+		o->cap = (o->len + n + 1) * 2;
+		o->pending = realloc(o->pending, o->cap);
 	}
-	memcpy(st->tail + st->len, s, n);
-	st->len += n;
-	st->tail[st->len] = '\0';
-	for (int i = 0; i < p->n_stop; i++)
-		if (p->stop[i][0] && strstr(st->tail, p->stop[i]))
-			return true;
-	return false;
+	memcpy(o->pending + o->len, s, n);
+	o->len += n;
+	o->pending[o->len] = '\0';
+	size_t cut = o->len; /* earliest stop string start */
+	for (int i = 0; i < p->n_stop; i++) {
+		const char *hit = p->stop[i][0] ? strstr(o->pending, p->stop[i]) : NULL;
+		if (hit && (size_t)(hit - o->pending) < cut)
+			cut = (size_t)(hit - o->pending);
+	}
+	if (cut < o->len) {
+		int c = text_emit(p, o->pending, cut);
+		o->len = 0;
+		return c ? STOP_CANCEL : STOP_STRING;
+	}
+	size_t out = o->len > o->hold ? o->len - o->hold : 0;
+	int c = text_emit(p, o->pending, out);
+	memmove(o->pending, o->pending + out, o->len - out + 1);
+	o->len -= out;
+	return c ? STOP_CANCEL : -1;
 }
 
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
@@ -111,7 +135,12 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		return -1;
 	}
 	int32_t bos = tokenizer_bos(tok), eos = tokenizer_eos(tok);
-	stop_state_t st = {0};
+	text_out_t out = {0};
+	for (int i = 0; i < p->n_stop; i++) {
+		size_t l = strlen(p->stop[i]);
+		if (l > out.hold + 1)
+			out.hold = l - 1;
+	}
 	r->n_prompt = n_prompt;
 	r->stop = STOP_LENGTH;
 	uint64_t t0 = time_now_ns(), t_prefill = t0;
@@ -164,18 +193,20 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		if (pos + 1 >= n_prompt || p->echo_prompt) {
 			int k = tokenizer_decode(tok, ids[pos], next, piece, sizeof piece);
 			size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;
-			if (len && p->on_text && p->on_text(p->user, piece, len)) {
-				r->stop = STOP_CANCEL;
-				break;
-			}
-			if (len && pos + 1 >= n_prompt && stop_hit(&st, p, piece, len)) {
-				r->stop = STOP_STRING;
+			int why = pos + 1 < n_prompt
+					  ? (text_emit(p, piece, len) ? STOP_CANCEL : -1)
+					  : text_add(&out, p, piece, len);
+			if (why >= 0) {
+				r->stop = (engine_stop_t)why;
 				break;
 			}
 		}
 	}
 	if (g)
 		gang_end(g);
+	if (r->stop != STOP_STRING && r->stop != STOP_CANCEL &&
+	    text_emit(p, out.pending, out.len))
+		r->stop = STOP_CANCEL; /* the held-back tail */
 	uint64_t t1 = time_now_ns();
 	if (t_prefill == t0)
 		t_prefill = t1;
@@ -183,7 +214,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	r->decode_s = (double)(t1 - t_prefill) / 1e9;
 	r->n_gen = n - n_prompt;
 	r->ids = ids;
-	free(st.tail);
+	free(out.pending);
 	sampler_free(smp);
 	return rc;
 }
