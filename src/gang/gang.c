@@ -143,22 +143,31 @@ static void ring(gang_t *g, _Atomic uint32_t *word, _Atomic uint32_t *sleepers)
 
 typedef bool (*wait_done_fn)(gang_t *g, const void *arg);
 
-/* Spins up to spin_ns checking done(), then sleeps on *word until done()
- * holds. */
-static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
-		     _Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+/* Spins up to spin_ns (with a pause instruction) until done(); false if
+ * the time ran out first. */
+static bool spin_for(gang_t *g, wait_done_fn done, const void *arg,
 		     uint64_t spin_ns)
 {
 	if (done(g, arg))
-		return;
+		return true;
 	uint64_t t0 = time_now_ns();
 	for (unsigned i = 1; spin_ns; i++) {
 		cpu_relax();
 		if (done(g, arg))
-			return;
+			return true;
 		if ((i & 63) == 0 && time_now_ns() - t0 > spin_ns)
 			break;
 	}
+	return false;
+}
+
+/* Spins up to spin_ns, then sleeps on *word until done() holds. */
+static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
+		     _Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+		     uint64_t spin_ns)
+{
+	if (spin_for(g, done, arg, spin_ns))
+		return;
 	for (;;) {
 		atomic_fetch_add_explicit(sleepers, 1, memory_order_relaxed);
 		/* pairs with ring(): see there */
@@ -378,6 +387,13 @@ static void *worker_main(void *arg)
 		atomic_store_explicit(&s->ack_ns, time_now_ns(), memory_order_relaxed);
 		FAULT();
 		for (;;) {
+			/* Spin spin_us, then sleep still acked: the leader
+			 * may take a sleeping worker, and then waits for its
+			 * wake-up at the first barrier (a futex wake, ~50 us
+			 * here; a tenant's slice under acquire polite). A
+			 * worker that withdrew its ack before sleeping would
+			 * miss every token whenever the gap between tokens
+			 * is longer than spin_us (tried, and measured so). */
 			wait_for(g, acked_done, &a, &g->doorbell, &g->sleepers,
 				 g->spin_ns);
 			uint64_t l = atomic_load_explicit(&g->latch,
@@ -432,7 +448,7 @@ gang_t *gang_init(const gang_config_t *cfg)
 	memset(g, 0, sizeof *g);
 	g->n = cfg->n_cpus;
 	g->pin = cfg->pin;
-	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 50) * 1000;
+	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 200) * 1000;
 	g->keep_ns = (uint64_t)cfg->keep_us * 1000;
 	g->count_preempt = cfg->count_preempt;
 	atomic_store(&g->acquire, cfg->acquire);

@@ -129,7 +129,7 @@ typedef struct gang_config {
 	int n_cpus;       /* 1..GANG_MAX_SLOTS */
 	bool pin;         /* pin workers (and the leader) to their CPUs */
 	uint32_t spin_us; /* bounded spin before a futex sleep while requested
-			     (between tokens, in barriers; default 50) */
+			     (between tokens, in barriers; default 200) */
 	uint32_t keep_us; /* spin once no longer requested (default 0: sleep
 			     at once, the core goes back to the OS) */
 	gang_acquire_t acquire;
