@@ -574,6 +574,7 @@ static const char bench_help[] =
 	"  overhead   the gang against a plain fixed thread pool, same chunks\n"
 	"  coschedule inference and CPU-bound tenants: static splits, elastic,\n"
 	"             knee and a fixed pool across duty cycles (CSV + PNG)\n"
+	"  serve      load generator for `egang serve` (streaming clients)\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -590,6 +591,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_overhead(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "coschedule"))
 		return cmd_cosched(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return cmd_bench_serve(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -22,6 +22,7 @@ static const command_t commands[] = {
 	{"synth", cmd_synth, "write a random-weight GGUF of a real model shape"},
 	{"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
 	{"bench", cmd_bench, "benchmarks: protocol, width, overhead"},
+	{"serve", cmd_serve, "OpenAI-compatible HTTP server on the elastic gang"},
 	{"burn", cmd_burn, "a CPU- or memory-bound tenant that reports its rate"},
 };
 

@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# egang serve end to end: a real server on a free loopback port, driven
+# with curl and python3 sockets. Greedy completions equal `egang generate`,
+# streaming (SSE), chat (ChatML), /v1/models, /health, /metrics (Prometheus
+# text), a table of malformed and hostile requests (each a JSON error, and
+# the server still answers), API keys, a full queue (429), a client that
+# goes away (cancelled), SIGTERM (exit 0), and a short `egang bench serve`.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+SERVERS=()
+cleanup() {
+	for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}
+
+# start_server NAME ARGS...: sets SPID and URL; waits for /health (30 s)
+start_server() {
+	local name=$1; shift
+	local port
+	port=$(free_port)
+	"$EGANG" serve --port "$port" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	SPID=$!
+	SERVERS+=("$SPID")
+	URL="http://127.0.0.1:$port"
+	for _ in $(seq 150); do
+		if curl -s --max-time 1 "$URL/health" >/dev/null 2>&1; then return 0; fi
+		if ! kill -0 "$SPID" 2>/dev/null; then break; fi
+		sleep 0.2
+	done
+	fail "$name: server did not come up" "$(head -c 300 "$TMP/$name.err")"
+	return 1
+}
+
+# stop_server NAME: SIGTERM, then the exit status must be 0 within 20 s
+stop_server() {
+	local name=$1 rc
+	kill -TERM "$SPID" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.2; done
+	if kill -0 "$SPID" 2>/dev/null; then
+		kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+		fail "$name: SIGTERM did not stop the server"
+		return
+	fi
+	wait "$SPID"; rc=$?
+	if [[ $rc -eq 0 ]]; then pass "$name: SIGTERM, exit 0"
+	else fail "$name: exit $rc after SIGTERM" "$(tail -2 "$TMP/$name.err")"; fi
+}
+
+# json_get FILE EXPR: prints a python expression over the parsed JSON `j`
+json_get() {
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
+}
+
+# post PATH JSON [curl args...]: body to $TMP/r.json, prints the status
+post() {
+	local path=$1 body=$2; shift 2
+	curl -s --max-time 60 -o "$TMP/r.json" -w '%{http_code}' \
+		-H 'Content-Type: application/json' -d "$body" "$@" "$URL$path"
+}
+
+# sse_text FILE FIELD: concatenates the text of every data: event
+sse_text() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+out = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.rstrip("\n")
+    if not line.startswith("data: ") or line == "data: [DONE]":
+        continue
+    c = json.loads(line[6:])["choices"][0]
+    v = c["text"] if sys.argv[2] == "text" else c["delta"].get("content")
+    out.append(v or "")
+sys.stdout.write("".join(out))
+PY
+}
+
+# ---- the command line ----
+"$EGANG" serve --help >"$TMP/help" 2>&1
+if [[ $? -eq 0 ]] && grep -q usage "$TMP/help"; then pass "serve --help"; else fail "serve --help"; fi
+expect_exit "serve without -m" 2 "-m MODEL is required" "$EGANG" serve
+expect_exit "serve --policy bogus" 2 "--policy: 'knee' is not elastic or static:K" "$EGANG" serve -m x --policy knee
+expect_exit "serve --policy static:0" 2 "--policy static: 0 is out of range" "$EGANG" serve -m x --policy static:0
+expect_exit "serve --port out of range" 2 "--port: 70000 is out of range" "$EGANG" serve -m x --port 70000
+expect_exit "serve --host not numeric" 2 "--host 'localhost' is not a numeric" "$EGANG" serve -m x --host localhost
+
+# ---- models ----
+if have_models "serve with stories260K"; then
+	MODEL=$MODELS/stories260K.gguf
+else
+	MODEL=$TMP/stories.gguf
+	"$EGANG" synth stories260k --type f32 -o "$MODEL" >/dev/null 2>&1
+fi
+CHAT=$TMP/smollm.gguf
+"$EGANG" synth smollm-135m --layers 1 --type q8_0 -o "$CHAT" >/dev/null 2>&1
+
+# ---- completions ----
+if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
+	MAIN_URL=$URL
+	PROMPT="Once upon a time"
+	want=$("$EGANG" generate -m "$MODEL" --ctx 64 -p "$PROMPT" -n 24 -t 0 --no-echo -q --cores 0 2>/dev/null)
+	st=$(post /v1/completions "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0}")
+	got=$(json_get "$TMP/r.json" 'j["choices"][0]["text"]')
+	if [[ $st == 200 && -n $want && "$got" == "$want" ]]; then pass "greedy completion over HTTP equals egang generate"
+	else fail "greedy completion" "status $st: '$got' vs '$want'"; fi
+	ntok=$(json_get "$TMP/r.json" 'j["usage"]["completion_tokens"]')
+	[[ $ntok -ge 1 && $ntok -le 24 ]] && pass "usage counts tokens" || fail "usage" "$ntok"
+	curl -sN --max-time 60 -o "$TMP/s.txt" -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"stream\":true}" "$URL/v1/completions"
+	sgot=$(sse_text "$TMP/s.txt" text)
+	if [[ "$sgot" == "$want" && $(grep -c '^data: ' "$TMP/s.txt") -ge 3 && $(grep '^data: ' "$TMP/s.txt" | tail -1) == "data: [DONE]" ]]; then
+		pass "streaming completion: SSE chunks add up to the same text, then [DONE]"
+	else fail "streaming completion" "'$sgot' vs '$want'"; fi
+	# stop strings: cut before the first occurrence, streamed or not
+	word=$(echo "$want" | awk '{print $3}')
+	st=$(post /v1/completions "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"stop\":[\"zzz\",\"$word\"]}")
+	got=$(json_get "$TMP/r.json" 'j["choices"][0]["text"]+"|"+j["choices"][0]["finish_reason"]')
+	exp="${want%%"$word"*}"
+	if [[ $st == 200 && "$got" == "$exp|stop" ]]; then pass "stop string cuts the text (finish_reason stop)"
+	else fail "stop string" "'$got' vs '$exp|stop'"; fi
+	curl -sN --max-time 60 -o "$TMP/s2.txt" -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"stream\":true,\"stop\":\"$word\"}" "$URL/v1/completions"
+	[[ "$(sse_text "$TMP/s2.txt" text)" == "$exp" ]] && pass "stop string while streaming" || fail "stop string while streaming" "$(sse_text "$TMP/s2.txt" text)"
+	# seeded sampling is reproducible
+	a=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
+	b=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
+	[[ "$a" == "$b" && ${#a} -gt 3 ]] && pass "same seed, same sample" || fail "seeded sampling" "'$a' vs '$b'"
+	# models, health, model name
+	curl -s --max-time 10 -o "$TMP/m.json" "$URL/v1/models"
+	id=$(json_get "$TMP/m.json" 'j["data"][0]["id"]')
+	[[ -n $id ]] && pass "/v1/models lists '$id'" || fail "/v1/models"
+	st=$(post /v1/completions "{\"model\":\"$id\",\"prompt\":\"a\",\"max_tokens\":2}")
+	st2=$(post /v1/completions "{\"model\":\"$(basename "$MODEL")\",\"prompt\":\"a\",\"max_tokens\":2}")
+	[[ $st == 200 && $st2 == 200 ]] && pass "model by id and by file name" || fail "model names" "$st $st2"
+	[[ $(curl -s --max-time 10 "$URL/health") == *'"ok"'* ]] && pass "/health" || fail "/health"
+	# metrics: Prometheus text; counters move between two scrapes
+	curl -s --max-time 10 -o "$TMP/m1.txt" "$URL/metrics"
+	post /v1/completions '{"prompt":"a","max_tokens":3}' >/dev/null
+	curl -s --max-time 10 -o "$TMP/m2.txt" "$URL/metrics"
+	bad=$(grep -v '^#' "$TMP/m1.txt" | grep -Ecv '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? ([0-9eE+.-]+|NaN|[+-]Inf)$')
+	[[ $bad -eq 0 && $(grep -c . "$TMP/m1.txt") -gt 20 ]] && pass "/metrics parses as Prometheus text" || fail "/metrics format" "$bad bad lines"
+	for m in egang_requests_total egang_prompt_tokens_total egang_generated_tokens_total \
+		egang_prefill_tokens_per_second egang_decode_tokens_per_second \
+		egang_time_to_first_token_seconds_bucket egang_time_per_output_token_seconds_count \
+		egang_queue_depth egang_gang_width egang_gang_latch_changes_total egang_gang_joins_total \
+		egang_gang_departures_total egang_policy_index egang_policy_invalid_index_total \
+		process_resident_memory_bytes; do
+		grep -q "^$m" "$TMP/m1.txt" || fail "/metrics has $m"
+	done
+	pass "/metrics has every required family"
+	sum() { grep "^$1" "$2" | awk '{s+=$NF} END {print s+0}'; }
+	if [[ $(sum egang_generated_tokens_total "$TMP/m2.txt") -gt $(sum egang_generated_tokens_total "$TMP/m1.txt") &&
+	      $(sum egang_requests_total "$TMP/m2.txt") -gt $(sum egang_requests_total "$TMP/m1.txt") ]]; then
+		pass "/metrics counters move between scrapes"
+	else fail "/metrics counters move"; fi
+
+	# ---- the bad-request table ----
+	python3 - "${URL#http://127.0.0.1:}" >"$TMP/bad.out" 2>&1 <<'PY'
+import json, socket, sys, time
+port = int(sys.argv[1])
+BIG = b'{"prompt":"' + b"a" * (1 << 20) + b'"}'
+
+def raw(data, wait_close=10.0, pause=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait_close)
+    try:
+        if pause is None:
+            s.sendall(data)
+        else:
+            s.sendall(data[:pause[0]]); time.sleep(pause[1]); s.sendall(data[pause[0]:])
+        buf = b""
+        while True:
+            try:
+                d = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not d:
+                break
+            buf += d
+        return buf
+    finally:
+        s.close()
+
+def req(method, path, body=b"", headers=None, chunked=False):
+    h = {"Host": "x", "Connection": "close"}
+    h.update(headers or {})
+    if chunked:
+        h["Transfer-Encoding"] = "chunked"
+        enc = b""
+        for i in range(0, len(body), 65536):
+            c = body[i:i + 65536]
+            enc += b"%x\r\n" % len(c) + c + b"\r\n"
+        body = enc + b"0\r\n\r\n"
+    elif body or method == "POST":
+        h["Content-Length"] = str(len(body))
+    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n"
+    return raw(head.encode() + body)
+
+def parse(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else 0
+    if b"chunked" in head.lower():
+        out, rest = b"", body
+        while rest:
+            n, _, rest = rest.partition(b"\r\n")
+            n = int(n, 16)
+            if n == 0: break
+            out, rest = out + rest[:n], rest[n + 2:]
+        body = out
+    return status, body
+
+def health_ok():
+    st, body = parse(req("GET", "/health"))
+    return st == 200
+
+C = "/v1/completions"; CH = "/v1/chat/completions"
+cases = [
+    ("broken JSON", "POST", C, b'{"prompt":', 400),
+    ("JSON array body", "POST", C, b'[1,2]', 400),
+    ("empty body", "POST", C, b'', 400),
+    ("trailing garbage", "POST", C, b'{"prompt":"a"} x', 400),
+    ("huge real max_tokens", "POST", C, b'{"prompt":"a","max_tokens":1e400}', 400),
+    ("huge integer max_tokens", "POST", C, b'{"prompt":"a","max_tokens":99999999999999999999999}', 400),
+    ("negative max_tokens", "POST", C, b'{"prompt":"a","max_tokens":-5}', 400),
+    ("zero max_tokens", "POST", C, b'{"prompt":"a","max_tokens":0}', 400),
+    ("max_tokens past the context", "POST", C, b'{"prompt":"a","max_tokens":100000}', 400),
+    ("max_tokens a string", "POST", C, b'{"prompt":"a","max_tokens":"10"}', 400),
+    ("max_tokens a fraction", "POST", C, b'{"prompt":"a","max_tokens":1.5}', 400),
+    ("prompt a number", "POST", C, b'{"prompt":5}', 400),
+    ("prompt missing", "POST", C, b'{"max_tokens":3}', 400),
+    ("prompt null", "POST", C, b'{"prompt":null}', 400),
+    ("prompt array of two", "POST", C, b'{"prompt":["a","b"]}', 400),
+    ("prompt an object", "POST", C, b'{"prompt":{"a":1}}', 400),
+    ("temperature a string", "POST", C, b'{"prompt":"a","temperature":"hot"}', 400),
+    ("temperature negative", "POST", C, b'{"prompt":"a","temperature":-1}', 400),
+    ("temperature too high", "POST", C, b'{"prompt":"a","temperature":50}', 400),
+    ("top_p zero", "POST", C, b'{"prompt":"a","top_p":0}', 400),
+    ("seed negative", "POST", C, b'{"prompt":"a","seed":-3}', 400),
+    ("stream a string", "POST", C, b'{"prompt":"a","stream":"yes"}', 400),
+    ("stop a number", "POST", C, b'{"prompt":"a","stop":5}', 400),
+    ("stop array of numbers", "POST", C, b'{"prompt":"a","stop":[1,2]}', 400),
+    ("five stop strings", "POST", C, b'{"prompt":"a","stop":["a","b","c","d","e"]}', 400),
+    ("n = 2", "POST", C, b'{"prompt":"a","n":2}', 400),
+    ("echo true", "POST", C, b'{"prompt":"a","echo":true}', 400),
+    ("invalid UTF-8 bytes", "POST", C, b'{"prompt":"\xff\xfe\xc3"}', 400),
+    ("lone surrogate escape", "POST", C, b'{"prompt":"\\ud800"}', 400),
+    ("NUL escape", "POST", C, b'{"prompt":"a\\u0000b"}', 400),
+    ("deep nesting", "POST", C, b'[' * 100000, 400),
+    ("unknown model", "POST", C, b'{"model":"gpt-4","prompt":"a"}', 400),
+    ("model a number", "POST", C, b'{"model":3,"prompt":"a"}', 400),
+    ("prompt longer than --ctx", "POST", C, json.dumps({"prompt": "the cat sat " * 200}).encode(), 400),
+    ("chat without messages", "POST", CH, b'{"prompt":"a"}', 400),
+    ("chat with empty messages", "POST", CH, b'{"messages":[]}', 400),
+    ("chat on a model without a template", "POST", CH, b'{"messages":[{"role":"user","content":"hi"}]}', 400),
+    ("GET on completions", "GET", C, b'', 405),
+    ("DELETE on chat", "DELETE", CH, b'', 405),
+    ("POST on models", "POST", "/v1/models", b'{}', 405),
+    ("unknown path", "GET", "/v2/everything", b'', 404),
+    ("root path", "GET", "/", b'', 404),
+    ("unknown model path", "GET", "/v1/models/nope", b'', 404),
+    ("body over 1 MiB", "POST", C, BIG, 413),
+]
+bad = 0
+for name, method, path, body, want in cases:
+    st, resp = parse(req(method, path, body))
+    try:
+        err = json.loads(resp)["error"]
+        ok = isinstance(err["message"], str) and len(err["message"]) > 0 and "type" in err
+    except Exception:
+        ok = False
+    if st == want and ok and health_ok():
+        print("PASS: bad request: %s -> %d + JSON error" % (name, want))
+    else:
+        print("FAIL: bad request: %s (status %d, want %d, body %r)" % (name, st, want, resp[:200]))
+# chunked upload past the cap (no Content-Length)
+st, resp = parse(req("POST", C, BIG, chunked=True))
+print(("PASS" if st == 413 and b'"error"' in resp and health_ok() else "FAIL") + ": bad request: chunked body over 1 MiB -> 413 (%d)" % st)
+# truncated body: Content-Length says more than is sent, client hangs up
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"prompt\":\"a\"" % C.encode())
+s.close()
+print(("PASS" if health_ok() else "FAIL") + ": bad request: truncated body, client hangs up; server still answers")
+# slow body: Content-Length larger than the body, the client waits: the
+# idle timeout (--timeout 2) closes the connection
+t0 = time.time()
+resp = raw(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"prompt\":" % C.encode(), wait_close=15)
+dt = time.time() - t0
+print(("PASS" if dt < 12 and health_ok() else "FAIL") + ": bad request: stalled body closed by the idle timeout (%.1f s)" % dt)
+# slowloris headers
+t0 = time.time()
+resp = raw(b"GET /health HTTP/1.1\r\nHost: x\r\nX-a: ", wait_close=15)
+dt = time.time() - t0
+print(("PASS" if dt < 12 and health_ok() else "FAIL") + ": bad request: stalled headers closed by the idle timeout (%.1f s)" % dt)
+# a slow but live body still works
+st, resp = parse(raw(b"POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 29\r\n\r\n{\"prompt\":\"a\",\"max_tokens\":2}" % C.encode(), pause=(60, 1.0)))
+print(("PASS" if st == 200 else "FAIL") + ": slow (1 s pause) but complete body answered (%d)" % st)
+# garbage request line
+raw(b"\x00\x01GARBAGE\r\n\r\n", wait_close=5)
+print(("PASS" if health_ok() else "FAIL") + ": garbage request line; server still answers")
+PY
+	cat "$TMP/bad.out"
+	[[ $(grep -c '^PASS' "$TMP/bad.out") -ge 30 ]] && pass "at least 30 hostile requests answered" || fail "hostile request count"
+	st=$(post /v1/completions '{"prompt":"Once","max_tokens":4}')
+	[[ $st == 200 ]] && pass "a good request after the hostile ones" || fail "good request after hostile ones" "$st"
+
+	# ---- load ----
+	"$EGANG" bench serve --url "$URL" --clients 8 --seconds 3 --max-tokens 8 >"$TMP/bench.out" 2>"$TMP/bench.err"
+	rc=$?
+	line=$(grep '^bench serve' "$TMP/bench.out")
+	if [[ $rc -eq 0 && $line == *" failed 0 "* ]]; then pass "bench serve: only 200/429, none lost ($line)"
+	else fail "bench serve" "rc $rc: $line $(head -c 200 "$TMP/bench.err")"; fi
+	stop_server main
+fi
+
+# ---- API key ----
+if start_server auth -m "$MODEL" --ctx 64 --api-key s3cret -q; then
+	st=$(post /v1/completions '{"prompt":"a","max_tokens":2}')
+	e1=$(json_get "$TMP/r.json" 'j["error"]["type"]')
+	st2=$(post /v1/completions '{"prompt":"a","max_tokens":2}' -H 'Authorization: Bearer wrong')
+	st3=$(post /v1/completions '{"prompt":"a","max_tokens":2}' -H 'Authorization: Bearer s3cret')
+	st4=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/metrics")
+	st5=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/health")
+	if [[ $st == 401 && -n $e1 && $st2 == 401 && $st3 == 200 && $st4 == 401 && $st5 == 200 ]]; then
+		pass "--api-key: 401 without or with a wrong key, 200 with it; /health open"
+	else fail "--api-key" "$st $st2 $st3 $st4 $st5"; fi
+	stop_server auth
+fi
+
+# ---- chat (ChatML vocabulary), queue full, cancel on disconnect ----
+if start_server chat -m "$CHAT" --ctx 512 --max-queue 1 --cores 0 -q; then
+	st=$(post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0}')
+	c=$(json_get "$TMP/r.json" 'j["object"]+"|"+j["choices"][0]["message"]["role"]+"|"+str(type(j["choices"][0]["message"]["content"])==str)')
+	[[ $st == 200 && $c == "chat.completion|assistant|True" ]] && pass "chat completion (ChatML)" || fail "chat completion" "$st $c $(head -c 200 "$TMP/r.json")"
+	want=$(json_get "$TMP/r.json" 'j["choices"][0]["message"]["content"]')
+	curl -sN --max-time 60 -o "$TMP/c.txt" -d '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0,"stream":true}' "$URL/v1/chat/completions"
+	first=$(grep -m1 '^data: ' "$TMP/c.txt")
+	if [[ $first == *'"role":"assistant"'* && "$(sse_text "$TMP/c.txt" chat)" == "$want" && $(grep '^data: ' "$TMP/c.txt" | tail -1) == "data: [DONE]" ]]; then
+		pass "streaming chat: role delta, content deltas = the same text, [DONE]"
+	else fail "streaming chat" "$(head -c 300 "$TMP/c.txt")"; fi
+	st=$(post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}')
+	[[ $st == 400 ]] && pass "chat with an unknown role -> 400" || fail "chat unknown role" "$st"
+	st=$(post /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}')
+	[[ $st == 400 ]] && pass "chat with a non-text part -> 400" || fail "chat non-text part" "$st"
+	# queue full: one runs, one waits, the rest get 429
+	QP=()
+	for i in 1 2 3 4 5 6; do
+		curl -s --max-time 120 -o "$TMP/q$i.json" -w '%{http_code}\n' -d '{"prompt":"Once","max_tokens":300,"temperature":0.8}' "$URL/v1/completions" >"$TMP/q$i.st" &
+		QP+=($!)
+	done
+	wait "${QP[@]}"
+	n429=0 nok=0 other=0
+	for i in 1 2 3 4 5 6; do
+		case $(cat "$TMP/q$i.st") in
+		200) nok=$((nok + 1));;
+		429) n429=$((n429 + 1)); grep -q '"rate_limit_error"' "$TMP/q$i.json" || other=$((other + 1));;
+		*) other=$((other + 1));;
+		esac
+	done
+	[[ $n429 -ge 1 && $nok -ge 1 && $other -eq 0 ]] && pass "full queue: $nok x 200, $n429 x 429 with JSON errors" || fail "full queue" "$nok ok $n429 busy $other other"
+	# a streaming client that goes away cancels its generation
+	c0=$(curl -s --max-time 10 "$URL/metrics" | awk '/^egang_generations_cancelled_total/ {print $2}')
+	curl -sN --max-time 0.5 -o /dev/null -d '{"prompt":"Once","max_tokens":500,"stream":true}' "$URL/v1/completions"
+	ok=0
+	for _ in $(seq 50); do
+		c1=$(curl -s --max-time 10 "$URL/metrics" | awk '/^egang_generations_cancelled_total/ {print $2}')
+		if [[ $c1 -gt $c0 ]]; then ok=1; break; fi
+		sleep 0.2
+	done
+	[[ $ok -eq 1 ]] && pass "a client that disconnects mid-stream cancels its generation" || fail "cancel on disconnect" "$c0 -> $c1"
+	# SIGTERM with a stream in flight
+	curl -sN --max-time 30 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":500,"stream":true}' "$URL/v1/completions" &
+	CURL=$!
+	sleep 0.5
+	stop_server chat
+	wait $CURL
+fi
+exit 0
