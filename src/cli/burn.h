@@ -14,6 +14,9 @@ typedef enum burn_mode {
 	BURN_COUNT
 } burn_mode_t;
 
+/* "cpu" or "mem" -> *mode; -1 after a one-line error naming flag. */
+int burn_mode_parse(const char *flag, const char *s, burn_mode_t *mode);
+
 /* Works until *stop, adding completed units to *units. */
 void burn_loop(burn_mode_t mode, _Atomic uint64_t *units, _Atomic bool *stop);
 uint64_t burn_cpu_unit(uint64_t x);

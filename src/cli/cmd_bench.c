@@ -450,6 +450,30 @@ static int parse_model_bench(int argc, char **argv, const char *name,
 	return -1;
 }
 
+/* Parses --cores, loads the model and makes its run state; an exit code
+ * after a one-line error, or -1 when all is ready. */
+static int model_bench_setup(const model_bench_opts_t *o, int *cpus, int *n,
+			     model_t **m, forward_t **f)
+{
+	*n = cli_cores(o->cores, cpus, GANG_MAX_SLOTS);
+	if (*n < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	*m = model_load(o->model, o->tok);
+	if (!*m) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	*f = forward_new(*m, (int32_t)(o->tokens + 4), 0);
+	if (!*f) {
+		log_error("%s", err_get());
+		model_free(*m);
+		return EXIT_FAIL;
+	}
+	return -1;
+}
+
 static const char width_help[] =
 	"usage: egang bench width -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
 	"\n"
@@ -463,18 +487,11 @@ static int bench_width(int argc, char **argv)
 	int rc = parse_model_bench(argc, argv, "bench width", width_help, &o);
 	if (rc >= 0)
 		return rc;
-	int cpus[GANG_MAX_SLOTS];
-	int n = cli_cores(o.cores, cpus, GANG_MAX_SLOTS);
-	if (n < 0) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	model_t *m = model_load(o.model, o.tok);
-	if (!m) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	forward_t *f = forward_new(m, (int32_t)(o.tokens + 4), 0);
+	int cpus[GANG_MAX_SLOTS], n;
+	model_t *m;
+	forward_t *f;
+	if ((rc = model_bench_setup(&o, cpus, &n, &m, &f)) >= 0)
+		return rc;
 	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = true};
 	gang_t *g = gang_init(&gc);
 	runner_t r = {RUN_GANG, g, NULL};
@@ -524,18 +541,11 @@ static int bench_overhead(int argc, char **argv)
 	int rc = parse_model_bench(argc, argv, "bench overhead", overhead_help, &o);
 	if (rc >= 0)
 		return rc;
-	int cpus[GANG_MAX_SLOTS];
-	int n = cli_cores(o.cores, cpus, GANG_MAX_SLOTS);
-	if (n < 0) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	model_t *m = model_load(o.model, o.tok);
-	if (!m) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	forward_t *f = forward_new(m, (int32_t)(o.tokens + 4), 0);
+	int cpus[GANG_MAX_SLOTS], n;
+	model_t *m;
+	forward_t *f;
+	if ((rc = model_bench_setup(&o, cpus, &n, &m, &f)) >= 0)
+		return rc;
 	double *vg = malloc((size_t)o.reps * sizeof *vg);
 	double *vp = malloc((size_t)o.reps * sizeof *vp);
 	for (int64_t i = 0; i < o.reps; i++) {

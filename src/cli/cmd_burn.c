@@ -50,6 +50,19 @@ static void *burner_main(void *arg)
 	return NULL;
 }
 
+int burn_mode_parse(const char *flag, const char *s, burn_mode_t *mode)
+{
+	if (!strcmp(s, "cpu"))
+		*mode = BURN_CPU;
+	else if (!strcmp(s, "mem"))
+		*mode = BURN_MEM;
+	else {
+		log_error("%s: '%s' is not cpu or mem", flag, s);
+		return -1;
+	}
+	return 0;
+}
+
 void burn_loop(burn_mode_t mode, _Atomic uint64_t *units, _Atomic bool *stop)
 {
 	size_t len = 64u << 20, pos = 0;
@@ -114,16 +127,7 @@ int cmd_burn(int argc, char **argv)
 		case 'r': bad = cli_int("--report-ms", optarg, 0, 3600000, &report_ms); break;
 		case 't': bad = cli_int("--threads", optarg, 1, 1024, &threads); break;
 		case 'C': cores = optarg; break;
-		case 'M':
-			if (!strcmp(optarg, "cpu"))
-				mode = BURN_CPU;
-			else if (!strcmp(optarg, "mem"))
-				mode = BURN_MEM;
-			else {
-				log_error("--mode: '%s' is not cpu or mem", optarg);
-				bad = -1;
-			}
-			break;
+		case 'M': bad = burn_mode_parse("--mode", optarg, &mode); break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(burn_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("burn", argv[optind - 1]);

@@ -361,16 +361,7 @@ int cmd_cosched(int argc, char **argv)
 		case 's': bad = cli_float("--seconds", optarg, 0.2, 3600, &seconds); break;
 		case 'C': cores = optarg; break;
 		case 'o': out = optarg; break;
-		case 'M':
-			if (!strcmp(optarg, "cpu"))
-				mode = BURN_CPU;
-			else if (!strcmp(optarg, "mem"))
-				mode = BURN_MEM;
-			else {
-				log_error("--mode: '%s' is not cpu or mem", optarg);
-				bad = -1;
-			}
-			break;
+		case 'M': bad = burn_mode_parse("--mode", optarg, &mode); break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(cosched_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("bench coschedule", argv[optind - 1]);
