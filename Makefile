@@ -44,7 +44,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%) $(B)/tests/test_gang_debug
 SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)))
 
-.PHONY: all deps test test-run test-large torture verify fuzz fuzz-run bench clean demo
+.PHONY: all deps test test-run test-large verify-long torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
 # ./egang points at the last release build (never a sanitizer or debug one)
@@ -103,6 +103,10 @@ torture:
 
 verify:
 	@tests/verify.sh
+
+# also checks that every fair run ends (about 2 minutes more)
+verify-long:
+	@VERIFY_LONG=1 tests/verify.sh
 
 fuzz:
 	$(MAKE) -f fuzz/Makefile

@@ -53,10 +53,12 @@
  *   I1 (no deadlock on departure) every slot in a latch's mask reaches every
  *      barrier of that token: a slot enters the mask only through the
  *      leader's successful CAS e -> e|TAKEN, after which the slot's own
- *      leave-CAS (e -> 0) must fail, so the slot cannot go to sleep before
- *      it has seen that latch; and a slot waiting for latch tag != seen sees
- *      this latch, because the next one cannot be published before this
- *      token's barriers (which need the slot) have completed.
+ *      leave-CAS (e -> 0) fails until the slot has seen a latch with its
+ *      bit, so it cannot go to sleep before; the first latch with its bit
+ *      that it reads is the one it was taken into (TAKEN stays set until
+ *      then, so no other latch can have taken it), and that latch stays
+ *      published until this token's barriers, which need the slot, have
+ *      completed. Latches without its bit it skips, whatever their age.
  *   I2 (never waits on a named core) the leader's only waits are the wave
  *      barriers, which count exactly popcount(mask) arrivals of slots that
  *      committed (I1) before the latch was published.
