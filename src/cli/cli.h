@@ -17,6 +17,8 @@ int cmd_burn(int argc, char **argv);
 int cmd_cosched(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench_serve(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_bench_switch(int argc, char **argv);
 
 /* Strict number parsing for flags: the whole string must be a number in
  * [min, max]; otherwise a one-line error naming the flag and -1. */

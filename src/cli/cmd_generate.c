@@ -13,6 +13,8 @@
 #include "gang/gang.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "policy/control.h"
+#include "policy/policy.h"
 #include "server/engine.h"
 
 static const char generate_help[] =
@@ -40,6 +42,11 @@ static const char generate_help[] =
 	"                                       the last repeated\n"
 	"                          flip:MS      another thread toggles random slots every\n"
 	"                                       MS milliseconds\n"
+	"      --control PATH      read the policy index from this control word before\n"
+	"                          every token (`egang policy set` writes it; created\n"
+	"                          0600 if absent); not with --membership\n"
+	"      --policies FILE     a user policy library after the built-ins (with\n"
+	"                          --control; see `egang policy --help`)\n"
 	"      --trace FILE        one line per token: tag, participant mask, time (us)\n"
 	"      --ids FILE          write 'prompt_ids: ...' and 'sequence_ids: ...' lines\n"
 	"                          (the format of ../shared/models/expected/*.ids)\n"
@@ -67,6 +74,7 @@ typedef struct run_ctx {
 	FILE *trace;
 	uint64_t last_ns;
 	uint64_t tokens;
+	policy_rt_t *rt; /* --control: the policy runtime */
 } run_ctx_t;
 
 static int on_text(void *user, const char *s, size_t n)
@@ -80,8 +88,11 @@ static int on_text(void *user, const char *s, size_t n)
 static void before_token(void *user, uint64_t index)
 {
 	run_ctx_t *rc = user;
-	if (!rc->g)
+	if (!rc->g) {
+		if (rc->rt)
+			policy_rt_before_token(rc->rt, index);
 		return;
+	}
 	if (rc->trace && index > 0) {
 		gang_stats_t st;
 		uint64_t now = time_now_ns();
@@ -91,6 +102,10 @@ static void before_token(void *user, uint64_t index)
 			(double)(now - rc->last_ns) / 1e3);
 	}
 	rc->last_ns = time_now_ns();
+	if (rc->rt) {
+		policy_rt_before_token(rc->rt, index);
+		return;
+	}
 	uint32_t all = gang_all(rc->g);
 	switch (rc->kind) {
 	case MEMBER_RANDOM:
@@ -215,6 +230,8 @@ int cmd_generate(int argc, char **argv)
 		{"cores", required_argument, 0, 'C'},
 		{"membership", required_argument, 0, 'M'},
 		{"trace", required_argument, 0, 'T'},
+		{"control", required_argument, 0, 'W'},
+		{"policies", required_argument, 0, 'L'},
 		{"ids", required_argument, 0, 'I'},
 		{"no-echo", no_argument, 0, 'E'},
 		{"stop", required_argument, 0, 'X'},
@@ -224,7 +241,8 @@ int cmd_generate(int argc, char **argv)
 	};
 	const char *model_path = NULL, *tok_path = NULL, *prompt = "",
 		   *hash_path = NULL, *cores = NULL, *membership = NULL,
-		   *trace_path = NULL, *ids_path = NULL;
+		   *trace_path = NULL, *ids_path = NULL, *control = NULL,
+		   *policies = NULL;
 	int64_t n_predict = 256, top_k = 0, seed = 42, ctx = 0;
 	double temp = 0.8, top_p = 0.9;
 	sampler_mode_t mode = SAMPLER_EGANG;
@@ -260,6 +278,8 @@ int cmd_generate(int argc, char **argv)
 		case 'C': cores = optarg; break;
 		case 'M': membership = optarg; break;
 		case 'T': trace_path = optarg; break;
+		case 'W': control = optarg; break;
+		case 'L': policies = optarg; break;
 		case 'I': ids_path = optarg; break;
 		case 'E': echo = false; break;
 		case 'X':
@@ -285,6 +305,15 @@ int cmd_generate(int argc, char **argv)
 		log_error("generate: -m MODEL is required");
 		return EXIT_INPUT;
 	}
+	if (control && membership) {
+		log_error("generate: --control and --membership both set the "
+			  "gang's membership; use one");
+		return EXIT_INPUT;
+	}
+	if (policies && !control) {
+		log_error("generate: --policies needs --control");
+		return EXIT_INPUT;
+	}
 	run_ctx_t rc = {0};
 	if (membership && parse_membership(&rc, membership) < 0) {
 		free(rc.masks);
@@ -297,10 +326,25 @@ int cmd_generate(int argc, char **argv)
 		free(rc.masks);
 		return EXIT_INPUT;
 	}
+	static policy_lib_t lib; /* frozen once loaded */
+	static policy_rt_t rt;
+	control_t *cw = NULL;
+	if (control) {
+		policy_lib_builtin(&lib, n_cpus);
+		if (policies && policy_lib_load(&lib, policies) < 0) {
+			log_error("--policies %s", err_get());
+			return EXIT_INPUT;
+		}
+		if (!(cw = control_open(control, true))) {
+			log_error("%s", err_get());
+			return EXIT_INPUT;
+		}
+	}
 	model_t *m = model_load(model_path, tok_path);
 	if (!m) {
 		log_error("%s", err_get());
 		free(rc.masks);
+		control_close(cw);
 		return EXIT_INPUT;
 	}
 	if (ctx == 0)
@@ -325,6 +369,9 @@ int cmd_generate(int argc, char **argv)
 	}
 	if (n_cpus > 1 || membership || trace_path) {
 		gang_config_t gc = {.cpus = cpus, .n_cpus = n_cpus, .pin = true};
+		if (cw) /* the keep spin of the record in force at start */
+			gc.keep_us = policy_keep_us(&lib, atomic_load_explicit(
+				&cw->w->index, memory_order_relaxed));
 		rc.g = gang_init(&gc);
 		if (!rc.g) {
 			log_error("%s", err_get());
@@ -332,6 +379,10 @@ int cmd_generate(int argc, char **argv)
 			goto out;
 		}
 		gang_request(rc.g, gang_all(rc.g));
+	}
+	if (cw) {
+		policy_rt_init(&rt, &lib, cw->w, rc.g);
+		rc.rt = &rt;
 	}
 	pthread_t flipper;
 	if (rc.kind == MEMBER_FLIP)
@@ -360,6 +411,12 @@ int cmd_generate(int argc, char **argv)
 		log_error("%s", err_get());
 		status = EXIT_INPUT;
 		goto out;
+	}
+	if (rc.rt) {
+		policy_rt_generation_end(rc.rt, r.n_gen > 0 ? r.first_token_s : -1,
+					 r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0,
+					 0);
+		rc.rt = NULL; /* the trace line below must not read the index */
 	}
 	before_token(&rc, 1); /* trace the last token */
 	if (ids_path && write_ids(ids_path, &r) < 0) {
@@ -404,5 +461,6 @@ out:
 	forward_free(f);
 	model_free(m);
 	free(rc.masks);
+	control_close(cw);
 	return status;
 }

@@ -10,6 +10,8 @@
 #include "cli/cli.h"
 #include "gang/gang.h"
 #include "model/model.h"
+#include "policy/control.h"
+#include "policy/policy.h"
 #include "server/server.h"
 
 static const char serve_help[] =
@@ -28,8 +30,15 @@ static const char serve_help[] =
 	"      --port N            TCP port (default 8080; 0 = any free port)\n"
 	"      --cores LIST        gang CPUs, e.g. 0-3 (default: all allowed;\n"
 	"                          1 CPU = run serially)\n"
-	"      --policy P          elastic (default, also 0) or static:K (the first\n"
-	"                          K cores of --cores)\n"
+	"      --policy P          the initial policy, a name or an index of the\n"
+	"                          library (default elastic, 0; `egang policy list`);\n"
+	"                          written into the control word at start\n"
+	"      --policies FILE     add a user policy library (INI, see `egang policy\n"
+	"                          --help`); every record is validated at start\n"
+	"      --control PATH      control word the leader reads before every token\n"
+	"                          (default $XDG_RUNTIME_DIR/egang-control, else\n"
+	"                          /dev/shm/egang-control-$UID); `egang policy set`\n"
+	"                          writes it\n"
 	"      --ctx N             context length: prompt + output (default: the\n"
 	"                          model's, at most 4096)\n"
 	"      --max-queue N       requests waiting behind the running one (default 64)\n"
@@ -43,26 +52,6 @@ static const char serve_help[] =
 	"request, 401 bad key, 404 unknown path or model, 405 wrong method,\n"
 	"413 body over 1 MiB, 429 queue full, 503 shutting down.\n";
 
-/* "elastic" / "0" -> 0; "static:K" -> K (1..n_cpus); else -1 + message. */
-static int parse_policy(const char *p, int n_cpus, int *static_k, int *index)
-{
-	if (!strcmp(p, "elastic") || !strcmp(p, "0")) {
-		*static_k = 0;
-		*index = 0;
-		return 0;
-	}
-	if (!strncmp(p, "static:", 7)) {
-		int64_t k;
-		if (cli_int("--policy static", p + 7, 1, n_cpus, &k) < 0)
-			return -1;
-		*static_k = (int)k;
-		*index = 1;
-		return 0;
-	}
-	log_error("--policy: '%s' is not elastic or static:K (K cores)", p);
-	return -1;
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -72,6 +61,8 @@ int cmd_serve(int argc, char **argv)
 		{"port", required_argument, 0, 'p'},
 		{"cores", required_argument, 0, 'C'},
 		{"policy", required_argument, 0, 'P'},
+		{"policies", required_argument, 0, 'L'},
+		{"control", required_argument, 0, 'W'},
 		{"ctx", required_argument, 0, 'c'},
 		{"max-queue", required_argument, 0, 'Q'},
 		{"api-key", required_argument, 0, 'k'},
@@ -82,7 +73,8 @@ int cmd_serve(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	const char *model_path = NULL, *tok_path = NULL, *host = "127.0.0.1",
-		   *cores = NULL, *policy = "elastic", *api_key = NULL;
+		   *cores = NULL, *policy = "elastic", *api_key = NULL,
+		   *policies = NULL, *control = NULL;
 	int64_t port = 8080, ctx = 0, max_queue = 64, timeout = 30,
 		max_conns = 256;
 	int c;
@@ -97,6 +89,8 @@ int cmd_serve(int argc, char **argv)
 		case 'p': bad = cli_int("--port", optarg, 0, 65535, &port); break;
 		case 'C': cores = optarg; break;
 		case 'P': policy = optarg; break;
+		case 'L': policies = optarg; break;
+		case 'W': control = optarg; break;
 		case 'c': bad = cli_int("--ctx", optarg, 2, 1 << 22, &ctx); break;
 		case 'Q': bad = cli_int("--max-queue", optarg, 0, 100000, &max_queue); break;
 		case 'k':
@@ -134,12 +128,32 @@ int cmd_serve(int argc, char **argv)
 		log_error("%s", err_get());
 		return EXIT_INPUT;
 	}
-	int static_k = 0, policy_index = 0;
-	if (parse_policy(policy, n_cpus, &static_k, &policy_index) < 0)
+	/* the library: frozen from here on (the runtime selects by index) */
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, n_cpus);
+	if (policies && policy_lib_load(&lib, policies) < 0) {
+		log_error("--policies %s", err_get());
 		return EXIT_INPUT;
+	}
+	int policy_index = policy_lib_find(&lib, policy);
+	if (policy_index < 0) {
+		log_error("--policy: '%s' names no record (indices 0..%d; see "
+			  "`egang policy list`)", policy, lib.n - 1);
+		return EXIT_INPUT;
+	}
+	char pathbuf[4096];
+	if (!control)
+		control = control_default_path(pathbuf, sizeof pathbuf);
+	control_t *cw = control_open(control, true);
+	if (!cw) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	control_write_index(cw, (uint32_t)policy_index);
 	model_t *m = model_load(model_path, tok_path);
 	if (!m) {
 		log_error("%s", err_get());
+		control_close(cw);
 		return EXIT_INPUT;
 	}
 	if (ctx == 0)
@@ -168,7 +182,8 @@ int cmd_serve(int argc, char **argv)
 		.m = m,
 		.cpus = cpus,
 		.n_cpus = n_cpus,
-		.static_k = static_k,
+		.policies = &lib,
+		.control = cw->w,
 		.host = host,
 		.port = (int)port,
 		.timeout_s = (int)timeout,
@@ -195,11 +210,11 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
-		 "core%s, policy %s, ctx %lld, queue %lld",
+		 "core%s, policy %s, control %s, ctx %lld, queue %lld",
 		 m->name, server_chat_name(server_chat_kind(tmpl, m->tok)),
 		 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-		 server_port(s), n_cpus, n_cpus > 1 ? "s" : "", policy,
-		 (long long)ctx, (long long)max_queue);
+		 server_port(s), n_cpus, n_cpus > 1 ? "s" : "",
+		 lib.rec[policy_index].name, control, (long long)ctx, (long long)max_queue);
 	int sig = 0;
 	sigwait(&set, &sig);
 	log_info("egang serve: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -208,5 +223,6 @@ out:
 	server_free(s);
 	free(tmpl);
 	model_free(m);
+	control_close(cw);
 	return status;
 }

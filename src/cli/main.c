@@ -24,6 +24,7 @@ static const command_t commands[] = {
 	{"bench", cmd_bench, "benchmarks: protocol, width, overhead"},
 	{"serve", cmd_serve, "OpenAI-compatible HTTP server on the elastic gang"},
 	{"burn", cmd_burn, "a CPU- or memory-bound tenant that reports its rate"},
+	{"policy", cmd_policy, "policy library: list, show, set the index in force"},
 };
 
 static void usage(FILE *f)

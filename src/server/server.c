@@ -252,6 +252,9 @@ struct server {
 	pthread_t gen;
 	struct MHD_Daemon *mhd;
 	int port;
+	/* the policy runtime: generation thread only (policy/control.h) */
+	policy_rt_t rt;
+	bool have_rt;
 };
 
 static const char *const ep_names[EP_COUNT] = {
@@ -267,6 +270,13 @@ server_t *server_new(const server_config_t *cfg)
 		return err_set("server: context %d is too small", cfg->ctx), NULL;
 	if (cfg->max_queue < 0)
 		return err_set("server: --max-queue must be >= 0"), NULL;
+	if (cfg->policies && cfg->control &&
+	    (cfg->policies->n_slots != (cfg->n_cpus > 1 ? cfg->n_cpus : 1) ||
+	     cfg->policy_index < 0 || cfg->policy_index >= cfg->policies->n))
+		return err_set("server: the policy library is for %d slots, the "
+			       "gang has %d (or policy %d names no record)",
+			       cfg->policies->n_slots, cfg->n_cpus, cfg->policy_index),
+		       NULL;
 	server_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_sys("calloc"), NULL;
@@ -1019,13 +1029,31 @@ char *server_metrics_text(server_t *s)
 	fprintf(f, "egang_gang_joins_total %llu\n", (unsigned long long)s->joins);
 	metric_head(f, "egang_gang_departures_total", "counter", "Cores that left the latch.");
 	fprintf(f, "egang_gang_departures_total %llu\n", (unsigned long long)s->departures);
-	metric_head(f, "egang_policy_index", "gauge",
-		    "The policy in force (0 elastic, 1 static:K).");
-	fprintf(f, "egang_policy_index %d\n", s->cfg.policy_index);
-	metric_head(f, "egang_policy_invalid_index_total", "counter",
-		    "Writes of a policy index that names no validated record.");
-	fprintf(f, "egang_policy_invalid_index_total 0\n");
 	pthread_mutex_unlock(&s->mmu);
+	/* the control word's telemetry: relaxed loads, each field on its own
+	 * (single writer, the generation thread; policy/control.h) */
+	control_word_t *cw = s->cfg.policies ? s->cfg.control : NULL;
+#define CW(field) (cw ? (unsigned long long)atomic_load_explicit(&cw->field, \
+					memory_order_relaxed) : 0ull)
+	metric_head(f, "egang_policy_index", "gauge",
+		    "The policy record in force (egang policy list).");
+	fprintf(f, "egang_policy_index %llu\n",
+		cw ? CW(effective) : (unsigned long long)s->cfg.policy_index);
+	metric_head(f, "egang_policy_requested_index", "gauge",
+		    "The raw index in the control word (may name no record).");
+	fprintf(f, "egang_policy_requested_index %llu\n",
+		cw ? CW(index) : (unsigned long long)s->cfg.policy_index);
+	metric_head(f, "egang_policy_invalid_index_total", "counter",
+		    "Token-boundary reads of an index that names no validated "
+		    "record (the default policy ran instead).");
+	fprintf(f, "egang_policy_invalid_index_total %llu\n", CW(invalid_reads));
+	metric_head(f, "egang_policy_guard_fallbacks_total", "counter",
+		    "Times the leader's guard fell back to the default policy.");
+	fprintf(f, "egang_policy_guard_fallbacks_total %llu\n", CW(guard_fallbacks));
+	metric_head(f, "egang_policy_guard_fallback", "gauge",
+		    "1 while the guard's fallback to the default policy holds.");
+	fprintf(f, "egang_policy_guard_fallback %llu\n", CW(fallback));
+#undef CW
 	metric_head(f, "process_resident_memory_bytes", "gauge",
 		    "Resident set size (VmRSS).");
 	fprintf(f, "process_resident_memory_bytes %ld\n", rss_bytes());
@@ -1136,6 +1164,8 @@ typedef struct gen_ctx {
 static void gen_before_token(void *user, uint64_t pos)
 {
 	gen_ctx_t *c = user;
+	if (c->s->have_rt)
+		policy_rt_before_token(&c->s->rt, pos);
 	uint64_t now = time_now_ns();
 	if (pos >= (uint64_t)c->j->n_ids && c->j->t_last) {
 		pthread_mutex_lock(&c->s->mmu);
@@ -1241,8 +1271,10 @@ static void gen_run(server_t *s, forward_t *f, gang_t *g, server_job_t *j)
 		s->prefill_tps = (double)r.n_prompt / r.prefill_s;
 	if (r.decode_s > 0 && r.decode_steps > 0)
 		s->decode_tps = (double)r.decode_steps / r.decode_s;
+	double ttft_s = r.n_gen > 0 ? (double)(t0 - j->t_enqueue) / 1e9 + r.first_token_s
+				    : -1;
 	if (r.n_gen > 0)
-		hist_observe(&s->ttft, (double)(t0 - j->t_enqueue) / 1e9 + r.first_token_s);
+		hist_observe(&s->ttft, ttft_s);
 	if (g) {
 		gang_stats_t st;
 		gang_stats(g, &st);
@@ -1254,7 +1286,15 @@ static void gen_run(server_t *s, forward_t *f, gang_t *g, server_job_t *j)
 	} else {
 		s->gang_tokens += (uint64_t)(r.n_prompt + r.decode_steps);
 	}
+	double decode_tps = s->decode_tps;
 	pthread_mutex_unlock(&s->mmu);
+	if (s->have_rt) {
+		pthread_mutex_lock(&s->qmu);
+		uint32_t depth = (uint32_t)s->depth;
+		pthread_mutex_unlock(&s->qmu);
+		/* the guard's check: once per generation end */
+		policy_rt_generation_end(&s->rt, ttft_s, decode_tps, depth);
+	}
 	pthread_mutex_lock(&j->mu);
 	if (j->stream)
 		sbuf_str(&j->sse, "data: [DONE]\n\n");
@@ -1275,12 +1315,19 @@ static void *gen_main(void *arg)
 	int rc = f ? 0 : -1;
 	if (!rc && cfg->n_cpus > 1) {
 		gang_config_t gc = {.cpus = cfg->cpus, .n_cpus = cfg->n_cpus, .pin = true};
+		if (cfg->policies && cfg->control)
+			gc.keep_us = policy_keep_us(cfg->policies,
+						    (uint32_t)cfg->policy_index);
 		g = gang_init(&gc); /* pins this thread as the leader */
 		if (!g)
 			rc = -1;
 		else
 			gang_request(g, cfg->static_k ? (1u << cfg->static_k) - 1
 						       : gang_all(g));
+	}
+	if (!rc && cfg->policies && cfg->control) {
+		policy_rt_init(&s->rt, cfg->policies, cfg->control, g);
+		s->have_rt = true;
 	}
 	pthread_mutex_lock(&s->qmu);
 	s->gen_rc = rc;

@@ -32,6 +32,8 @@
 
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "policy/control.h"
+#include "policy/policy.h"
 
 #define SERVER_MAX_BODY (1u << 20) /* request bodies larger get 413 */
 
@@ -57,12 +59,18 @@ typedef struct server_config {
 	int32_t ctx;               /* context length: prompt + output */
 	int max_queue;             /* jobs waiting behind the running one */
 	const char *api_key;       /* NULL: no authentication */
-	int policy_index;          /* exported as egang_policy_index */
+	int policy_index;          /* the initial policy (index into policies) */
 	/* running (server_start only) */
 	const model_t *m;
 	const int *cpus; /* gang CPUs, cpus[0] the leader; 1 CPU = serial */
 	int n_cpus;
-	int static_k;    /* 0: elastic (every slot); K: the first K slots */
+	int static_k;    /* without policies: 0 elastic, K the first K slots */
+	/* With both set, the generation thread runs a policy runtime
+	 * (policy/control.h) on them: the index in control picks the record
+	 * before every token; /metrics reports its telemetry. Both must
+	 * outlive the server; policies->n_slots == n_cpus. */
+	const policy_lib_t *policies;
+	control_word_t *control;
 	const char *host; /* numeric IPv4 or IPv6 address */
 	int port;
 	int timeout_s;   /* idle connection timeout (slow clients) */

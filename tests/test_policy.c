@@ -1,0 +1,680 @@
+/* Tests of the policy library, the control word and the leader's policy
+ * runtime (src/policy/policy.h, control.h):
+ *  - the built-in library and the INI loader (every malformed file refused
+ *    with one line naming file, line, record and field);
+ *  - the control file (0600, O_NOFOLLOW, refusing group access, truncated
+ *    or garbage files);
+ *  - INVALID INDICES ARE INERT: >= 100,000 token-boundary reads while a
+ *    writer thread stores random 32-bit values (negative, huge, just past
+ *    the end, valid) into the control word; every token's result equals a
+ *    serial run, and the invalid-read counter equals the number of invalid
+ *    values the leader read (the leader side records each value it read);
+ *    then the same on a synthetic model: logits hashes equal a fixed-policy
+ *    run's;
+ *  - the guard: a forced breach falls back to record 0, is counted, holds
+ *    until another index is written. */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gang/gang.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "policy/control.h"
+#include "policy/policy.h"
+#include "server/engine.h"
+
+/* ---- the library ---- */
+
+static void test_builtin(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	for (int n = 1; n <= 8; n++) {
+		policy_lib_builtin(&lib, n);
+		assert_int_equal(lib.n, 4 + n - 1);
+		assert_string_equal(lib.rec[0].name, "elastic");
+		assert_int_equal(policy_lib_find(&lib, "knee"), 1);
+		assert_int_equal(policy_lib_find(&lib, "latency"), 2);
+		assert_int_equal(policy_lib_find(&lib, "throughput"), 3);
+		for (int k = 1; k < n; k++) {
+			char name[16];
+			snprintf(name, sizeof name, "static:%d", k);
+			int i = policy_lib_find(&lib, name);
+			assert_int_equal(i, 3 + k);
+			knee_state_t ks;
+			knee_init(&ks, n);
+			assert_int_equal(policy_next_mask(&lib.rec[i], &ks, n),
+					 (1u << k) - 1);
+		}
+		for (int i = 0; i < lib.n; i++)
+			assert_int_equal(policy_validate(&lib.rec[i], n, NULL), 0);
+		knee_state_t ks;
+		knee_init(&ks, n);
+		assert_int_equal(policy_next_mask(&lib.rec[0], &ks, n), (1u << n) - 1);
+		uint32_t tp = policy_next_mask(&lib.rec[3], &ks, n);
+		assert_true(tp & 1u);
+		assert_int_equal(__builtin_popcount(tp), n / 2 ? n / 2 : 1);
+		assert_int_equal(lib.rec[2].acquire, GANG_ACQUIRE_PREEMPT);
+		assert_int_equal(lib.rec[2].keep_ms, 50);
+	}
+	assert_int_equal(policy_lib_find(&lib, "4"), 4);
+	assert_int_equal(policy_lib_find(&lib, "999"), -1);
+	assert_int_equal(policy_lib_find(&lib, "nope"), -1);
+}
+
+typedef struct bad_file {
+	const char *text;
+	const char *expect; /* substring of the message after "lib.ini:" */
+} bad_file_t;
+
+static void test_loader_refuses(void **state)
+{
+	(void)state;
+	static const bad_file_t bad[] = {
+		{"[a]\nfoo = 1\n", "2: [a] foo: unknown key"},
+		{"[a]\nmax_width = 9\n", "2: [a] max_width: '9' is out of range [1, 4]"},
+		{"[a]\nmin_width = 0\n", "2: [a] min_width: '0' is out of range"},
+		{"[a]\nmin_width = 3\nmax_width = 2\n", "3: [a] max_width: 2 is out of range [3, 4]"},
+		{"[a]\ncores = 0-5\n", "2: [a] cores: slot 5 is outside the gang's slots 0..3"},
+		{"[a]\nreserved = 4\n", "2: [a] reserved: slot 4 is outside"},
+		{"[a]\nreserved = 0\n", "2: [a] reserved: the leader (slot 0)"},
+		{"[a]\ncores = 1-2\n", "2: [a] cores: must include the leader (slot 0)"},
+		{"[a]\ncores = 0-1\nreserved = 1\n", "2: [a] cores: overlaps reserved"},
+		{"[a]\nwidth = static\n", "1: [a] cores: width static needs a core set"},
+		{"[a]\nwidth = knee\ncores = 0\n", "3: [a] cores: a core set needs width static"},
+		{"[]\n", "1: [] name: the record name is empty"},
+		{"[ a b ]\n", "1: [a b] name: not 1..31 characters"},
+		{"[x]\n[x]\n", "2: [x] name: duplicate of record 8 (earlier in this file)"},
+		{"[elastic]\n", "1: [elastic] name: duplicate of record 0 (already in the library)"},
+		{"[a]\nhello world\n", "2: 'hello world' is not [name], key = value"},
+		{"\x01\x02garbage\n", "1: '\x01\x02garbage' is not [name]"},
+		{"[a\nwidth = all\n", "1: '[a' is not a [name] line"},
+		{"width = all\n", "1: width: a key before the first [name]"},
+		{"[a]\nwidth = wide\n", "2: [a] width: 'wide' is not all, static or knee"},
+		{"[a]\nacquire = rude\n", "2: [a] acquire: 'rude' is not polite or preempt"},
+		{"[a]\nkeep_ms = -1\n", "2: [a] keep_ms: '-1' is out of range"},
+		{"[a]\nkeep_ms = 60001\n", "2: [a] keep_ms: '60001' is out of range"},
+		{"[a]\nguard_ttft_p99_ms = 0\n", "2: [a] guard_ttft_p99_ms: '0' is out of range"},
+		{"[a]\nguard_ttft_p99_ms = nan\n", "2: [a] guard_ttft_p99_ms: 'nan'"},
+		{"[a]\nguard_queue_depth = 0\n", "2: [a] guard_queue_depth: '0' is out of range"},
+		{"[a]\nguard_checks = 2\n", "2: [a] guard_checks: set without guard_ttft_p99_ms"},
+		{"[a]\nguard_queue_depth = 2\nguard_checks = 0\n", "3: [a] guard_checks: '0' is out of range"},
+		{"[a]\nwidth = all\nwidth = knee\n", "3: [a] width: set twice (line 2)"},
+		{"[a]\ncores = x\n", "2: [a] cores: 'x' is not a slot list"},
+		{"# only a comment\n", "no [name] record in the file"},
+		{"", "no [name] record in the file"},
+		/* a bad record later in the file refuses the good ones too */
+		{"[good]\n[bad]\nmax_width = 0\n", "3: [bad] max_width"},
+	};
+	static policy_lib_t lib;
+	for (size_t i = 0; i < EG_ARRAY_LEN(bad); i++) {
+		policy_lib_builtin(&lib, 4);
+		if (!strncmp(bad[i].text, "[x]\n[x]", 7))
+			policy_lib_parse(&lib, "none", "[y]\n"); /* x becomes record 8 */
+		int n0 = lib.n;
+		int rc = policy_lib_parse(&lib, "lib.ini", bad[i].text);
+		const char *msg = err_get();
+		if (rc != -1 || strncmp(msg, "lib.ini", 7) || !strstr(msg, bad[i].expect) ||
+		    strchr(msg, '\n'))
+			fail_msg("file %zu '%s': rc %d, message '%s', expected '%s'", i,
+				 bad[i].text, rc, msg, bad[i].expect);
+		assert_int_equal(lib.n, n0); /* nothing added */
+	}
+	/* from a file: the path is in the message */
+	char path[256];
+	snprintf(path, sizeof path, "%s/bad.ini", test_tmpdir());
+	FILE *f = fopen(path, "w");
+	fputs("[ok]\nwidth = knee\n\n[a]\nbogus = 1\n", f);
+	fclose(f);
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_load(&lib, path), -1);
+	char want[300];
+	snprintf(want, sizeof want, "%s:5: [a] bogus: unknown key", path);
+	assert_string_equal(err_get(), want);
+	assert_int_equal(policy_lib_load(&lib, "/nonexistent/x.ini"), -1);
+	assert_non_null(strstr(err_get(), "/nonexistent/x.ini"));
+}
+
+static void test_loader_accepts(void **state)
+{
+	(void)state;
+	static policy_lib_t lib, again;
+	policy_lib_builtin(&lib, 4);
+	const char *text =
+		"# a library\n"
+		"; another comment\n"
+		"[fast]\n"
+		"  width = knee \r\n"
+		"min_width=2\n"
+		"max_width = 3\n"
+		"acquire = preempt\n"
+		"keep_ms = 20\n"
+		"\n"
+		"[pair]\n"
+		"cores = 0,2\n"
+		"reserved = 3\n"
+		"guard_ttft_p99_ms = 250.5\n"
+		"[q]\n"
+		"reserved = 2-3\n"
+		"guard_queue_depth = 4\n"
+		"guard_checks = 5\n";
+	assert_int_equal(policy_lib_parse(&lib, "t.ini", text), 0);
+	assert_int_equal(lib.n, lib.n_builtin + 3);
+	const policy_t *p = &lib.rec[policy_lib_find(&lib, "fast")];
+	assert_int_equal(p->width, WIDTH_KNEE);
+	assert_int_equal(p->min_width, 2);
+	assert_int_equal(p->max_width, 3);
+	assert_int_equal(p->acquire, GANG_ACQUIRE_PREEMPT);
+	assert_int_equal(p->keep_ms, 20);
+	p = &lib.rec[policy_lib_find(&lib, "pair")];
+	assert_int_equal(p->width, WIDTH_STATIC);
+	assert_int_equal(p->static_mask, 0x5);
+	assert_int_equal(p->reserved_mask, 0x8);
+	assert_true(p->guard_ttft_p99_ms == 250.5);
+	assert_int_equal(p->guard_checks, 3); /* the default */
+	knee_state_t ks;
+	knee_init(&ks, 4);
+	assert_int_equal(policy_next_mask(p, &ks, 4), 0x5);
+	p = &lib.rec[policy_lib_find(&lib, "q")];
+	assert_int_equal(policy_next_mask(p, &ks, 4), 0x3);
+	assert_int_equal(p->guard_checks, 5);
+	/* the knee never leaves [min_width, max_width] */
+	p = &lib.rec[policy_lib_find(&lib, "fast")];
+	for (int t = 0; t < 200; t++) {
+		uint32_t m = policy_next_mask(p, &ks, 4);
+		int w = __builtin_popcount(m);
+		assert_true(m & 1u);
+		assert_true(w >= 2 && w <= 3);
+		policy_observe(p, &ks, m, (uint64_t)(1000000 / w));
+	}
+	/* policy_print writes the file syntax: it loads back the same */
+	for (int i = 0; i < lib.n; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		policy_print(&lib.rec[i], 4, f);
+		fclose(f);
+		/* rename so it is not a duplicate */
+		char *text2 = malloc(len + 8);
+		snprintf(text2, len + 8, "[r%s", strchr(buf, ']'));
+		policy_lib_builtin(&again, 4);
+		int rc = policy_lib_parse(&again, "print", text2);
+		if (rc)
+			fail_msg("record %d does not load back: %s\n%s", i, err_get(), buf);
+		const policy_t *a = &lib.rec[i], *b = &again.rec[again.n - 1];
+		assert_string_equal(b->name, "r");
+		assert_int_equal(a->width, b->width);
+		assert_int_equal(a->static_mask, b->static_mask);
+		assert_int_equal(a->reserved_mask, b->reserved_mask);
+		assert_int_equal(a->acquire, b->acquire);
+		/* printed widths are explicit: 1 and n mean unset */
+		if (a->width != WIDTH_STATIC) {
+			assert_int_equal(a->min_width ? a->min_width : 1, b->min_width);
+			assert_int_equal(a->max_width ? a->max_width : 4, b->max_width);
+		}
+		assert_int_equal(a->keep_ms, b->keep_ms);
+		assert_true(a->guard_ttft_p99_ms == b->guard_ttft_p99_ms);
+		assert_int_equal(a->guard_queue_depth, b->guard_queue_depth);
+		assert_int_equal(a->guard_checks, b->guard_checks);
+		free(text2);
+		free(buf);
+	}
+}
+
+/* ---- the control file ---- */
+
+static void test_control_file(void **state)
+{
+	(void)state;
+	char path[256], other[256];
+	snprintf(path, sizeof path, "%s/cw", test_tmpdir());
+	mode_t old = umask(0);
+	control_t *c = control_open(path, true);
+	umask(old);
+	assert_non_null(c);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, CONTROL_SIZE);
+	assert_int_equal(atomic_load(&c->w->index), 0);
+	control_write_index(c, 7);
+	control_t *d = control_open(path, false); /* a second mapping */
+	assert_non_null(d);
+	assert_int_equal(atomic_load(&d->w->index), 7);
+	control_close(d);
+	control_close(c);
+	/* reopening with create keeps the file and its index */
+	c = control_open(path, true);
+	assert_non_null(c);
+	assert_int_equal(atomic_load(&c->w->index), 7);
+	control_close(c);
+	/* group-writable: refused */
+	chmod(path, 0660);
+	assert_null(control_open(path, false));
+	assert_non_null(strstr(err_get(), "group/other"));
+	assert_null(control_open(path, true));
+	chmod(path, 0604);
+	assert_null(control_open(path, false));
+	chmod(path, 0600);
+	/* a symbolic link: refused (O_NOFOLLOW) */
+	snprintf(other, sizeof other, "%s/link", test_tmpdir());
+	assert_int_equal(symlink(path, other), 0);
+	assert_null(control_open(other, true));
+	assert_non_null(strstr(err_get(), "symbolic link"));
+	/* truncated */
+	snprintf(other, sizeof other, "%s/short", test_tmpdir());
+	int fd = open(other, O_CREAT | O_WRONLY, 0600);
+	assert_int_equal(write(fd, "EGCW", 4), 4);
+	close(fd);
+	assert_null(control_open(other, true));
+	assert_non_null(strstr(err_get(), "truncated"));
+	assert_null(strchr(err_get(), '\n'));
+	/* garbage of the right size */
+	snprintf(other, sizeof other, "%s/garbage", test_tmpdir());
+	fd = open(other, O_CREAT | O_WRONLY, 0600);
+	char junk[CONTROL_SIZE];
+	memset(junk, 0x5a, sizeof junk);
+	assert_int_equal(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+	close(fd);
+	assert_null(control_open(other, false));
+	assert_non_null(strstr(err_get(), "bad magic"));
+	/* a directory, a missing file without create */
+	assert_null(control_open(test_tmpdir(), false));
+	snprintf(other, sizeof other, "%s/missing", test_tmpdir());
+	assert_null(control_open(other, false));
+	assert_non_null(strstr(err_get(), other));
+	char buf[256];
+	assert_non_null(strstr(control_default_path(buf, sizeof buf), "egang-control"));
+}
+
+/* ---- invalid indices are inert ---- */
+
+#define TOY_WAVES 3
+#define TOY_CHUNKS 24
+
+typedef struct toy {
+	uint64_t input;
+	uint64_t out[TOY_WAVES][TOY_CHUNKS];
+	uint64_t acc[TOY_WAVES];
+	wave_t waves[TOY_WAVES];
+	wave_plan_t plan;
+} toy_t;
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void toy_chunk(void *ctx, uint32_t w, uint32_t i)
+{
+	toy_t *t = ctx;
+	uint64_t prev = w ? t->acc[w - 1] : t->input;
+	t->out[w][i] = mix64(prev ^ ((uint64_t)w << 32 | i));
+}
+
+static void toy_finish(void *ctx, uint32_t w)
+{
+	toy_t *t = ctx;
+	uint64_t a = 0;
+	for (int i = 0; i < TOY_CHUNKS; i++)
+		a = mix64(a ^ t->out[w][i]);
+	t->acc[w] = a;
+}
+
+static void toy_init(toy_t *t)
+{
+	memset(t, 0, sizeof *t);
+	for (int w = 0; w < TOY_WAVES; w++)
+		t->waves[w] = (wave_t){TOY_CHUNKS, toy_chunk, toy_finish};
+	t->plan = (wave_plan_t){t, TOY_WAVES, t->waves};
+}
+
+typedef struct writer {
+	control_t *cw;
+	uint32_t n_policies;
+	_Atomic bool stop; /* relaxed: only ends the loop; join orders the rest */
+	uint32_t *written; /* every value stored, in order */
+	size_t n_written, cap;
+	uint32_t pause_us;
+} writer_t;
+
+/* A random index: valid, just past the end, a little past, negative,
+ * huge, or UINT32_MAX. */
+static uint32_t random_index(rng_t *r, uint32_t n)
+{
+	uint64_t x = rng_next(r);
+	switch (x % 6) {
+	case 0: return (uint32_t)(x >> 8) % n;
+	case 1: return n;
+	case 2: return n + 1 + (uint32_t)(x >> 8) % 100;
+	case 3: return (uint32_t)-(int32_t)(1 + (x >> 8) % 1000);
+	case 4: return 0x7fffffffu - (uint32_t)(x >> 8) % 16;
+	default: return UINT32_MAX;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	writer_t *w = arg;
+	rng_t r;
+	rng_seed(&r, 12345);
+	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+		uint32_t v = random_index(&r, w->n_policies);
+		if (w->n_written < w->cap)
+			w->written[w->n_written++] = v;
+		else
+			v = 0; /* out of log space: only 0 from here on (valid) */
+		control_write_index(w->cw, v);
+		struct timespec ts = {0, (long)w->pause_us * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int test_cpus(int *cpus)
+{
+	int n = topo_cores(cpus, 3);
+	assert_true(n >= 1);
+	if (n < 2) { /* one CPU: two unpinned slots still share it */
+		cpus[1] = cpus[0];
+		n = 2;
+	}
+	return n;
+}
+
+static void test_invalid_index_inert(void **state)
+{
+	(void)state;
+	const char *env = getenv("EGANG_POLICY_TOKENS");
+	long n_tokens = env ? atol(env) : 100000;
+	if (n_tokens < 100000)
+		n_tokens = 100000;
+	int cpus[3];
+	int n = test_cpus(cpus);
+	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = false};
+	gang_t *g = gang_init(&gc);
+	assert_non_null(g);
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, n);
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-inert", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	control_write_index(cw, 0);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, g);
+	writer_t w = {.cw = cw, .n_policies = (uint32_t)lib.n, .cap = 1u << 20,
+		      .pause_us = 30};
+	w.written = malloc(w.cap * sizeof *w.written);
+	uint32_t *reads = malloc((size_t)n_tokens * sizeof *reads);
+	static toy_t t, ref;
+	toy_init(&t);
+	toy_init(&ref);
+	pthread_t th;
+	pthread_create(&th, NULL, writer_main, &w);
+	uint64_t expect_invalid = 0;
+	long gen_len = 997;
+	for (long i = 0; i < n_tokens; i++) {
+		if (i % gen_len == 0)
+			gang_begin(g);
+		policy_rt_before_token(&rt, (uint64_t)(i % gen_len));
+		uint32_t raw = rt.raw;
+		reads[i] = raw;
+		bool valid = raw < (uint32_t)lib.n;
+		expect_invalid += !valid;
+		/* the record in force is the index, or the default */
+		if (rt.effective != (valid ? raw : 0))
+			fail_msg("token %ld read %u, runs record %u", i, raw, rt.effective);
+		/* the request is the record's, leader included */
+		assert_true(gang_requested(g) & 1u);
+		t.input = ref.input = (uint64_t)i * 0x1000193u;
+		uint32_t mask = gang_run_token(g, &t.plan);
+		assert_true(mask & 1u);
+		wave_plan_run_serial(&ref.plan);
+		if (t.acc[TOY_WAVES - 1] != ref.acc[TOY_WAVES - 1])
+			fail_msg("token %ld: result differs from the serial run "
+				 "(mask %#x)", i, mask);
+		if (i % gen_len == gen_len - 1 || i == n_tokens - 1) {
+			gang_end(g);
+			policy_rt_generation_end(&rt, -1, 0, 0);
+		}
+	}
+	atomic_store_explicit(&w.stop, true, memory_order_relaxed);
+	pthread_join(th, NULL);
+	/* exact: the counter equals the invalid values the leader read */
+	uint64_t counted = atomic_load(&cw->w->invalid_reads);
+	print_message("%ld token reads, %zu writes, %llu invalid reads (%llu "
+		      "counted), %llu index changes applied\n", n_tokens,
+		      w.n_written, (unsigned long long)expect_invalid,
+		      (unsigned long long)counted,
+		      (unsigned long long)atomic_load(&cw->w->applied_seq));
+	assert_int_equal(counted, expect_invalid);
+	assert_int_equal(atomic_load(&cw->w->tokens), (uint64_t)n_tokens);
+	/* the reads really raced the writer: many distinct values, both kinds */
+	assert_true(expect_invalid > 0);
+	assert_true(expect_invalid < (uint64_t)n_tokens);
+	assert_true(w.n_written > 100);
+	/* every value read is one the writer wrote (or the initial 0) */
+	qsort(w.written, w.n_written, sizeof *w.written, cmp_u32);
+	for (long i = 0; i < n_tokens; i++)
+		if (reads[i] != 0 &&
+		    !bsearch(&reads[i], w.written, w.n_written, sizeof *w.written, cmp_u32))
+			fail_msg("token %ld read %u, which nobody wrote", i, reads[i]);
+	free(reads);
+	free(w.written);
+	control_close(cw);
+	gang_free(g);
+}
+
+/* The same on a model: logits hashes of generations under a control word
+ * hammered with random indices equal those of a fixed-policy run. */
+typedef struct gen_hook {
+	policy_rt_t *rt;
+	uint64_t reads, invalid;
+	uint32_t n;
+} gen_hook_t;
+
+static void hook_before_token(void *user, uint64_t pos)
+{
+	gen_hook_t *h = user;
+	if (!h->rt)
+		return;
+	policy_rt_before_token(h->rt, pos);
+	h->reads++;
+	h->invalid += h->rt->raw >= h->n;
+}
+
+static char *run_generations(const model_t *m, forward_t *f, gang_t *g,
+			     gen_hook_t *h, int n_gen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *hash = open_memstream(&buf, &len);
+	for (int k = 0; k < n_gen; k++) {
+		engine_params_t ep = {
+			.prompt = "Once upon a time",
+			.n_predict = 200,
+			.sampler = {.temp = 0.8f, .top_p = 0.9f, .seed = (uint64_t)k + 1},
+			.logits_hash = hash,
+			.before_token = hook_before_token,
+			.user = h,
+		};
+		engine_result_t r;
+		assert_int_equal(engine_generate(m, f, g, &ep, &r), 0);
+		if (h->rt)
+			policy_rt_generation_end(h->rt, r.first_token_s, 0, 0);
+		engine_result_free(&r);
+	}
+	fclose(hash);
+	return buf;
+}
+
+static void test_model_bit_exact(void **state)
+{
+	(void)state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/s260k.gguf", test_tmpdir());
+	assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_F32, 7, 2, path,
+				     NULL, NULL), 0);
+	model_t *m = model_load(path, NULL);
+	assert_non_null(m);
+	forward_t *f = forward_new(m, 256, 0);
+	assert_non_null(f);
+	int cpus[3];
+	int n = test_cpus(cpus);
+	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = false};
+	gang_t *g = gang_init(&gc);
+	assert_non_null(g);
+	gang_request(g, gang_all(g));
+	gen_hook_t fixed = {0};
+	char *want = run_generations(m, f, g, &fixed, 8);
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, n);
+	snprintf(path, sizeof path, "%s/cw-model", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, g);
+	writer_t w = {.cw = cw, .n_policies = (uint32_t)lib.n, .cap = 1u << 16,
+		      .pause_us = 200};
+	w.written = malloc(w.cap * sizeof *w.written);
+	pthread_t th;
+	pthread_create(&th, NULL, writer_main, &w);
+	gen_hook_t h = {.rt = &rt, .n = (uint32_t)lib.n};
+	char *got = run_generations(m, f, g, &h, 8);
+	atomic_store_explicit(&w.stop, true, memory_order_relaxed);
+	pthread_join(th, NULL);
+	assert_true(strlen(want) > 1000);
+	assert_string_equal(got, want);
+	assert_int_equal(atomic_load(&cw->w->invalid_reads), h.invalid);
+	assert_int_equal(atomic_load(&cw->w->tokens), h.reads);
+	assert_int_equal(atomic_load(&cw->w->generations), 8);
+	print_message("model: %llu token reads, %llu invalid, %zu writes\n",
+		      (unsigned long long)h.reads, (unsigned long long)h.invalid,
+		      w.n_written);
+	free(w.written);
+	free(want);
+	free(got);
+	control_close(cw);
+	gang_free(g);
+	forward_free(f);
+	model_free(m);
+}
+
+/* ---- the guard ---- */
+
+static void test_guard(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "guard.ini",
+					  "[tight]\ncores = 0\nguard_ttft_p99_ms = 0.001\n"
+					  "guard_checks = 2\n"
+					  "[queue]\nguard_queue_depth = 3\nguard_checks = 1\n"),
+			 0);
+	int tight = policy_lib_find(&lib, "tight"), queue = policy_lib_find(&lib, "queue");
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-guard", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	int cpus[3];
+	int n = test_cpus(cpus);
+	assert_true(n >= 2);
+	gang_config_t gc = {.cpus = cpus, .n_cpus = 2, .pin = false};
+	gang_t *g = gang_init(&gc);
+	assert_non_null(g);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, g);
+	control_write_index(cw, (uint32_t)tight);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, tight);
+	assert_int_equal(gang_requested(g), 1u); /* static {0} */
+	/* one breach: not yet (guard_checks = 2) */
+	policy_rt_generation_end(&rt, 0.010, 100, 0);
+	assert_int_equal(atomic_load(&cw->w->guard_fallbacks), 0);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, tight);
+	/* the second consecutive breach falls back, by the leader alone */
+	policy_rt_generation_end(&rt, 0.010, 100, 0);
+	assert_int_equal(atomic_load(&cw->w->guard_fallbacks), 1);
+	assert_int_equal(atomic_load(&cw->w->fallback), 1);
+	assert_int_equal(atomic_load(&cw->w->effective), 0);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, 0);
+	assert_int_equal(gang_requested(g), 3u); /* elastic */
+	/* the same index written again does not lift it */
+	control_write_index(cw, (uint32_t)tight);
+	policy_rt_before_token(&rt, 1);
+	assert_int_equal(rt.effective, 0);
+	assert_int_equal(atomic_load(&cw->w->invalid_reads), 0);
+	/* another index does; then the record runs again, with a fresh window */
+	control_write_index(cw, 1);
+	policy_rt_before_token(&rt, 2);
+	assert_int_equal(atomic_load(&cw->w->fallback), 0);
+	control_write_index(cw, (uint32_t)tight);
+	policy_rt_before_token(&rt, 3);
+	assert_int_equal(rt.effective, tight);
+	/* a breach, then a good generation: the count restarts */
+	policy_rt_generation_end(&rt, 0.010, 100, 0);
+	rt.n_ttft = rt.ttft_next = 0; /* (a window of good TTFTs only) */
+	policy_rt_generation_end(&rt, 0.0000001, 100, 0);
+	policy_rt_generation_end(&rt, 0.010, 100, 0);
+	assert_int_equal(atomic_load(&cw->w->guard_fallbacks), 1);
+	assert_int_equal(rt.effective, tight);
+	/* the queue bound */
+	control_write_index(cw, (uint32_t)queue);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, queue);
+	policy_rt_generation_end(&rt, 0.010, 100, 3);
+	assert_int_equal(rt.effective, queue);
+	policy_rt_generation_end(&rt, 0.010, 100, 4);
+	assert_int_equal(rt.effective, 0);
+	assert_int_equal(atomic_load(&cw->w->guard_fallbacks), 2);
+	/* the default has no guard to fall back from */
+	control_write_index(cw, 0);
+	policy_rt_before_token(&rt, 0);
+	for (int i = 0; i < 5; i++)
+		policy_rt_generation_end(&rt, 100, 1, 1000);
+	assert_int_equal(atomic_load(&cw->w->guard_fallbacks), 2);
+	/* keep_ms = 0: the request drops to the leader after a generation;
+	 * latency (keep 50 ms) leaves it set */
+	assert_int_equal(gang_requested(g), 1u);
+	control_write_index(cw, 2);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(gang_requested(g), 3u);
+	policy_rt_generation_end(&rt, 0.001, 1, 0);
+	assert_int_equal(gang_requested(g), 3u);
+	assert_int_equal(policy_keep_us(&lib, 2), 50000);
+	assert_int_equal(policy_keep_us(&lib, 99), 0);
+	gang_free(g);
+	control_close(cw);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_builtin),
+		cmocka_unit_test(test_loader_refuses),
+		cmocka_unit_test(test_loader_accepts),
+		cmocka_unit_test(test_control_file),
+		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_invalid_index_inert),
+		cmocka_unit_test(test_model_bit_exact),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
