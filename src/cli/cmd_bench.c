@@ -585,6 +585,7 @@ static const char bench_help[] =
 	"  coschedule inference and CPU-bound tenants: static splits, elastic,\n"
 	"             knee and a fixed pool across duty cycles (CSV + PNG)\n"
 	"  serve      load generator for `egang serve` (streaming clients)\n"
+	"  switch     policy index write and write-to-in-force latency\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -603,6 +604,8 @@ int cmd_bench(int argc, char **argv)
 		return cmd_cosched(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "serve"))
 		return cmd_bench_serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "switch"))
+		return cmd_bench_switch(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -27,6 +27,7 @@ static const char policy_help[] =
 	"      --force          set: write an index that names no record (it is\n"
 	"                       inert: the leader uses record 0 and counts it;\n"
 	"                       a negative value goes after --: set --force -- -1)\n"
+	"  -q, --quiet          set: no confirmation line\n"
 	"  -h, --help           this text\n";
 
 /* Library for the gang --cores names (+ --policies). */
@@ -73,6 +74,7 @@ int cmd_policy(int argc, char **argv)
 		{"cores", required_argument, 0, 'C'},
 		{"control", required_argument, 0, 'c'},
 		{"force", no_argument, 0, 'f'},
+		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
@@ -81,12 +83,13 @@ int cmd_policy(int argc, char **argv)
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'P': file = optarg; break;
 		case 'C': cores = optarg; break;
 		case 'c': control = optarg; break;
 		case 'f': force = true; break;
+		case 'q': log_quiet = true; break;
 		case 'h': fputs(policy_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("policy", argv[optind - 1]);
 		}

@@ -159,7 +159,11 @@ void policy_rt_init(policy_rt_t *rt, const policy_lib_t *lib,
 	TSTORE(cw->n_policies, (uint32_t)lib->n);
 	TSTORE(cw->n_slots, (uint32_t)rt->n_slots);
 	TSTORE(cw->leader_pid, (uint32_t)getpid());
-	TSTORE(cw->effective, 0u);
+	/* the record named now is reported as in force before the first
+	 * token (it is applied there); relaxed: see policy_rt_before_token */
+	uint32_t raw = atomic_load_explicit(&cw->index, memory_order_relaxed);
+	rt->effective = raw < (uint32_t)lib->n ? raw : 0;
+	TSTORE(cw->effective, rt->effective);
 	TSTORE(cw->fallback, 0u);
 }
 
