@@ -74,6 +74,7 @@ typedef struct cosched {
 	pid_t pids[MAX_TENANTS];
 	uint64_t *ref_hash; /* (gen_tokens) logits hashes of the solo run */
 	const char *out;
+	cpu_set_t allowed; /* the process's affinity before any pinning */
 } cosched_t;
 
 typedef struct result {
@@ -90,12 +91,15 @@ static void tenants_start(cosched_t *c, const int *cpus, int n_cpus)
 		atomic_store(&c->shm->t[i].units, 0);
 		pid_t pid = fork();
 		if (pid == 0) {
+			/* a fork inherits the calling thread's affinity, and the
+			 * leader is pinned: unpinned tenants get the process's
+			 * original mask back */
+			cpu_set_t set = c->allowed;
 			if (n_cpus > 0) {
-				cpu_set_t set;
 				CPU_ZERO(&set);
 				CPU_SET(cpus[i % n_cpus], &set);
-				sched_setaffinity(0, sizeof set, &set);
 			}
+			sched_setaffinity(0, sizeof set, &set);
 			burn_loop(c->mode, &c->shm->t[i].units, &c->shm->stop);
 			_exit(0);
 		}
@@ -382,6 +386,7 @@ int cmd_cosched(int argc, char **argv)
 	}
 	cosched_t cs = {.gen_tokens = (int)gen_tokens, .seconds = seconds,
 			.mode = mode, .out = out};
+	sched_getaffinity(0, sizeof cs.allowed, &cs.allowed);
 	cs.n = cli_cores(cores, cs.cpus, GANG_MAX_SLOTS);
 	if (cs.n < 0) {
 		log_error("%s", err_get());
