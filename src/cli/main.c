@@ -25,6 +25,7 @@ static const command_t commands[] = {
 	{"serve", cmd_serve, "OpenAI-compatible HTTP server on the elastic gang"},
 	{"burn", cmd_burn, "a CPU- or memory-bound tenant that reports its rate"},
 	{"policy", cmd_policy, "policy library: list, show, set the index in force"},
+	{"control", cmd_control, "a controller: oracle, bandit or agent writes the index"},
 };
 
 static void usage(FILE *f)
