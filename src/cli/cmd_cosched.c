@@ -74,6 +74,7 @@ typedef struct cosched {
 	pid_t pids[MAX_TENANTS];
 	uint64_t *ref_hash; /* (gen_tokens) logits hashes of the solo run */
 	const char *out;
+	double knee_tolerance;
 	cpu_set_t allowed; /* the process's affinity before any pinning */
 } cosched_t;
 
@@ -206,6 +207,7 @@ static result_t run_arm(cosched_t *c, const arm_t *a, uint64_t period_ns,
 		r.g = gang_init(&gc);
 	}
 	knee_init(&r.knee, gang_n);
+	r.knee.tolerance = c->knee_tolerance;
 	if (with_tenants) {
 		if (a->kind == ARM_STATIC)
 			tenants_start(c, c->cpus + a->k, c->n - a->k);
@@ -289,13 +291,15 @@ static int parse_duties(const char *s, int *duty, int max)
 static const char cosched_help[] =
 	"usage: egang bench coschedule -m MODEL [-z TOK] [--tenants N]\n"
 	"         [--duty 0,25,50,75,100] [--gen-tokens 32] [--seconds S]\n"
-	"         [--mode cpu|mem] [--cores LIST] [--out DIR]\n"
+	"         [--mode cpu|mem] [--cores LIST] [--out DIR] [--knee-tolerance T]\n"
 	"\n"
 	"Inference shares the machine with N CPU-bound tenants (default: one per\n"
 	"core). Every static split K = 1..n-1, elastic (polite and preempt), the\n"
 	"knee-capped elastic gang and a fixed pool run at each duty; writes\n"
 	"DIR/coschedule.csv, DIR/width-ARM-DUTY.csv and DIR/coschedule.png\n"
-	"(default DIR: build/coschedule). Takes about (n + 3) x duties x S seconds.\n";
+	"(default DIR: build/coschedule). Takes about (n + 3) x duties x S seconds.\n"
+	"The knee arm caps the gang at the smallest width whose tok/s is at least\n"
+	"T x the best width's (default 0.95).\n";
 
 static void write_plot(const char *dir, const int *duty, int n_duty)
 {
@@ -342,6 +346,7 @@ int cmd_cosched(int argc, char **argv)
 		{"mode", required_argument, 0, 'M'},
 		{"cores", required_argument, 0, 'C'},
 		{"out", required_argument, 0, 'o'},
+		{"knee-tolerance", required_argument, 0, 'K'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -349,7 +354,7 @@ int cmd_cosched(int argc, char **argv)
 	const char *model = NULL, *tok = NULL, *cores = NULL, *duty_s = "0,25,50,75,100";
 	const char *out = "build/coschedule";
 	int64_t tenants = 0, gen_tokens = 32;
-	double seconds = 4;
+	double seconds = 4, knee_tol = 0.95;
 	burn_mode_t mode = BURN_CPU;
 	int c;
 	optind = 1;
@@ -365,6 +370,7 @@ int cmd_cosched(int argc, char **argv)
 		case 's': bad = cli_float("--seconds", optarg, 0.2, 3600, &seconds); break;
 		case 'C': cores = optarg; break;
 		case 'o': out = optarg; break;
+		case 'K': bad = cli_float("--knee-tolerance", optarg, 0.1, 1, &knee_tol); break;
 		case 'M': bad = burn_mode_parse("--mode", optarg, &mode); break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(cosched_help, stdout); return EXIT_OK;
@@ -385,7 +391,7 @@ int cmd_cosched(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	cosched_t cs = {.gen_tokens = (int)gen_tokens, .seconds = seconds,
-			.mode = mode, .out = out};
+			.mode = mode, .out = out, .knee_tolerance = knee_tol};
 	sched_getaffinity(0, sizeof cs.allowed, &cs.allowed);
 	cs.n = cli_cores(cores, cs.cpus, GANG_MAX_SLOTS);
 	if (cs.n < 0) {

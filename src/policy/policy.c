@@ -21,6 +21,7 @@ void knee_init(knee_state_t *k, int n_slots)
 	memset(k, 0, sizeof *k);
 	k->knee = n_slots;
 	k->rng = 0x9e3779b97f4a7c15ull;
+	k->tolerance = KNEE_TOLERANCE;
 }
 
 int knee_estimate(const knee_state_t *k, int n_slots)
@@ -30,7 +31,7 @@ int knee_estimate(const knee_state_t *k, int n_slots)
 		if (k->seen[w] && 1e9 / k->ns[w] > best)
 			best = 1e9 / k->ns[w];
 	for (int w = 1; w <= n_slots; w++)
-		if (k->seen[w] && 1e9 / k->ns[w] >= KNEE_TOLERANCE * best)
+		if (k->seen[w] && 1e9 / k->ns[w] >= k->tolerance * best)
 			return w;
 	return n_slots;
 }

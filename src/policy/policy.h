@@ -101,10 +101,13 @@ typedef struct knee_state {
 	int knee;      /* current cap */
 	int exploring; /* width being tried this token, 0 if none */
 	uint64_t rng;
+	double tolerance; /* a width is "enough" at this fraction of the best
+			     rate (0.95 by default: the knee of bench width) */
 } knee_state_t;
 
 void knee_init(knee_state_t *k, int n_slots);
-/* The knee: the smallest width whose rate is within 5% of the best seen. */
+/* The knee: the smallest width whose rate is at least tolerance x the
+ * best seen (within 5% by default). */
 int knee_estimate(const knee_state_t *k, int n_slots);
 
 /* The mask to request for the next token (slot 0 always in). */
