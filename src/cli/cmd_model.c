@@ -16,7 +16,6 @@ static const char info_help[] =
 	"and the bytes streamed per decoded token.\n"
 	"\n"
 	"  -z, --tokenizer FILE   llama2.c tokenizer.bin (for .bin checkpoints)\n"
-	"      --tensors          print the tensor table (default for GGUF)\n"
 	"  -h, --help             this text\n";
 
 static void print_tensor(const char *name, const tensor_t *t)
@@ -30,19 +29,16 @@ int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"tokenizer", required_argument, 0, 'z'},
-		{"tensors", no_argument, 0, 'T'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *tok = NULL;
 	int c;
-	bool tensors = false;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "z:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'z': tok = optarg; break;
-		case 'T': tensors = true; break;
 		case 'h': fputs(info_help, stdout); return EXIT_OK;
 		default: return cli_usage_error("info", argv[optind - 1]);
 		}
@@ -95,7 +91,7 @@ int cmd_info(int argc, char **argv)
 			       dims, (unsigned long long)t->nbytes,
 			       (unsigned long long)t->offset);
 		}
-	} else if (tensors || 1) {
+	} else {
 		printf("tensors (layer 0 of %d shown):\n", k->n_layers);
 		print_tensor("token_embedding", &m->tok_embd);
 		print_tensor("wq", &m->layers[0].wq);
