@@ -72,7 +72,8 @@
  *      finish() runs once per wave after all chunks, so the output does not
  *      depend on the mask.
  *   I6 (generations return cores) gang_end() makes the epoch even: every
- *      ack is stale, every worker leaves and sleeps unless requested again.
+ *      ack is stale, every worker leaves and sleeps (after keep_us of
+ *      spinning, 0 by default) until a generation begins again.
  *
  * Synchronization table:
  *   gang_request(), gang_stats()     any thread, any time.
