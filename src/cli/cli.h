@@ -27,6 +27,10 @@ int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
 	    int64_t *out);
 int cli_float(const char *flag, const char *s, double min, double max,
 	      double *out);
+/* -1 after a one-line error if argv[optind..] holds an operand the command
+ * does not take; 0 otherwise. */
+int cli_no_more_args(const char *cmd, int argc, char **argv);
+
 /* One line for getopt's '?' (unknown option or missing argument; opterr
  * is 0 so getopt itself prints nothing); returns EXIT_INPUT. */
 int cli_usage_error(const char *cmd, const char *arg);

@@ -450,11 +450,16 @@ static int parse_model_bench(int argc, char **argv, const char *name,
 	return -1;
 }
 
-/* Parses --cores, loads the model and makes its run state; an exit code
- * after a one-line error, or -1 when all is ready. */
-static int model_bench_setup(const model_bench_opts_t *o, int *cpus, int *n,
-			     model_t **m, forward_t **f)
+/* Parses the options and --cores, loads the model and makes its run
+ * state; an exit code (--help, or a one-line error), or -1 when all is
+ * ready. */
+static int model_bench_begin(int argc, char **argv, const char *name,
+			     const char *help, model_bench_opts_t *o, int *cpus,
+			     int *n, model_t **m, forward_t **f)
 {
+	int rc = parse_model_bench(argc, argv, name, help, o);
+	if (rc >= 0)
+		return rc;
 	*n = cli_cores(o->cores, cpus, GANG_MAX_SLOTS);
 	if (*n < 0) {
 		log_error("%s", err_get());
@@ -484,13 +489,11 @@ static const char width_help[] =
 static int bench_width(int argc, char **argv)
 {
 	model_bench_opts_t o = {.tokens = 64, .reps = 3};
-	int rc = parse_model_bench(argc, argv, "bench width", width_help, &o);
-	if (rc >= 0)
-		return rc;
-	int cpus[GANG_MAX_SLOTS], n;
+	int cpus[GANG_MAX_SLOTS], n, rc;
 	model_t *m;
 	forward_t *f;
-	if ((rc = model_bench_setup(&o, cpus, &n, &m, &f)) >= 0)
+	if ((rc = model_bench_begin(argc, argv, "bench width", width_help, &o, cpus, &n,
+				    &m, &f)) >= 0)
 		return rc;
 	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = true};
 	gang_t *g = gang_init(&gc);
@@ -538,13 +541,11 @@ static const char overhead_help[] =
 static int bench_overhead(int argc, char **argv)
 {
 	model_bench_opts_t o = {.tokens = 64, .reps = 5};
-	int rc = parse_model_bench(argc, argv, "bench overhead", overhead_help, &o);
-	if (rc >= 0)
-		return rc;
-	int cpus[GANG_MAX_SLOTS], n;
+	int cpus[GANG_MAX_SLOTS], n, rc;
 	model_t *m;
 	forward_t *f;
-	if ((rc = model_bench_setup(&o, cpus, &n, &m, &f)) >= 0)
+	if ((rc = model_bench_begin(argc, argv, "bench overhead", overhead_help, &o, cpus, &n,
+				    &m, &f)) >= 0)
 		return rc;
 	double *vg = malloc((size_t)o.reps * sizeof *vg);
 	double *vp = malloc((size_t)o.reps * sizeof *vp);

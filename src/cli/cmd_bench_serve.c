@@ -284,10 +284,8 @@ int cmd_bench_serve(int argc, char **argv)
 		if (bad)
 			return EXIT_INPUT;
 	}
-	if (optind < argc) {
-		log_error("bench serve: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("bench serve", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	if (!c.url) {
 		log_error("bench serve: --url URL is required");
 		return EXIT_INPUT;

@@ -158,10 +158,8 @@ int cmd_bench_switch(int argc, char **argv)
 		if (bad)
 			return EXIT_INPUT;
 	}
-	if (optind < argc) {
-		log_error("bench switch: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("bench switch", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	int cpus[GANG_MAX_SLOTS];
 	int n_cpus = cli_cores(cores, cpus, GANG_MAX_SLOTS);
 	if (n_cpus < 0) {

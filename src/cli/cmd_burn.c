@@ -135,10 +135,8 @@ int cmd_burn(int argc, char **argv)
 		if (bad)
 			return EXIT_INPUT;
 	}
-	if (optind < argc) {
-		log_error("burn: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("burn", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	int cpus[CPUMASK_MAX], n_cpus = 0;
 	if (cores && (n_cpus = cli_cores(cores, cpus, CPUMASK_MAX)) < 0) {
 		log_error("%s", err_get());

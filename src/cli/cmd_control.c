@@ -524,10 +524,8 @@ int cmd_control(int argc, char **argv)
 		default: return cli_usage_error("control", argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		log_error("control: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("control", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	if (!control) {
 		log_error("control: missing --control PATH (the control word "
 			  "file the server uses)");

@@ -297,10 +297,8 @@ int cmd_generate(int argc, char **argv)
 		if (bad)
 			return EXIT_INPUT;
 	}
-	if (optind < argc) {
-		log_error("generate: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("generate", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	if (!model_path) {
 		log_error("generate: -m MODEL is required");
 		return EXIT_INPUT;

@@ -109,10 +109,8 @@ int cmd_serve(int argc, char **argv)
 		if (bad)
 			return EXIT_INPUT;
 	}
-	if (optind < argc) {
-		log_error("serve: unexpected argument '%s'", argv[optind]);
+	if (cli_no_more_args("serve", argc, argv) < 0)
 		return EXIT_INPUT;
-	}
 	if (!model_path) {
 		log_error("serve: -m MODEL is required");
 		return EXIT_INPUT;

@@ -78,6 +78,15 @@ int cli_float(const char *flag, const char *s, double min, double max,
 	return 0;
 }
 
+int cli_no_more_args(const char *cmd, int argc, char **argv)
+{
+	if (optind < argc) {
+		log_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
 int cli_usage_error(const char *cmd, const char *arg)
 {
 	log_error("%s: unknown option or missing value in '%s' (see `egang "
