@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-for b in "bench" "bench protocol" "bench width" "bench overhead" "bench coschedule" "burn"; do
+for b in "bench" "bench protocol" "bench decode" "bench prefill" "bench width" "bench overhead" "bench coschedule" "burn"; do
 	"$EGANG" $b --help >$TMP/h 2>&1
 	if [[ $? -eq 0 && $(grep -c usage $TMP/h) -ge 1 ]]; then pass "egang $b --help"; else fail "egang $b --help"; fi
 done
@@ -31,6 +31,15 @@ fi
 "$EGANG" synth stories260k --type q8_0 --seed 2 -o $TMP/m.gguf -q
 "$EGANG" bench width -m $TMP/m.gguf --tokens 16 --reps 1 >$TMP/w 2>&1
 if grep -q "^bench width .*knee=[1-9]" $TMP/w; then pass "bench width finds a knee"; else fail "bench width finds a knee" "$(cat $TMP/w)"; fi
+"$EGANG" bench decode -m $TMP/m.gguf --tokens 16 --reps 2 -q >$TMP/d 2>&1
+if grep -q "^bench decode: .* q8_0 cores=[0-9].* tok/s min/median/max [0-9.]*/[0-9.]*/[0-9.]*  GB/s" $TMP/d && [[ $(wc -l <$TMP/d) -eq 1 ]]
+then pass "bench decode: one summary line"; else fail "bench decode: one summary line" "$(cat $TMP/d)"; fi
+"$EGANG" bench prefill -m $TMP/m.gguf --tokens 40 --reps 2 --cores 0 --json >$TMP/p 2>&1
+if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["bench"]=="prefill" and j["threads"]==1 and j["tokens"]==40 and 0<j["tok_s"]["min"]<=j["tok_s"]["median"]<=j["tok_s"]["max"]' $TMP/p
+then pass "bench prefill --json: one object"; else fail "bench prefill --json: one object" "$(cat $TMP/p)"; fi
+expect_exit "bench prefill prompt past the context" 2 "--tokens 1000 does not fit the model's context of 512" "$EGANG" bench prefill -m $TMP/m.gguf --tokens 1000
+expect_exit "bench width has no --json" 2 "unknown option or missing value in '--json'" "$EGANG" bench width -m $TMP/m.gguf --json
+expect_exit "bench decode stray operand" 2 "unexpected argument 'extra'" "$EGANG" bench decode -m $TMP/m.gguf extra
 "$EGANG" bench overhead -m $TMP/m.gguf --tokens 16 --reps 1 >$TMP/o 2>&1
 if grep -q "^bench overhead .*gang/pool=" $TMP/o; then pass "bench overhead runs"; else fail "bench overhead runs" "$(cat $TMP/o)"; fi
 if [[ $(nproc) -ge 2 ]]; then

@@ -1,8 +1,10 @@
-/* egang bench: protocol latencies, gang width scaling, protocol overhead.
- * Every benchmark prints one greppable summary line starting "bench ",
- * skips warm-up, and reports min / median / p99 / max over repetitions. */
+/* egang bench: protocol latencies, decode and prefill speed, gang width
+ * scaling, protocol overhead. Every benchmark prints one greppable summary
+ * line starting "bench ", skips warm-up, and reports min / median / p99 /
+ * max over repetitions (or min / median / max where reps are few). */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,6 +22,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/sampler.h"
+#include "server/engine.h"
 
 /* ---- statistics ---- */
 
@@ -407,6 +410,8 @@ static double decode_rate(const model_t *m, forward_t *f, runner_t *r, int token
 typedef struct model_bench_opts {
 	const char *model, *tok, *cores;
 	int64_t tokens, reps;
+	bool json_ok; /* the benchmark takes --json */
+	bool json;
 } model_bench_opts_t;
 
 static int parse_model_bench(int argc, char **argv, const char *name,
@@ -418,6 +423,7 @@ static int parse_model_bench(int argc, char **argv, const char *name,
 		{"cores", required_argument, 0, 'C'},
 		{"tokens", required_argument, 0, 'n'},
 		{"reps", required_argument, 0, 'r'},
+		{"json", no_argument, 0, 'j'},
 		{"quiet", no_argument, 0, 'q'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
@@ -438,11 +444,18 @@ static int parse_model_bench(int argc, char **argv, const char *name,
 			if (cli_int("--reps", optarg, 1, 1000, &o->reps) < 0)
 				return EXIT_INPUT;
 			break;
+		case 'j':
+			if (!o->json_ok)
+				return cli_usage_error(name, argv[optind - 1]);
+			o->json = true;
+			break;
 		case 'q': log_quiet = true; break;
 		case 'h': fputs(help, stdout); return EXIT_OK;
 		default: return cli_usage_error(name, argv[optind - 1]);
 		}
 	}
+	if (cli_no_more_args(name, argc, argv) < 0)
+		return EXIT_INPUT;
 	if (!o->model) {
 		log_error("%s: -m MODEL is required", name);
 		return EXIT_INPUT;
@@ -470,7 +483,15 @@ static int model_bench_begin(int argc, char **argv, const char *name,
 		log_error("%s", err_get());
 		return EXIT_INPUT;
 	}
-	*f = forward_new(*m, (int32_t)(o->tokens + 4), 0);
+	/* decode_rate runs tokens + 2 positions, the warm-ups up to 10 */
+	int64_t need = o->tokens + 10;
+	if (need > (*m)->cfg.ctx) {
+		log_error("%s: --tokens %lld does not fit the model's context of %d",
+			  name, (long long)o->tokens, (*m)->cfg.ctx);
+		model_free(*m);
+		return EXIT_INPUT;
+	}
+	*f = forward_new(*m, (int32_t)need, 0);
 	if (!*f) {
 		log_error("%s", err_get());
 		model_free(*m);
@@ -577,10 +598,151 @@ static int bench_overhead(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* ---- decode and prefill: the model's speed at a thread count ---- */
+
+/* The type of most of the model's weights (the first layer's FFN). */
+static const char *model_type_name(const model_t *m)
+{
+	return dtype_info[m->layers[0].w_gate.type].name;
+}
+
+/* One summary line (or a JSON object) for tok/s samples v (sorted here). */
+static void model_bench_report(const char *what, const model_t *m,
+			       const model_bench_opts_t *o, const int *cpus, int n,
+			       double *v)
+{
+	stats_t s = stats_of(v, (size_t)o->reps);
+	cpumask_t mask = 0;
+	for (int i = 0; i < n; i++)
+		mask |= (cpumask_t)1 << cpus[i];
+	char list[128];
+	cpumask_format(mask, list, sizeof list);
+	double bpt = (double)model_bytes_per_token(m);
+	double gbs = s.p50 * bpt / 1e9;
+	if (o->json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, "
+				      "s:{s:f, s:f, s:f}, s:f, s:f}",
+				      "bench", what, "model", o->model, "type",
+				      model_type_name(m), "cores", list, "threads", n,
+				      "tokens", (json_int_t)o->tokens, "reps",
+				      (json_int_t)o->reps, "tok_s", "min", s.min,
+				      "median", s.p50, "max", s.max, "bytes_per_token",
+				      bpt, "gb_s", gbs);
+		char *t = json_dumps(j, JSON_COMPACT);
+		puts(t);
+		free(t);
+		json_decref(j);
+		return;
+	}
+	printf("bench %s: %s %s cores=%s tokens=%lld reps=%lld tok/s min/median/max "
+	       "%.2f/%.2f/%.2f  GB/s %.2f (bytes/token %.0f)\n",
+	       what, m->name, model_type_name(m), list, (long long)o->tokens,
+	       (long long)o->reps, s.min, s.p50, s.max, gbs, bpt);
+}
+
+static const char decode_help[] =
+	"usage: egang bench decode -m MODEL [-z TOK] [--cores LIST] [--tokens N]\n"
+	"                          [--reps R] [--json] [--quiet]\n"
+	"\n"
+	"Decode speed: N greedy tokens (default 128) after a BOS on the elastic\n"
+	"gang with every core of --cores a member (1 core: the leader alone),\n"
+	"R reps (default 5) after a warm-up; prints min/median/max tok/s and the\n"
+	"effective bandwidth, median tok/s x weight bytes read per token. The\n"
+	"end-of-text token does not stop the run. --json: one JSON object.\n";
+
+static int bench_decode(int argc, char **argv)
+{
+	model_bench_opts_t o = {.tokens = 128, .reps = 5, .json_ok = true};
+	int cpus[GANG_MAX_SLOTS], n, rc;
+	model_t *m;
+	forward_t *f;
+	if ((rc = model_bench_begin(argc, argv, "bench decode", decode_help, &o, cpus,
+				    &n, &m, &f)) >= 0)
+		return rc;
+	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = true};
+	gang_t *g = gang_init(&gc);
+	gang_request(g, gang_all(g));
+	runner_t r = {RUN_GANG, g, NULL};
+	double *v = malloc((size_t)o.reps * sizeof *v);
+	decode_rate(m, f, &r, 8); /* warm-up: the workers join, caches fill */
+	for (int64_t i = 0; i < o.reps; i++) {
+		v[i] = decode_rate(m, f, &r, (int)o.tokens);
+		if (!o.json)
+			log_info("rep %lld: %.2f tok/s", (long long)i + 1, v[i]);
+	}
+	model_bench_report("decode", m, &o, cpus, n, v);
+	free(v);
+	gang_free(g);
+	forward_free(f);
+	model_free(m);
+	return EXIT_OK;
+}
+
+static const char prefill_help[] =
+	"usage: egang bench prefill -m MODEL [-z TOK] [--cores LIST] [--tokens N]\n"
+	"                           [--reps R] [--json] [--quiet]\n"
+	"\n"
+	"Prompt processing speed: a prompt of N token ids (default 256: BOS, then\n"
+	"ids drawn from the vocabulary with a fixed seed) run through the engine's\n"
+	"prompt path on the elastic gang, R reps (default 5) after a warm-up;\n"
+	"prints min/median/max prompt tok/s (prompt tokens / time to the logits of\n"
+	"the last prompt position). --json: one JSON object.\n";
+
+static int bench_prefill(int argc, char **argv)
+{
+	model_bench_opts_t o = {.tokens = 256, .reps = 5, .json_ok = true};
+	int cpus[GANG_MAX_SLOTS], n, rc;
+	model_t *m;
+	forward_t *f;
+	if ((rc = model_bench_begin(argc, argv, "bench prefill", prefill_help, &o, cpus,
+				    &n, &m, &f)) >= 0)
+		return rc;
+	int32_t vocab = m->cfg.vocab_size;
+	int32_t *ids = malloc((size_t)o.tokens * sizeof *ids);
+	rng_t rng;
+	rng_seed(&rng, 1);
+	int32_t bos = tokenizer_bos(m->tok);
+	for (int64_t i = 0; i < o.tokens; i++)
+		ids[i] = (int32_t)(rng_next(&rng) % (uint64_t)vocab);
+	if (bos >= 0)
+		ids[0] = bos;
+	gang_config_t gc = {.cpus = cpus, .n_cpus = n, .pin = true};
+	gang_t *g = gang_init(&gc);
+	gang_request(g, gang_all(g));
+	engine_params_t p = {.prompt_ids = ids, .n_prompt_ids = o.tokens,
+			     .n_predict = 1, .sampler = {.top_p = 1.0f}};
+	double *v = malloc((size_t)o.reps * sizeof *v);
+	rc = EXIT_OK;
+	for (int64_t i = -1; i < o.reps; i++) { /* rep -1: warm-up */
+		engine_result_t res = {0};
+		if (engine_generate(m, f, g, &p, &res) < 0) {
+			log_error("bench prefill: %s", err_get());
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (i >= 0) {
+			v[i] = (double)res.n_prompt / res.prefill_s;
+			if (!o.json)
+				log_info("rep %lld: %.2f tok/s", (long long)i + 1, v[i]);
+		}
+		engine_result_free(&res);
+	}
+	if (rc == EXIT_OK)
+		model_bench_report("prefill", m, &o, cpus, n, v);
+	free(v);
+	free(ids);
+	gang_free(g);
+	forward_free(f);
+	model_free(m);
+	return rc;
+}
+
 static const char bench_help[] =
 	"usage: egang bench WHAT [options]\n"
 	"\n"
 	"  protocol   latch, barrier, return and acquire latencies\n"
+	"  decode     decode tok/s and effective bandwidth at a core count\n"
+	"  prefill    prompt processing tok/s at a core count\n"
 	"  width      decode tok/s at gang widths 1..n and the knee\n"
 	"  overhead   the gang against a plain fixed thread pool, same chunks\n"
 	"  coschedule inference and CPU-bound tenants: static splits, elastic,\n"
@@ -597,6 +759,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "protocol"))
 		return bench_protocol(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "decode"))
+		return bench_decode(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "prefill"))
+		return bench_prefill(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "width"))
 		return bench_width(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "overhead"))
