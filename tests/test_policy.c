@@ -72,6 +72,41 @@ typedef struct bad_file {
 	const char *expect; /* substring of the message after "lib.ini:" */
 } bad_file_t;
 
+/* The knee is where an added core stops bringing its share of speed. */
+static void test_knee(void **state)
+{
+	(void)state;
+	/* rates indexed by width; 0 = not measured */
+	double linear[9] = {0, 10, 20, 30, 40, 50, 60, 70, 80};
+	assert_int_equal(knee_of_rates(linear, 8, 0.95), 8);
+	double saturates[9] = {0, 10, 20, 30, 40, 42, 43, 44, 44};
+	assert_int_equal(knee_of_rates(saturates, 8, 0.95), 4);
+	/* this machine: two cores decode 1.3x faster than one */
+	double sublinear[3] = {0, 86, 112};
+	assert_int_equal(knee_of_rates(sublinear, 2, 0.95), 1);
+	assert_int_equal(knee_of_rates(sublinear, 2, 0.6), 2);
+	double none[5] = {0};
+	assert_int_equal(knee_of_rates(none, 4, 0.95), 4);
+	double partial[5] = {0, 0, 0, 30, 0}; /* only width 3 measured */
+	assert_int_equal(knee_of_rates(partial, 4, 0.95), 3);
+
+	/* online: token times of the saturating machine; after the first
+	 * visits and a few explorations the cap settles at 4 */
+	policy_t p = {.width = WIDTH_KNEE};
+	knee_state_t ks;
+	knee_init(&ks, 8);
+	int at4 = 0;
+	for (int t = 0; t < 400; t++) {
+		uint32_t m = policy_next_mask(&p, &ks, 8);
+		int w = __builtin_popcount(m);
+		assert_true(m & 1u);
+		policy_observe(&p, &ks, m, (uint64_t)(1e9 / saturates[w]));
+		at4 += t >= 200 && w == 4;
+	}
+	assert_int_equal(ks.knee, 4);
+	assert_true(at4 >= 200 - 200 / 16 - 1); /* all but the explorations */
+}
+
 static void test_loader_refuses(void **state)
 {
 	(void)state;
@@ -669,6 +704,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_builtin),
+		cmocka_unit_test(test_knee),
 		cmocka_unit_test(test_loader_refuses),
 		cmocka_unit_test(test_loader_accepts),
 		cmocka_unit_test(test_control_file),

@@ -22,6 +22,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/sampler.h"
+#include "policy/policy.h"
 #include "server/engine.h"
 
 /* ---- statistics ---- */
@@ -504,8 +505,9 @@ static const char width_help[] =
 	"usage: egang bench width -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
 	"\n"
 	"Decode tok/s of the gang at widths 1..n (the first w slots requested),\n"
-	"min/median/max over R reps of N tokens, and the knee: the smallest width\n"
-	"within 5% of the best.\n";
+	"min/median/max over R reps of N tokens, and the knee the `knee` policy\n"
+	"would pick: the widest width whose core time per token (width / tok/s)\n"
+	"is within 5% of the cheapest width's.\n";
 
 static int bench_width(int argc, char **argv)
 {
@@ -534,12 +536,10 @@ static int bench_width(int argc, char **argv)
 		       s.p50, s.min, s.max,
 		       s.p50 * (double)model_bytes_per_token(m) / 1e9);
 	}
-	int knee = n;
+	double rate[GANG_MAX_SLOTS + 1] = {0};
 	for (int w = 1; w <= n; w++)
-		if (med[w - 1] >= 0.95 * best) {
-			knee = w;
-			break;
-		}
+		rate[w] = med[w - 1];
+	int knee = knee_of_rates(rate, n, 0.95);
 	printf("bench width %s: knee=%d best=%.2f tok/s at widths 1..%d:", m->name, knee,
 	       best, n);
 	for (int w = 1; w <= n; w++)

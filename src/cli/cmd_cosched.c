@@ -298,8 +298,9 @@ static const char cosched_help[] =
 	"knee-capped elastic gang and a fixed pool run at each duty; writes\n"
 	"DIR/coschedule.csv, DIR/width-ARM-DUTY.csv and DIR/coschedule.png\n"
 	"(default DIR: build/coschedule). Takes about (n + 3) x duties x S seconds.\n"
-	"The knee arm caps the gang at the smallest width whose tok/s is at least\n"
-	"T x the best width's (default 0.95).\n";
+	"The knee arm caps the gang at the widest width whose core time per token\n"
+	"(width / tok/s, measured online) is within 1/T of the cheapest width's\n"
+	"(default T 0.95).\n";
 
 static void write_plot(const char *dir, const int *duty, int n_duty)
 {

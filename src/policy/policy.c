@@ -24,16 +24,26 @@ void knee_init(knee_state_t *k, int n_slots)
 	k->tolerance = KNEE_TOLERANCE;
 }
 
+int knee_of_rates(const double *rate, int n, double tolerance)
+{
+	double cheapest = 0; /* least core-seconds per token */
+	for (int w = 1; w <= n; w++)
+		if (rate[w] > 0 && (cheapest == 0 || w / rate[w] < cheapest))
+			cheapest = w / rate[w];
+	int knee = 0;
+	for (int w = 1; w <= n; w++)
+		if (rate[w] > 0 && w / rate[w] * tolerance <= cheapest)
+			knee = w;
+	return knee ? knee : n;
+}
+
 int knee_estimate(const knee_state_t *k, int n_slots)
 {
-	double best = 0;
+	double rate[GANG_MAX_SLOTS + 1] = {0};
 	for (int w = 1; w <= n_slots; w++)
-		if (k->seen[w] && 1e9 / k->ns[w] > best)
-			best = 1e9 / k->ns[w];
-	for (int w = 1; w <= n_slots; w++)
-		if (k->seen[w] && 1e9 / k->ns[w] >= k->tolerance * best)
-			return w;
-	return n_slots;
+		if (k->seen[w])
+			rate[w] = 1e9 / k->ns[w];
+	return knee_of_rates(rate, n_slots, k->tolerance);
 }
 
 /* The lowest k slots of mask (all of them when it has fewer). */

@@ -15,12 +15,15 @@
  *                core for a whole tick (~4 ms) and the gang's barriers wait
  *                on it, so tok/s can fall below a narrower gang's. The
  *                default: an index that names no record selects it.
- *  1 knee        elastic capped at the width past which tok/s stops growing,
+ *  1 knee        elastic capped at the width past which an added core no
+ *                longer brings its share of tok/s (knee_of_rates),
  *                measured online (an exploration token every 16). Good: a
  *                memory-bound model whose speed saturates before the last
- *                core. Fails: the estimate lags a tenant that comes and
- *                goes; exploration costs a token at the wrong width now and
- *                then; min_width/max_width clamp it.
+ *                core; sharing where tenant work counts as much as
+ *                inference. Fails: the estimate lags a tenant that comes
+ *                and goes; exploration costs a token at the wrong width
+ *                now and then; min_width/max_width clamp it; interactive
+ *                latency (a narrower gang is slower per token).
  *  2 latency     elastic, preempt acquire (SCHED_FIFO workers take a core
  *                from a tenant at once), keep cores 50 ms after a
  *                generation. Good: interactive serving, TTFT and per-token
@@ -101,13 +104,23 @@ typedef struct knee_state {
 	int knee;      /* current cap */
 	int exploring; /* width being tried this token, 0 if none */
 	uint64_t rng;
-	double tolerance; /* a width is "enough" at this fraction of the best
-			     rate (0.95 by default: the knee of bench width) */
+	double tolerance; /* see knee_of_rates (0.95 by default) */
 } knee_state_t;
 
 void knee_init(knee_state_t *k, int n_slots);
-/* The knee: the smallest width whose rate is at least tolerance x the
- * best seen (within 5% by default). */
+/* The knee of measured decode rates (tok/s at widths 1..n, index 0
+ * unused, 0 = not measured): the widest width whose core time per token,
+ * w / rate(w), is within 1 / tolerance of the cheapest width's. A core is
+ * worth adding while it brings its share of speed: with linear scaling
+ * every width costs the same and the knee is n; past the point where
+ * decode saturates memory bandwidth each added core costs more core time
+ * than it saves, and those cores do more for tenants. (The smallest width
+ * within 5% of the best rate, the other usual definition, keeps every core
+ * that adds 5%: on a machine where two cores decode only 1.3x faster than
+ * one it spends 2 core-seconds for 1.3 core-seconds' worth of tokens.)
+ * n if nothing was measured. */
+int knee_of_rates(const double *rate, int n, double tolerance);
+/* knee_of_rates over the widths k has measured. */
 int knee_estimate(const knee_state_t *k, int n_slots);
 
 /* The mask to request for the next token (slot 0 always in). */
