@@ -369,6 +369,16 @@ if start_server chat -m "$CHAT" --ctx 512 --max-queue 1 --cores 0 -q; then
 		sleep 0.2
 	done
 	[[ $ok -eq 1 ]] && pass "a client that disconnects mid-stream cancels its generation" || fail "cancel on disconnect" "$c0 -> $c1"
+	# so does a non-streaming client (it sees nothing before the end)
+	c0=$c1
+	curl -s --max-time 0.5 -o /dev/null -d '{"prompt":"Once","max_tokens":500}' "$URL/v1/completions"
+	ok=0
+	for _ in $(seq 50); do
+		c1=$(curl -s --max-time 10 "$URL/metrics" | awk '/^egang_generations_cancelled_total/ {print $2}')
+		if [[ $c1 -gt $c0 ]]; then ok=1; break; fi
+		sleep 0.2
+	done
+	[[ $ok -eq 1 ]] && pass "a non-streaming client that disconnects cancels its generation" || fail "non-streaming cancel on disconnect" "$c0 -> $c1"
 	# SIGTERM with a stream in flight
 	curl -sN --max-time 30 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":500,"stream":true}' "$URL/v1/completions" &
 	CURL=$!

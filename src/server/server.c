@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -1475,6 +1476,38 @@ static char *final_body(server_job_t *j)
 		choices, "usage", usage_json(j->n_prompt, j->n_gen)));
 }
 
+/* True once the client has closed its end of the connection (or it broke). */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Waits for a non-streaming job to finish. Its client sees nothing until
+ * then, so the only sign that it went away is its socket: checked every
+ * 100 ms, a hang-up cancels the job (counted as cancelled), which then
+ * ends at its next token. */
+static void wait_for_job(struct MHD_Connection *c, server_job_t *j)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int fd = ci ? ci->connect_fd : -1;
+	pthread_mutex_lock(&j->mu);
+	while (!j->done) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts); /* the condvar's clock */
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+		if (!j->done && fd >= 0 && peer_gone(fd))
+			atomic_store_explicit(&j->cancel, true, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&j->mu);
+}
+
 static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 				    const char *url, const char *method,
 				    const char *version, const char *upload,
@@ -1560,10 +1593,7 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 		MHD_destroy_response(r);
 		return ret;
 	}
-	pthread_mutex_lock(&j->mu);
-	while (!j->done)
-		pthread_cond_wait(&j->cv, &j->mu);
-	pthread_mutex_unlock(&j->mu);
+	wait_for_job(c, j);
 	int status = j->err_status ? j->err_status : 200;
 	char *body = j->err_status ? strdup(j->err_body) : final_body(j);
 	job_release(j);
