@@ -749,6 +749,8 @@ static const char bench_help[] =
 	"             knee and a fixed pool across duty cycles (CSV + PNG)\n"
 	"  serve      load generator for `egang serve` (streaming clients)\n"
 	"  switch     policy index write and write-to-in-force latency\n"
+	"  switching  the policy-switching experiment: serve + antagonists,\n"
+	"             steady/burst/steady load, fixed vs switched policies\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -773,6 +775,8 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "switch"))
 		return cmd_bench_switch(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "switching"))
+		return cmd_bench_switching(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -3,7 +3,6 @@
  * until the time is up; every request must end in a 200 with a complete
  * stream ("data: [DONE]") or in a 429. Prints one summary line. */
 #include <getopt.h>
-#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "cli/loadgen.h"
 
 static const char bench_serve_help[] =
 	"usage: egang bench serve --url URL [options]\n"
@@ -64,49 +64,6 @@ typedef struct client {
 	size_t n_ttft, cap_ttft;
 	char why[200]; /* the first failure */
 } client_t;
-
-typedef struct stream {
-	char line[8192];
-	size_t len;
-	uint64_t t0, t_first;
-	bool done_seen;
-	int64_t completion_tokens;
-} stream_t;
-
-static void stream_line(stream_t *st)
-{
-	st->line[st->len] = '\0';
-	if (strncmp(st->line, "data: ", 6))
-		return;
-	const char *d = st->line + 6;
-	if (!strcmp(d, "[DONE]")) {
-		st->done_seen = true;
-		return;
-	}
-	if (!st->t_first)
-		st->t_first = time_now_ns();
-	json_t *j = json_loads(d, 0, NULL);
-	json_t *u = j ? json_object_get(j, "usage") : NULL;
-	json_t *ct = u ? json_object_get(u, "completion_tokens") : NULL;
-	if (json_is_integer(ct))
-		st->completion_tokens = json_integer_value(ct);
-	json_decref(j);
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *user)
-{
-	stream_t *st = user;
-	size_t total = size * n;
-	for (size_t i = 0; i < total; i++) {
-		if (p[i] == '\n') {
-			stream_line(st);
-			st->len = 0;
-		} else if (st->len + 1 < sizeof st->line) {
-			st->line[st->len++] = p[i];
-		}
-	}
-	return total;
-}
 
 /* GET url/metrics and read process_resident_memory_bytes; 0 if absent. */
 static long rss_from_metrics(const char *base, const char *key)
@@ -174,25 +131,13 @@ static void *client_main(void *arg)
 	client_t *cl = arg;
 	const bench_cfg_t *c = cl->cfg;
 	CURL *h = curl_easy_init();
-	char url[1024], auth[512];
+	char url[1024];
 	snprintf(url, sizeof url, "%s%s", c->url,
 		 c->chat ? "/v1/chat/completions" : "/v1/completions");
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-	if (c->api_key) {
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->api_key);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	stream_t *st = malloc(sizeof *st);
-	while (h && time_now_ns() < c->t_end) {
-		memset(st, 0, sizeof *st);
-		curl_easy_reset(h);
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT, c->req_timeout);
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, st);
+	struct curl_slist *hdr = loadgen_headers(c->api_key);
+	loadgen_stream_t *st = malloc(sizeof *st);
+	while (h && st && time_now_ns() < c->t_end) {
+		loadgen_setup(h, url, hdr, c->body, c->req_timeout, st);
 		st->t0 = time_now_ns();
 		CURLcode rc = curl_easy_perform(h);
 		long code = 0;
@@ -296,18 +241,11 @@ int cmd_bench_serve(int argc, char **argv)
 	while (ul && url[ul - 1] == '/')
 		url[--ul] = '\0';
 	c.url = url;
-	json_t *req = c.chat
-		? json_pack("{s:[{s:s,s:s}], s:i, s:b, s:f}", "messages", "role",
-			    "user", "content", c.prompt, "max_tokens", c.max_tokens,
-			    "stream", 1, "temperature", 0.8)
-		: json_pack("{s:s, s:i, s:b, s:f}", "prompt", c.prompt,
-			    "max_tokens", c.max_tokens, "stream", 1, "temperature", 0.8);
-	if (!req) {
+	c.body = loadgen_body(c.prompt, c.max_tokens, c.chat, 0.8);
+	if (!c.body) {
 		log_error("bench serve: --prompt is not valid UTF-8");
 		return EXIT_INPUT;
 	}
-	c.body = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		log_error("bench serve: curl_global_init failed");
 		free(c.body);
