@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the figures in README.md on this machine (run it on a quiet
 # machine: the numbers are medians over repetitions, but other load still
-# shows). Usage: tools/figures.sh [decode|protocol|gang|coschedule|all]
+# shows). Usage: tools/figures.sh [decode|protocol|gang|coschedule|switching|all]
 # Models are made with `egang synth` into build/models (about 700 MB).
 set -eu
 cd "$(dirname "$0")/.."
@@ -44,4 +44,11 @@ fi
 if [[ $what == coschedule || $what == all ]]; then
 	$EGANG bench coschedule -m "$(model smollm-135m q8_0)" --seconds 6 --out build/coschedule
 	cp build/coschedule/coschedule.png doc/coschedule.png 2>/dev/null || true
+fi
+if [[ $what == switching || $what == all ]]; then
+	if [[ -r ../shared/models/stories260K.gguf ]]; then
+		$EGANG bench switching -m ../shared/models/stories260K.gguf --out build/switching
+		cp build/switching/switching.png doc/switching.png
+		cp build/switching/switching.csv doc/switching.csv
+	fi
 fi

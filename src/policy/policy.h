@@ -24,16 +24,21 @@
  *                and goes; exploration costs a token at the wrong width
  *                now and then; min_width/max_width clamp it; interactive
  *                latency (a narrower gang is slower per token).
- *  2 latency     elastic, preempt acquire (SCHED_FIFO workers take a core
- *                from a tenant at once), keep cores 50 ms after a
- *                generation. Good: interactive serving, TTFT and per-token
- *                latency first. Fails: tenants lose their cores mid-slice
- *                (their throughput drops); needs CAP_SYS_NICE, refused ->
- *                polite (counted in gang_stats.fifo_denied); RT throttling.
+ *  2 latency     the knee's width (as record 1), preempt acquire
+ *                (SCHED_FIFO workers take a core from a tenant at once),
+ *                keep cores 50 ms after a generation. Good: interactive
+ *                serving, TTFT and per-token latency first. Fails: tenants
+ *                lose their cores mid-slice (their throughput drops); needs
+ *                CAP_SYS_NICE, refused -> polite (counted in
+ *                gang_stats.fifo_denied); RT throttling; the knee's
+ *                exploration tokens. (Every core until issue 6's
+ *                measurement: past the knee a core only adds barrier waits.)
  *  3 throughput  half the slots (at least the leader), polite; the rest are
  *                reserved for tenants. Good: batch tenants that must keep a
  *                known share of the machine. Fails: decode is capped at half
- *                width even when the tenants are idle.
+ *                width even when the tenants are idle; a burst queues. No
+ *                guard: its fallback, elastic, is slower still under
+ *                CPU-bound tenants (policy.c).
  *  4.. static:K  exactly slots 0..K-1 (K = 1..n-1), polite: the static
  *                partition baseline. Good: predictable interference. Fails:
  *                idle cores are never used; a tenant sharing one of the K
