@@ -273,12 +273,13 @@ void policy_lib_builtin(policy_lib_t *lib, int n_slots)
 	lib_add(lib, (policy_t){.name = "knee", .width = WIDTH_KNEE});
 	/* latency runs at the online knee, not at every core, by measurement
 	 * (2 cores, stories260K, two CPU-bound tenants pinned per core, two
-	 * closed-loop clients of 48-token requests, preempt in both): every
-	 * core served 340 requests in 3 s for 1.05 CPU s per 100 requests,
-	 * the knee 541-568 for 0.89-0.90 s, one core 432-439 for 0.63-0.66 s.
-	 * Past the knee a core adds barrier waits, not speed, and takes a
-	 * whole core from the tenants at SCHED_FIFO; on a model whose decode
-	 * scales the knee is every core, as before. */
+	 * closed-loop clients of 48-token requests for 3 s, SCHED_FIFO in
+	 * all): every core served 340-424 requests for 0.94-1.05 CPU s per
+	 * 100, the knee 521-568 for 0.88-0.92 s (the tok/s knee and, after
+	 * the rebase, the core-time knee alike), one core 432-525 for
+	 * 0.61-0.66 s. Past the knee a core adds barrier waits more than
+	 * speed and takes a whole core from the tenants at SCHED_FIFO; on a
+	 * model whose decode scales the knee is every core, as before. */
 	lib_add(lib, (policy_t){.name = "latency", .width = WIDTH_KNEE,
 				.acquire = GANG_ACQUIRE_PREEMPT, .keep_ms = 50});
 	int half = n_slots / 2 > 0 ? n_slots / 2 : 1;
