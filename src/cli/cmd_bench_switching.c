@@ -245,8 +245,10 @@ static void *burners_main(void *arg)
 					b->buf[i][b->len[i]++] = tmp[j];
 				}
 			}
-			if (k <= 0)
+			if (k <= 0) {
+				close(b->fd[i]);
 				b->fd[i] = -1; /* poll ignores it from now on */
+			}
 		}
 		if (b->units_path && now - last_write > 20000000ull) {
 			units_write(b);
@@ -297,7 +299,9 @@ static void burners_stop(burners_t *b)
 		kill(b->pid[i], SIGTERM);
 	for (int i = 0; i < b->n; i++) {
 		reap(b->pid[i], 0, 2);
-		/* fd may be -1 already (closed pipe seen): keep the original */
+		if (b->fd[i] >= 0)
+			close(b->fd[i]);
+		b->fd[i] = -1;
 	}
 }
 
@@ -582,6 +586,11 @@ static int run_one(const cfg_t *c, int arm, int rep, int run_id,
 	if (!r)
 		return err_set("out of memory");
 	if (burners_start(&b, c, T + c->drain_s + 60) < 0) {
+		for (int i = 0; i < b.n; i++) { /* the ones started */
+			reap(b.pid[i], SIGTERM, 2);
+			close(b.fd[i]);
+		}
+		free(b.bucket);
 		free(r);
 		return -1;
 	}
