@@ -751,6 +751,7 @@ static const char bench_help[] =
 	"  switch     policy index write and write-to-in-force latency\n"
 	"  switching  the policy-switching experiment: serve + antagonists,\n"
 	"             steady/burst/steady load, fixed vs switched policies\n"
+	"  membw      read bandwidth with 1..n cores (the limit for decode)\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -777,6 +778,8 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_switch(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "switching"))
 		return cmd_bench_switching(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "membw"))
+		return cmd_bench_membw(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# egang bench membw: one summary line (or JSON object) per core count, with
+# min <= median <= max and positive figures; bad flags are usage errors.
+# The bandwidth itself is never asserted (the machine is shared).
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+
+"$EGANG" bench membw --help >$TMP/h 2>&1
+if [[ $? -eq 0 ]] && grep -q "^usage: egang bench membw" $TMP/h; then pass "bench membw --help"
+else fail "bench membw --help" "$(head -3 $TMP/h)"; fi
+
+n=$(nproc)
+"$EGANG" bench membw --mb 16 --reps 2 -q >$TMP/m 2>$TMP/m.err
+rc=$?
+lines=$(grep -c '^bench membw: cores=.* threads=[0-9]* mb=16 reps=2 GB/s min/median/max ' $TMP/m)
+if [[ $rc -eq 0 && $lines -eq $n ]]; then pass "bench membw: one line per core count ($n)"
+else fail "bench membw: one line per core count" "rc=$rc lines=$lines $(cat $TMP/m $TMP/m.err | head -5)"; fi
+if awk '{split($(NF-2), v, "/"); if (!(v[1] > 0 && v[1] <= v[2] && v[2] <= v[3])) bad=1}
+	END {exit bad}' $TMP/m; then pass "bench membw: 0 < min <= median <= max"
+else fail "bench membw: 0 < min <= median <= max" "$(cat $TMP/m)"; fi
+
+"$EGANG" bench membw --cores 0 --mb 8 --reps 3 --json >$TMP/j 2>&1
+if python3 -c '
+import json, sys
+o = [json.loads(l) for l in open(sys.argv[1])]
+assert len(o) == 1 and o[0]["bench"] == "membw" and o[0]["threads"] == 1
+assert o[0]["cores"] == "0" and o[0]["mb"] == 8 and o[0]["reps"] == 3
+g = o[0]["gb_s"]; assert 0 < g["min"] <= g["median"] <= g["max"]
+' $TMP/j 2>$TMP/j.err; then pass "bench membw --json"
+else fail "bench membw --json" "$(cat $TMP/j $TMP/j.err | head -5)"; fi
+
+expect_exit "bench membw --mb too small" 2 "--mb: 2 is out of range" "$EGANG" bench membw --mb 2
+expect_exit "bench membw --reps 0" 2 "--reps: 0 is out of range" "$EGANG" bench membw --reps 0
+expect_exit "bench membw unknown flag" 2 "--bogus" "$EGANG" bench membw --bogus
+expect_exit "bench membw stray operand" 2 "." "$EGANG" bench membw extra
+expect_exit "bench membw bad cores" 2 "--cores" "$EGANG" bench membw --cores 999
