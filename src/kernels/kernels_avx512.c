@@ -44,13 +44,6 @@
 
 /* ---------------------------------------------------------- helpers */
 
-/* Software prefetch distance in bytes ahead of each of the 4 rows of a
- * group (hardware prefetchers track 4 streams less eagerly; measured +30-50%
- * on DRAM-resident q8_0 weights, -15% when the weights are in L2). The
- * prefetch may run past the end of the matrix: prefetches never fault. */
-#ifndef PF_DIST
-#define PF_DIST 1024
-#endif
 
 /* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
  * then 0+1. */
@@ -159,28 +152,60 @@ AVX512_INLINE __m512 load16(dtype_t t, const uint8_t *w, int64_t i, __mmask16 m)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* Linear software prefetch over a chunk of rows. A matvec call reads the
+ * byte range [r0 * rb, r1 * rb) of W, R rows at a time in parallel; the
+ * cursor issues one prefetch per 64-byte line of that range, in address
+ * order, keeping `lead` bytes ahead of what has been consumed (the bytes of
+ * the row groups done plus the current group's progress). So the next row
+ * group is in flight while this one is computed, and nothing past the
+ * chunk's end is requested (a neighbouring chunk may run on another core).
+ * Prefetches never fault. */
+typedef struct pf_cursor {
+	const char *next, *end;
+} pf_cursor_t;
+
+AVX512_INLINE void pf_to(pf_cursor_t *pf, const char *target)
+{
+	if (target > pf->end)
+		target = pf->end;
+	while (pf->next < target) {
+		_mm_prefetch(pf->next, _MM_HINT_T0);
+		pf->next += 64;
+	}
+}
+
+/* Bytes the prefetch cursor keeps ahead: at least PF_LEAD_MIN, and one row
+ * group of 4 rows. */
+#ifndef PF_LEAD_MIN
+#define PF_LEAD_MIN 4096
+#endif
+
 /* Per row: two 16-lane FMA accumulators over steps of 32 elements; a ragged
  * tail (< 32) is one more step with masked (zero-filled) loads; then
- * hsum512_ps(acc0 + acc1). */
-AVX512_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
-				  int64_t n, float *out, const int R)
+ * hsum512_ps(acc0 + acc1). The R = 4 and R = 1 forms are written out (not
+ * loops over r) so the accumulators stay in registers: the loop form kept
+ * them on the stack and ran at half the speed. `pf`, when not NULL, is
+ * advanced by the bytes consumed (R rows x 32 elements per step). */
+#define FLOAT_STEP(r, xa, xb, m0, m1)                                          \
+	do {                                                                  \
+		a##r##0 = _mm512_fmadd_ps(load16(t, w[r], i, m0), xa, a##r##0); \
+		a##r##1 = _mm512_fmadd_ps(load16(t, w[r], i + 16, m1), xb, a##r##1); \
+	} while (0)
+
+AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
+				   int64_t n, float *out, pf_cursor_t *pf, const char *pf_base)
 {
-	__m512 acc[4][2];
-	for (int r = 0; r < R; r++)
-		acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-	int64_t i = 0;
+	__m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
+	__m512 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
 	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
+		pf_to(pf, pf_base + 4 * (size_t)i * es);
 		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-		if (R == 4)
-			for (int r = 0; r < R; r++)
-				for (size_t o = 0; o < 32 * es; o += 64)
-					_mm_prefetch((const char *)w[r] + (size_t)i * es + o + PF_DIST,
-						     _MM_HINT_T0);
-		for (int r = 0; r < R; r++) {
-			acc[r][0] = _mm512_fmadd_ps(load16(t, w[r], i, 0xFFFF), x0, acc[r][0]);
-			acc[r][1] = _mm512_fmadd_ps(load16(t, w[r], i + 16, 0xFFFF), x1, acc[r][1]);
-		}
+		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(1, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(2, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(3, x0, x1, 0xFFFF, 0xFFFF);
 	}
 	if (i < n) {
 		int64_t rem = n - i;
@@ -188,13 +213,35 @@ AVX512_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const floa
 		__mmask16 m1 = rem <= 16 ? 0 : (__mmask16)((1u << (rem - 16)) - 1);
 		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
 		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
-		for (int r = 0; r < R; r++) {
-			acc[r][0] = _mm512_fmadd_ps(load16(t, w[r], i, m0), x0, acc[r][0]);
-			acc[r][1] = _mm512_fmadd_ps(load16(t, w[r], i + 16, m1), x1, acc[r][1]);
-		}
+		FLOAT_STEP(0, x0, x1, m0, m1);
+		FLOAT_STEP(1, x0, x1, m0, m1);
+		FLOAT_STEP(2, x0, x1, m0, m1);
+		FLOAT_STEP(3, x0, x1, m0, m1);
 	}
-	for (int r = 0; r < R; r++)
-		out[r] = hsum512_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
+	out[1] = hsum512_ps(_mm512_add_ps(a10, a11));
+	out[2] = hsum512_ps(_mm512_add_ps(a20, a21));
+	out[3] = hsum512_ps(_mm512_add_ps(a30, a31));
+}
+
+AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const float *x,
+				   int64_t n, float *out)
+{
+	__m512 a00 = _mm512_setzero_ps(), a01 = a00;
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = rem >= 16 ? 0xFFFF : (__mmask16)((1u << rem) - 1);
+		__mmask16 m1 = rem <= 16 ? 0 : (__mmask16)((1u << (rem - 16)) - 1);
+		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
+		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		FLOAT_STEP(0, x0, x1, m0, m1);
+	}
+	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
 }
 
 /* ---------------------------------------------------- quantized rows */
@@ -295,7 +342,8 @@ AVX512_INLINE __m256i corr256(dtype_t t, __m256i x)
  * step is acc = acc + (float)sumi * (dw * dx), in lane r of acc4 (R = 4) or
  * in the scalar acc1 (R = 1): the generic's sequence. */
 AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_t *x,
-				  int64_t nb, float *out, const int R)
+				  int64_t nb, float *out, const int R, pf_cursor_t *pf,
+				  const char *pf_base)
 {
 	__m128 acc4 = _mm_setzero_ps();
 	float acc1 = 0.0f;
@@ -305,8 +353,7 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		__m512i c = corr512(t, xq);
 		uint16_t hxa = ld_u16(XD(x, b)), hxb = ld_u16(XD(x, b + 1));
 		if (R == 4) {
-			for (int r = 0; r < 4; r++)
-				_mm_prefetch((const char *)w[r] + (size_t)b * qbytes(t) + PF_DIST, _MM_HINT_T0);
+			pf_to(pf, pf_base + 4 * (size_t)b * qbytes(t));
 			__m512i p0 = _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq);
 			__m512i p1 = _mm512_dpbusd_epi32(c, wpair(t, w[1], b), xq);
 			__m512i p2 = _mm512_dpbusd_epi32(c, wpair(t, w[2], b), xq);
@@ -380,40 +427,58 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 
 /* ------------------------------------------------------ entry points */
 
-#define DEFINE_KERNELS(tag, T, ROWS)                                            \
+/* Prefetch lead in bytes for rows of rb bytes: one 4-row group, at least
+ * PF_LEAD_MIN, at most PF_LEAD_MAX. */
+#ifndef PF_LEAD_MAX
+#define PF_LEAD_MAX 16384
+#endif
+static inline size_t pf_lead(size_t rb)
+{
+	size_t l = 4 * rb;
+	return l < PF_LEAD_MIN ? PF_LEAD_MIN : l > PF_LEAD_MAX ? PF_LEAD_MAX : l;
+}
+
+#define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
 	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
 	{                                                                        \
 		const uint8_t *wr[1] = { w };                                    \
 		float out[1];                                                    \
-		ROWS(T, wr, xa, n, out, 1);                                      \
+		ROWS1(T, wr, xa, n, out);                                        \
 		return out[0];                                                   \
 	}                                                                        \
 	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
 					float *y, int64_t n, int64_t r0, int64_t r1) \
 	{                                                                        \
 		const uint8_t *base = W;                                         \
+		const size_t lead = pf_lead(rb);                                 \
+		pf_cursor_t pf = { (const char *)base + (size_t)r0 * rb,         \
+				   (const char *)base + (size_t)r1 * rb };       \
 		int64_t r = r0;                                                  \
 		for (; r + 4 <= r1; r += 4) {                                    \
 			const uint8_t *wr[4] = {                                 \
 				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
 				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
-			ROWS(T, wr, xa, n, y + r, 4);                            \
+			ROWS4(T, wr, xa, n, y + r, &pf,                          \
+			      (const char *)wr[0] + lead);                       \
 		}                                                                \
 		for (; r < r1; r++) {                                            \
 			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
-			ROWS(T, wr, xa, n, y + r, 1);                            \
+			ROWS1(T, wr, xa, n, y + r);                              \
 		}                                                                \
 	}
 
-#define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
-#define ROWS_QUANT(T, wr, xa, n, out, R) \
-	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
+#define FLOAT4(T, wr, xa, n, out, pf, pb) dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, pb)
+#define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
+#define QUANT4(T, wr, xa, n, out, pf, pb) \
+	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 4, pf, pb)
+#define QUANT1(T, wr, xa, n, out) \
+	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL, NULL)
 
-DEFINE_KERNELS(f32, DTYPE_F32, ROWS_FLOAT)
-DEFINE_KERNELS(f16, DTYPE_F16, ROWS_FLOAT)
-DEFINE_KERNELS(bf16, DTYPE_BF16, ROWS_FLOAT)
-DEFINE_KERNELS(q8_0, DTYPE_Q8_0, ROWS_QUANT)
-DEFINE_KERNELS(q4_0, DTYPE_Q4_0, ROWS_QUANT)
+DEFINE_KERNELS(f32, DTYPE_F32, FLOAT4, FLOAT1)
+DEFINE_KERNELS(f16, DTYPE_F16, FLOAT4, FLOAT1)
+DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
+DEFINE_KERNELS(q8_0, DTYPE_Q8_0, QUANT4, QUANT1)
+DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
 
 const kernel_ops_t kops_avx512 = {
 	.name = "avx512",

@@ -34,6 +34,8 @@ void model_free(model_t *m)
 	gguf_close(m->gguf);
 	if (m->map)
 		munmap(m->map, m->map_len);
+	if (m->wmem)
+		munmap(m->wmem, m->wmem_len);
 	free(m->layers);
 	free(m->owned);
 	free(m->name_owned);
@@ -431,6 +433,169 @@ fail:
 	return NULL;
 }
 
+/* ---- weights in huge pages ---- */
+
+static model_weights_t g_weights_mode = MODEL_WEIGHTS_AUTO;
+
+void model_set_weights(model_weights_t mode) { g_weights_mode = mode; }
+
+static model_weights_t weights_mode(void)
+{
+	const char *e = getenv("EGANG_WEIGHTS");
+	if (e && !strcmp(e, "map"))
+		return MODEL_WEIGHTS_MAP;
+	if (e && !strcmp(e, "huge"))
+		return MODEL_WEIGHTS_HUGE;
+	if (e && !strcmp(e, "auto"))
+		return MODEL_WEIGHTS_AUTO;
+	if (e && *e)
+		log_error("EGANG_WEIGHTS=%s: not map, huge or auto; ignored", e);
+	return g_weights_mode;
+}
+
+/* Transparent huge pages usable for madvise'd anonymous memory? */
+static bool thp_usable(void)
+{
+	char *s = file_read_all("/sys/kernel/mm/transparent_hugepage/enabled", NULL);
+	bool ok = s && !strstr(s, "[never]");
+	free(s);
+	return ok;
+}
+
+/* MemAvailable in bytes, or 0 when unknown. */
+static uint64_t mem_available(void)
+{
+	char *s = file_read_all("/proc/meminfo", NULL);
+	const char *p = s ? strstr(s, "MemAvailable:") : NULL;
+	uint64_t kb = p ? strtoull(p + 13, NULL, 10) : 0;
+	free(s);
+	return kb << 10;
+}
+
+/* Every weight-matrix pointer of m, for the copy's span and the rebase;
+ * norms and biases too (llama2.c files hold them between the matrices;
+ * GGUF ones are owned f32 copies, outside the span, and left alone). */
+static size_t weight_ptrs(model_t *m, const void ***out, size_t cap)
+{
+	size_t n = 0;
+#define ADD(p)                                   	do {                                     		if (n < cap)                     			out[n] = (const void **)&(p); 		n++;                             	} while (0)
+	ADD(m->tok_embd.data);
+	ADD(m->output.data);
+	ADD(m->output_norm);
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		layer_t *y = &m->layers[l];
+		ADD(y->wq.data);
+		ADD(y->wk.data);
+		ADD(y->wv.data);
+		ADD(y->wo.data);
+		ADD(y->w_gate.data);
+		ADD(y->w_down.data);
+		ADD(y->w_up.data);
+		ADD(y->attn_norm);
+		ADD(y->ffn_norm);
+	}
+#undef ADD
+	return n;
+}
+
+static uint64_t tensor_bytes(const tensor_t *t);
+
+/* Copies the span of the weight matrices into anonymous memory advised for
+ * huge pages and points the model at the copy. Returns 1 when copied, 0 when
+ * the mapping is kept (the reason in *why), never fails the load. */
+static int weights_to_huge(model_t *m, model_weights_t mode, const char **why)
+{
+	size_t np = weight_ptrs(m, NULL, 0);
+	const void ***ptrs = malloc(np * sizeof *ptrs);
+	weight_ptrs(m, ptrs, np);
+	/* the span [lo, hi) of every matrix (the norms lie inside it or are
+	 * owned copies elsewhere) */
+	const tensor_t *mats[2] = {&m->tok_embd, &m->output};
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < 2; i++) {
+		uintptr_t a = (uintptr_t)mats[i]->data;
+		lo = a < lo ? a : lo;
+		hi = a + tensor_bytes(mats[i]) > hi ? a + tensor_bytes(mats[i]) : hi;
+	}
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const layer_t *y = &m->layers[l];
+		const tensor_t *t[7] = {&y->wq, &y->wk, &y->wv, &y->wo,
+					&y->w_gate, &y->w_down, &y->w_up};
+		for (int i = 0; i < 7; i++) {
+			uintptr_t a = (uintptr_t)t[i]->data;
+			lo = a < lo ? a : lo;
+			hi = a + tensor_bytes(t[i]) > hi ? a + tensor_bytes(t[i]) : hi;
+		}
+	}
+	size_t bytes = hi - lo;
+	int rc = 0;
+	const size_t huge = 2u << 20;
+	uint64_t avail = mem_available();
+	if (mode == MODEL_WEIGHTS_AUTO && bytes < (16u << 20)) {
+		*why = "small enough for 4 KiB pages";
+	} else if (!thp_usable()) {
+		*why = "transparent huge pages are off";
+	} else if (avail && bytes + (1ull << 30) > avail) {
+		*why = "not enough available memory for a copy";
+	} else {
+		/* The copy keeps the span's offset within a 2 MiB page, so
+		 * every tensor keeps its alignment. */
+		size_t skew = lo & (huge - 1);
+		size_t len = skew + bytes + 2 * huge;
+		void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (map == MAP_FAILED) {
+			*why = "mmap of the copy failed";
+			goto out;
+		}
+		uint8_t *base = (uint8_t *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+		if (madvise(base, skew + bytes, MADV_HUGEPAGE) < 0) {
+			munmap(map, len);
+			*why = "madvise(MADV_HUGEPAGE) refused";
+			goto out;
+		}
+		uint8_t *dst = base + skew;
+		const uint8_t *src = (const uint8_t *)lo;
+		bool show = !log_quiet && bytes >= (256u << 20) && isatty(2);
+		uint64_t t0 = time_now_ns(), last = t0;
+		const size_t step = 64u << 20;
+		long pg = sysconf(_SC_PAGESIZE);
+		for (size_t off = 0; off < bytes; off += step) {
+			size_t k = bytes - off < step ? bytes - off : step;
+			memcpy(dst + off, src + off, k);
+			/* drop the file pages from this process once copied
+			 * (the page cache keeps them; RSS counts the copy once) */
+			uintptr_t a = ((uintptr_t)src + off + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+			uintptr_t b = ((uintptr_t)src + off + k) & ~((uintptr_t)pg - 1);
+			if (b > a)
+				(void)madvise((void *)a, b - a, MADV_DONTNEED);
+			uint64_t now = time_now_ns();
+			if (show && (now - last > 100000000ull || off + k == bytes)) {
+				fprintf(stderr, "\rloading weights into huge pages: %5.1f%%  %.2f / %.2f GB",
+					100.0 * (double)(off + k) / (double)bytes,
+					(double)(off + k) / 1e9, (double)bytes / 1e9);
+				last = now;
+			}
+		}
+		if (show)
+			fputc('\n', stderr);
+		for (size_t i = 0; i < np; i++) {
+			uintptr_t p = (uintptr_t)*ptrs[i];
+			if (p >= lo && p < hi)
+				*ptrs[i] = dst + (p - lo);
+		}
+		m->wmem = map;
+		m->wmem_len = len;
+		m->weights_copied = true;
+		m->weights_bytes = bytes;
+		m->weights_load_s = (double)(time_now_ns() - t0) / 1e9;
+		rc = 1;
+	}
+out:
+	free(ptrs);
+	return rc;
+}
+
 model_t *model_load(const char *path, const char *tok_path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -459,8 +624,15 @@ model_t *model_load(const char *path, const char *tok_path)
 		m = load_llama2c(path, tok_path, fd, (size_t)st.st_size);
 		close(fd);
 	}
-	if (m)
+	if (m) {
 		kernels_init();
+		model_weights_t mode = weights_mode();
+		const char *why = "";
+		if (mode != MODEL_WEIGHTS_MAP && !weights_to_huge(m, mode, &why) &&
+		    mode == MODEL_WEIGHTS_HUGE)
+			log_info("%s: weights stay in the file mapping: %s",
+				 base_name(path), why);
+	}
 	return m;
 }
 

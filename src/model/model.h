@@ -14,6 +14,7 @@
 #ifndef EGANG_MODEL_H
 #define EGANG_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,13 +74,47 @@ typedef struct model {
 	const char *name;          /* general.name or the file's base name */
 	const char *format;        /* "gguf" or "llama2c" */
 	size_t file_size;
+	/* Where the weight matrices live (model_load's weights mode):
+	 * true when they were copied into anonymous memory advised for
+	 * transparent huge pages, false when they are read through the file
+	 * mapping (4 KiB pages). */
+	bool weights_copied;
+	size_t weights_bytes;     /* the span copied (0 when mapped) */
+	double weights_load_s;    /* seconds the copy took */
 	/* private: the mapping and owned float copies */
 	gguf_t *gguf;
 	void *map;
 	size_t map_len;
+	void *wmem;       /* the anonymous weight copy, or NULL */
+	size_t wmem_len;
 	float *owned; /* norms and biases converted to f32 */
 	char *name_owned;
 } model_t;
+
+/* Where model_load puts the weight matrices.
+ *  MODEL_WEIGHTS_MAP:  read them through the file's mapping (4 KiB pages,
+ *                      shared with the page cache, no copy).
+ *  MODEL_WEIGHTS_HUGE: copy them into anonymous memory with MADV_HUGEPAGE
+ *                      (2 MiB transparent huge pages): decode streams every
+ *                      weight once per token, and with 4 KiB pages it misses
+ *                      the TLB every 4 KiB and the hardware prefetchers stop
+ *                      at every page boundary. Measured in README.md
+ *                      ("Decode speed"). Falls back to MAP, and says so in
+ *                      weights_copied, when transparent huge pages are off
+ *                      ("never"), madvise refuses, the copy would not fit in
+ *                      MemAvailable with 1 GiB to spare, or mmap fails.
+ *  MODEL_WEIGHTS_AUTO: HUGE when the matrices are at least 16 MiB (below
+ *                      that the 4 KiB pages fit the TLB), else MAP.
+ * The default is AUTO; the environment variable EGANG_WEIGHTS=map|huge|auto
+ * overrides it for every command. A copy of at least 256 MiB shows its
+ * progress on stderr when that is a terminal and log_quiet is off. */
+typedef enum model_weights {
+	MODEL_WEIGHTS_AUTO,
+	MODEL_WEIGHTS_MAP,
+	MODEL_WEIGHTS_HUGE,
+} model_weights_t;
+/* Sets the process default (model_load reads it; EGANG_WEIGHTS wins). */
+void model_set_weights(model_weights_t mode);
 
 /* Loads a model: GGUF when the file starts with "GGUF", else a llama2.c
  * checkpoint, which needs tok_path (a llama2.c tokenizer.bin); for GGUF a
