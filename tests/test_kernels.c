@@ -682,6 +682,98 @@ static void test_rope(void **state)
 	}
 }
 
+/* Every level's rmsnorm, softmax, rope and attention_head give the same
+ * bits as the generic twins (kernels.h promises it), on ragged sizes
+ * (dimension 172, vocabulary 105, lengths around the vector width). */
+static void test_float_math_twins(void **state)
+{
+	(void)state;
+	const char *lv[3];
+	int k = levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 21);
+	enum { NMAX = 2048 };
+	float *x = malloc(4 * NMAX), *w = malloc(4 * NMAX), *a = malloc(4 * NMAX),
+	      *b = malloc(4 * NMAX);
+	static const int64_t ns[] = { 1, 2, 15, 16, 17, 105, 172, 576, 2048 };
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++) {
+			int64_t n = ns[i];
+			fill_normal(&r, x, n, 3.0f);
+			fill_normal(&r, w, n, 1.0f);
+			rmsnorm_generic(a, x, w, n, 1e-5f);
+			rmsnorm(b, x, w, n, 1e-5f);
+			if (memcmp(a, b, 4 * (size_t)n))
+				fail_msg("%s rmsnorm n=%ld differs from generic", lv[l], (long)n);
+			memcpy(a, x, 4 * (size_t)n);
+			memcpy(b, x, 4 * (size_t)n);
+			softmax_generic(a, n);
+			softmax(b, n);
+			if (memcmp(a, b, 4 * (size_t)n))
+				fail_msg("%s softmax n=%ld differs from generic", lv[l], (long)n);
+		}
+		/* softmax with a NaN and with -inf, at several places */
+		for (int pos = 0; pos < 3; pos++) {
+			fill_normal(&r, x, 105, 3.0f);
+			x[pos * 50] = pos == 1 ? -INFINITY : NAN;
+			memcpy(a, x, 4 * 105);
+			memcpy(b, x, 4 * 105);
+			softmax_generic(a, 105);
+			softmax(b, 105);
+			assert_memory_equal(a, b, 4 * 105);
+		}
+		struct { int nh, hd, rot, pos, neox; float theta; } cs[] = {
+			{ 4, 64, 64, 7, 0, 10000.0f },   { 3, 64, 64, 41, 1, 1e6f },
+			{ 2, 172, 172, 300, 0, 10000.0f }, { 2, 172, 172, 299, 1, 10000.0f },
+			{ 3, 172, 42, 5, 0, 500000.0f }, { 3, 172, 42, 5, 1, 500000.0f },
+			{ 2, 128, 64, 100, 1, 10000.0f }, { 5, 8, 2, 3, 1, 10000.0f },
+		};
+		for (size_t c = 0; c < EG_ARRAY_LEN(cs); c++) {
+			int n = cs[c].nh * cs[c].hd;
+			fill_normal(&r, x, n, 1.0f);
+			memcpy(a, x, 4 * (size_t)n);
+			memcpy(b, x, 4 * (size_t)n);
+			rope_generic(a, cs[c].nh, cs[c].hd, cs[c].rot, cs[c].pos, cs[c].theta, cs[c].neox);
+			rope(b, cs[c].nh, cs[c].hd, cs[c].rot, cs[c].pos, cs[c].theta, cs[c].neox);
+			if (memcmp(a, b, 4 * (size_t)n))
+				fail_msg("%s rope case %zu differs from generic", lv[l], c);
+		}
+		/* attention: q (hd), a KV cache of n_pos rows at stride kvd */
+		static const int hds[] = { 8, 64, 172 };
+		static const int nps[] = { 1, 15, 16, 17, 33, 105 };
+		for (size_t h = 0; h < EG_ARRAY_LEN(hds); h++) {
+			for (size_t p = 0; p < EG_ARRAY_LEN(nps); p++) {
+				int hd = hds[h], np = nps[p];
+				int64_t kvd = 3 * (int64_t)hd + 5;
+				size_t cache = (size_t)np * (size_t)kvd;
+				float *q = malloc(4 * (size_t)hd), *kc = malloc(4 * cache),
+				      *vc = malloc(4 * cache);
+				float *s1 = malloc(4 * (size_t)np), *s2 = malloc(4 * (size_t)np);
+				fill_normal(&r, q, hd, 1.0f);
+				fill_normal(&r, kc, (int64_t)cache, 1.0f);
+				fill_normal(&r, vc, (int64_t)cache, 1.0f);
+				attention_head_generic(a, q, kc + 1, vc + 2, kvd, np, hd, s1);
+				attention_head(b, q, kc + 1, vc + 2, kvd, np, hd, s2);
+				if (memcmp(a, b, 4 * (size_t)hd) || memcmp(s1, s2, 4 * (size_t)np))
+					fail_msg("%s attention hd=%d n_pos=%d differs from generic",
+						 lv[l], hd, np);
+				free(q);
+				free(kc);
+				free(vc);
+				free(s1);
+				free(s2);
+			}
+		}
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(w);
+	free(a);
+	free(b);
+}
+
 static void test_swiglu(void **state)
 {
 	(void)state;
@@ -795,6 +887,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_swiglu),
+		cmocka_unit_test(test_float_math_twins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  *
  * Reading order: type table; conversions; quantization; generic dot
  * products and matvec; dispatch; public entry points; the non-matvec math of
- * the forward pass (rmsnorm, softmax, rope, swiglu), which has no SIMD twin
- * and is written to match llama2.c's run.c operation for operation.
+ * the forward pass (rmsnorm, softmax, rope, attention: generic twins written
+ * to match llama2.c's run.c operation for operation, then their dispatchers,
+ * whose SIMD versions give the same bits; swiglu, scalar only).
  *
  * See kernels_impl.h for the reduction orders and what is bit-exact. */
 #include "kernels/kernels_impl.h"
@@ -253,6 +254,9 @@ MATVEC_GENERIC(matvec_bf16_generic, dot_bf16_generic)
 MATVEC_GENERIC(matvec_q8_0_generic, dot_q8_0_generic)
 MATVEC_GENERIC(matvec_q4_0_generic, dot_q4_0_generic)
 
+static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
+			       const float *cs, int neox);
+
 const kernel_ops_t kops_generic = {
 	.name = "generic",
 	.vec_dot = {
@@ -272,6 +276,10 @@ const kernel_ops_t kops_generic = {
 	.quantize_q8_0 = quantize_q8_0_generic,
 	.fp16_to_f32_row = fp16_to_f32_row_generic,
 	.f32_to_fp16_row = f32_to_fp16_row_generic,
+	.rmsnorm = rmsnorm_generic,
+	.softmax = softmax_generic,
+	.rope_apply = rope_apply_generic,
+	.attention = attention_head_generic,
 };
 
 /* ------------------------------------------------------------- dispatch */
@@ -316,6 +324,14 @@ static void isa_tables_build(void)
 			t->fp16_to_f32_row = s->fp16_to_f32_row;
 		if (s->f32_to_fp16_row)
 			t->f32_to_fp16_row = s->f32_to_fp16_row;
+		if (s->rmsnorm)
+			t->rmsnorm = s->rmsnorm;
+		if (s->softmax)
+			t->softmax = s->softmax;
+		if (s->rope_apply)
+			t->rope_apply = s->rope_apply;
+		if (s->attention)
+			t->attention = s->attention;
 	}
 }
 
@@ -494,7 +510,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 
 /* As llama2.c: ss sequential in float, ss / n + eps, 1 / sqrtf, then
  * o = w * (ss * x). */
-void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps)
+void rmsnorm_generic(float *o, const float *x, const float *w, int64_t n, float eps)
 {
 	float ss = 0.0f;
 	for (int64_t j = 0; j < n; j++)
@@ -507,7 +523,7 @@ void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps)
 }
 
 /* As llama2.c: max, x = expf(x - max) with a sequential sum, x /= sum. */
-void softmax(float *x, int64_t n)
+void softmax_generic(float *x, int64_t n)
 {
 	if (n <= 0)
 		return;
@@ -529,8 +545,8 @@ void softmax(float *x, int64_t n)
  *   val = pos * freq, (v0, v1) -> (v0 cos - v1 sin, v0 sin + v1 cos).
  * neox = 1 rotates (x[i], x[i + rot_dim/2]) for i < rot_dim/2 with
  * freq = 1 / powf(theta, 2i / (float)rot_dim). */
-void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
-	  float theta, int neox)
+void rope_generic(float *x, int n_heads, int head_dim, int rot_dim, int pos,
+		  float theta, int neox)
 {
 	assert(rot_dim <= head_dim && rot_dim % 2 == 0);
 	for (int h = 0; h < n_heads; h++) {
@@ -545,6 +561,82 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 			v[b] = v0 * fci + v1 * fcr;
 		}
 	}
+}
+
+/* The rotation of rope_generic with the (cos, sin) of each pair taken from
+ * a table (the same values: they depend on the pair, not on the head). */
+static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
+			       const float *cs, int neox)
+{
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		for (int i = 0; i < rot_dim; i += 2) {
+			float fcr = cs[i], fci = cs[i + 1];
+			int a = neox ? i / 2 : i, b = neox ? i / 2 + rot_dim / 2 : i + 1;
+			float v0 = v[a], v1 = v[b];
+			v[a] = v0 * fcr - v1 * fci;
+			v[b] = v0 * fci + v1 * fcr;
+		}
+	}
+}
+
+/* As llama2.c's attention loop for one head. */
+void attention_head_generic(float *out, const float *q, const float *k,
+			    const float *v, int64_t stride, int n_pos, int hd,
+			    float *scores)
+{
+	float scale = sqrtf((float)hd);
+	for (int t = 0; t < n_pos; t++) {
+		const float *kt = k + (size_t)t * (size_t)stride;
+		float dot = 0.0f;
+		for (int i = 0; i < hd; i++)
+			dot += q[i] * kt[i];
+		scores[t] = dot / scale;
+	}
+	softmax_generic(scores, n_pos);
+	memset(out, 0, (size_t)hd * sizeof *out);
+	for (int t = 0; t < n_pos; t++) {
+		const float *vt = v + (size_t)t * (size_t)stride;
+		float a = scores[t];
+		for (int i = 0; i < hd; i++)
+			out[i] += a * vt[i];
+	}
+}
+
+/* ------------------------------------------ forward-pass math (dispatch) */
+
+void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps)
+{
+	ops_get()->rmsnorm(o, x, w, n, eps);
+}
+
+void softmax(float *x, int64_t n) { ops_get()->softmax(x, n); }
+
+void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
+	  float theta, int neox)
+{
+	assert(rot_dim <= head_dim && rot_dim % 2 == 0);
+	enum { MAX_ROT = 1024 };
+	if (rot_dim > MAX_ROT) {
+		rope_generic(x, n_heads, head_dim, rot_dim, pos, theta, neox);
+		return;
+	}
+	/* (cos, sin) per pair, computed once for all heads with the generic's
+	 * expressions */
+	float cs[MAX_ROT];
+	for (int i = 0; i < rot_dim; i += 2) {
+		float freq = 1.0f / powf(theta, (float)i / (float)rot_dim);
+		float val = (float)pos * freq;
+		cs[i] = cosf(val);
+		cs[i + 1] = sinf(val);
+	}
+	ops_get()->rope_apply(x, n_heads, head_dim, rot_dim, cs, neox);
+}
+
+void attention_head(float *out, const float *q, const float *k, const float *v,
+		    int64_t stride, int n_pos, int hd, float *scores)
+{
+	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores);
 }
 
 /* As llama2.c: val *= 1 / (1 + expf(-val)); val *= b. */

@@ -90,16 +90,44 @@ float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 		 int64_t n, int64_t r0, int64_t r1);
 
-/* o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. */
+/* The forward pass's float math. Each has a scalar *_generic twin written
+ * to match llama2.c's run.c operation for operation, and the dispatched
+ * version gives the SAME BITS at every ISA level (tests/test_kernels.c
+ * compares them with memcmp): the SIMD levels vectorize only what does not
+ * change a rounding. Elementwise products and divisions are the same IEEE
+ * operations in any lane (no FMA contraction, kernels_impl.h); every sum
+ * that run.c does sequentially stays sequential, per lane where the lanes
+ * are independent outputs (attention's scores: 16 positions per vector,
+ * each summed over i in order), or scalar where there is only one sum
+ * (rmsnorm's sum of squares, softmax's sum of exps: one add per element,
+ * a small share of a token). So stories260K still reproduces run.c's text
+ * and ids, and the sampler's softmax stays run.c's.
+ *
+ * o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. */
 void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
+void rmsnorm_generic(float *o, const float *x, const float *w, int64_t n, float eps);
 /* In-place softmax over x (n,). */
 void softmax(float *x, int64_t n);
+void softmax_generic(float *x, int64_t n);
 /* RoPE on one vector of n_heads heads of head_dim at position pos.
  * neox = 0: rotate adjacent pairs (x[2i], x[2i+1]) (llama);
  * neox = 1: rotate (x[i], x[i + rot_dim/2]), i < rot_dim/2 (qwen2 / NEOX).
- * rot_dim <= head_dim dimensions are rotated; freq_i = theta^(-2i/rot_dim). */
+ * rot_dim <= head_dim dimensions are rotated; freq_i = theta^(-2i/rot_dim).
+ * rot_dim <= 1024. */
 void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	  float theta, int neox);
+void rope_generic(float *x, int n_heads, int head_dim, int rot_dim, int pos,
+		  float theta, int neox);
+/* One query head's attention over positions 0..n_pos-1 of the KV cache
+ * (k_t = k + t * stride, v_t = v + t * stride, hd floats each):
+ *   s[t] = (sum_i q[i] k_t[i], in i order) / sqrtf(hd); softmax(s);
+ *   out[i] = sum_t s[t] v_t[i], in t order, from 0.
+ * scores (n_pos,) is scratch and is left holding the probabilities. */
+void attention_head(float *out, const float *q, const float *k, const float *v,
+		    int64_t stride, int n_pos, int hd, float *scores);
+void attention_head_generic(float *out, const float *q, const float *k,
+			    const float *v, int64_t stride, int n_pos, int hd,
+			    float *scores);
 /* silu(a) * b, elementwise into o. */
 void swiglu(float *o, const float *a, const float *b, int64_t n);
 

@@ -37,6 +37,7 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <math.h>
 
 #define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c"
 #define AVX512 __attribute__((target(AVX512_TARGET)))
@@ -480,6 +481,176 @@ DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
 DEFINE_KERNELS(q8_0, DTYPE_Q8_0, QUANT4, QUANT1)
 DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
 
+/* ------------------------------------------ forward-pass float math */
+
+/* Same bits as the generic twins (kernels.h): only elementwise operations
+ * and sums that are independent per lane are vectorized; every product is
+ * rounded before its add (FP_ROUNDED, no FMA). */
+
+AVX512_INLINE __mmask16 tail_mask(int64_t rem)
+{
+	return rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1);
+}
+
+/* ss in the generic's sequential order; o = w * (ss * x) 16 lanes at once. */
+AVX512 static void rmsnorm_avx512(float *o, const float *x, const float *w,
+				  int64_t n, float eps)
+{
+	float ss = 0.0f;
+	for (int64_t j = 0; j < n; j++) {
+		float p = x[j] * x[j];
+		FP_ROUNDED(p);
+		ss = ss + p;
+	}
+	ss /= (float)n;
+	ss += eps;
+	ss = 1.0f / sqrtf(ss);
+	const __m512 vs = _mm512_set1_ps(ss);
+	for (int64_t j = 0; j < n; j += 16) {
+		__mmask16 m = tail_mask(n - j);
+		__m512 sx = _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(m, x + j));
+		FP_ROUNDED(sx);
+		_mm512_mask_storeu_ps(o + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + j), sx));
+	}
+}
+
+/* The max over lanes (the max of numbers does not depend on the order; a
+ * NaN anywhere takes the generic path, whose comparisons define the
+ * result), expf and the sum in the generic's order, the division 16 lanes
+ * at once. */
+AVX512 static void softmax_avx512(float *x, int64_t n)
+{
+	if (n <= 0)
+		return;
+	__m512 mx = _mm512_set1_ps(x[0]);
+	__mmask16 nan = 0;
+	for (int64_t i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 v = _mm512_mask_loadu_ps(mx, m, x + i);
+		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		mx = _mm512_max_ps(mx, v);
+	}
+	if (nan) {
+		softmax_generic(x, n);
+		return;
+	}
+	float max = _mm512_reduce_max_ps(mx);
+	float sum = 0.0f;
+	for (int64_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	const __m512 vs = _mm512_set1_ps(sum);
+	for (int64_t i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		_mm512_mask_storeu_ps(x + i, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vs));
+	}
+}
+
+/* neox = 0: 8 adjacent pairs per vector; cos and sin duplicated into both
+ * lanes of a pair, the pair swapped, then even lanes v0 c - v1 s and odd
+ * lanes v1 c + v0 s (an add commutes exactly). neox = 1: halves a and
+ * b = a + rot/2 as two vectors, cos and sin de-interleaved. */
+AVX512 static void rope_apply_avx512(float *x, int n_heads, int head_dim, int rot_dim,
+				     const float *cs, int neox)
+{
+	const __mmask16 even = 0x5555;
+	const __m512i ic = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i is = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		if (!neox) {
+			for (int i = 0; i < rot_dim; i += 16) {
+				__mmask16 m = tail_mask(rot_dim - i);
+				__m512 t = _mm512_maskz_loadu_ps(m, cs + i);
+				__m512 c = _mm512_moveldup_ps(t), sn = _mm512_movehdup_ps(t);
+				__m512 a = _mm512_maskz_loadu_ps(m, v + i);
+				__m512 p = _mm512_mul_ps(a, c);
+				__m512 q = _mm512_mul_ps(_mm512_permute_ps(a, 0xB1), sn);
+				FP_ROUNDED(p);
+				FP_ROUNDED(q);
+				__m512 r = _mm512_mask_sub_ps(_mm512_add_ps(q, p), even, p, q);
+				_mm512_mask_storeu_ps(v + i, m, r);
+			}
+		} else {
+			int half = rot_dim / 2;
+			for (int j = 0; j < half; j += 16) {
+				__mmask16 m = tail_mask(half - j);
+				/* pairs j..j+15: cs[2j .. 2j+31] */
+				__m512 lo = _mm512_maskz_loadu_ps(tail_mask(2 * (half - j)), cs + 2 * j);
+				__m512 hi = _mm512_maskz_loadu_ps(tail_mask(2 * (half - j) - 16), cs + 2 * j + 16);
+				__m512 c = _mm512_permutex2var_ps(lo, ic, hi);
+				__m512 sn = _mm512_permutex2var_ps(lo, is, hi);
+				__m512 a = _mm512_maskz_loadu_ps(m, v + j);
+				__m512 b = _mm512_maskz_loadu_ps(m, v + j + half);
+				__m512 ac = _mm512_mul_ps(a, c), bs = _mm512_mul_ps(b, sn);
+				__m512 as = _mm512_mul_ps(a, sn), bc = _mm512_mul_ps(b, c);
+				FP_ROUNDED(ac);
+				FP_ROUNDED(bs);
+				FP_ROUNDED(as);
+				FP_ROUNDED(bc);
+				_mm512_mask_storeu_ps(v + j, m, _mm512_sub_ps(ac, bs));
+				_mm512_mask_storeu_ps(v + j + half, m, _mm512_add_ps(as, bc));
+			}
+		}
+	}
+}
+
+/* Scores for 16 positions per vector, lane l = position t + l, each summed
+ * over i in order from +0 (the generic's dot, per lane) with k gathered at
+ * stride; the division by sqrtf(hd) per lane; softmax as above; the output
+ * 16 dimensions per vector, summed over t in order from +0. */
+AVX512 static void attention_avx512(float *out, const float *q, const float *k,
+				    const float *v, int64_t stride, int n_pos, int hd,
+				    float *scores)
+{
+	const __m512 scale = _mm512_set1_ps(sqrtf((float)hd));
+	const __m512i idx = _mm512_mullo_epi32(
+		_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+		_mm512_set1_epi32((int)stride));
+	int t = 0;
+	for (; t + 32 <= n_pos; t += 32) { /* two independent chains */
+		const float *k0 = k + (size_t)t * (size_t)stride;
+		const float *k1 = k0 + 16 * (size_t)stride;
+		__m512 a0 = _mm512_setzero_ps(), a1 = a0;
+		for (int i = 0; i < hd; i++) {
+			__m512 qi = _mm512_set1_ps(q[i]);
+			__m512 p0 = _mm512_mul_ps(qi, _mm512_i32gather_ps(idx, k0 + i, 4));
+			__m512 p1 = _mm512_mul_ps(qi, _mm512_i32gather_ps(idx, k1 + i, 4));
+			FP_ROUNDED(p0);
+			FP_ROUNDED(p1);
+			a0 = _mm512_add_ps(a0, p0);
+			a1 = _mm512_add_ps(a1, p1);
+		}
+		_mm512_storeu_ps(scores + t, _mm512_div_ps(a0, scale));
+		_mm512_storeu_ps(scores + t + 16, _mm512_div_ps(a1, scale));
+	}
+	for (; t < n_pos; t += 16) {
+		__mmask16 m = tail_mask(n_pos - t);
+		const float *k0 = k + (size_t)t * (size_t)stride;
+		__m512 a0 = _mm512_setzero_ps();
+		for (int i = 0; i < hd; i++) {
+			__m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, k0 + i, 4);
+			__m512 p0 = _mm512_mul_ps(_mm512_set1_ps(q[i]), g);
+			FP_ROUNDED(p0);
+			a0 = _mm512_add_ps(a0, p0);
+		}
+		_mm512_mask_storeu_ps(scores + t, m, _mm512_div_ps(a0, scale));
+	}
+	softmax_avx512(scores, n_pos);
+	for (int i = 0; i < hd; i += 16) {
+		__mmask16 m = tail_mask(hd - i);
+		__m512 o = _mm512_setzero_ps();
+		for (int u = 0; u < n_pos; u++) {
+			__m512 p = _mm512_mul_ps(_mm512_set1_ps(scores[u]),
+						 _mm512_maskz_loadu_ps(m, v + (size_t)u * (size_t)stride + i));
+			FP_ROUNDED(p);
+			o = _mm512_add_ps(o, p);
+		}
+		_mm512_mask_storeu_ps(out + i, m, o);
+	}
+}
+
 const kernel_ops_t kops_avx512 = {
 	.name = "avx512",
 	.vec_dot = {
@@ -499,6 +670,10 @@ const kernel_ops_t kops_avx512 = {
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
 	.f32_to_fp16_row = f32_to_fp16_row_avx512,
+	.rmsnorm = rmsnorm_avx512,
+	.softmax = softmax_avx512,
+	.rope_apply = rope_apply_avx512,
+	.attention = attention_avx512,
 };
 
 #endif

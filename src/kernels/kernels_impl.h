@@ -71,6 +71,16 @@ typedef struct kernel_ops {
 	 * scalar generic converters. */
 	void (*fp16_to_f32_row)(const void *x, float *y, int64_t n);
 	void (*f32_to_fp16_row)(const float *x, void *y, int64_t n);
+	/* The forward pass's float math, bit-exact with the generic twins
+	 * (kernels.h). NULL: the generic one. */
+	void (*rmsnorm)(float *o, const float *x, const float *w, int64_t n, float eps);
+	void (*softmax)(float *x, int64_t n);
+	/* rotation of n_heads heads with a precomputed table of rot_dim / 2
+	 * (cos, sin) pairs: cs[2j] = cos, cs[2j + 1] = sin of pair j */
+	void (*rope_apply)(float *x, int n_heads, int head_dim, int rot_dim,
+			   const float *cs, int neox);
+	void (*attention)(float *out, const float *q, const float *k, const float *v,
+			  int64_t stride, int n_pos, int hd, float *scores);
 } kernel_ops_t;
 
 extern const kernel_ops_t kops_generic;

@@ -162,23 +162,7 @@ static void attn_chunk(void *ctx, uint32_t wave, uint32_t h)
 	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
 	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
 	float *s = f->scores + (size_t)h * f->ctx;
-	float scale = sqrtf((float)hd);
-	for (int32_t t = 0; t <= f->pos; t++) {
-		const float *k = kc + (size_t)t * KV;
-		float dot = 0.0f;
-		for (int64_t i = 0; i < hd; i++)
-			dot += q[i] * k[i];
-		s[t] = dot / scale;
-	}
-	softmax(s, f->pos + 1);
-	float *o = f->att + h * hd;
-	memset(o, 0, (size_t)hd * sizeof *o);
-	for (int32_t t = 0; t <= f->pos; t++) {
-		const float *v = vc + (size_t)t * KV;
-		float a = s[t];
-		for (int64_t i = 0; i < hd; i++)
-			o[i] += a * v[i];
-	}
+	attention_head(f->att + h * hd, q, kc, vc, KV, f->pos + 1, (int)hd, s);
 }
 
 static void attn_finish(void *ctx, uint32_t wave)
