@@ -35,3 +35,21 @@ expect_exit "bench membw --reps 0" 2 "--reps: 0 is out of range" "$EGANG" bench 
 expect_exit "bench membw unknown flag" 2 "--bogus" "$EGANG" bench membw --bogus
 expect_exit "bench membw stray operand" 2 "." "$EGANG" bench membw extra
 expect_exit "bench membw bad cores" 2 "--cores" "$EGANG" bench membw --cores 999
+
+# bench matvec: one line per type with an L2 figure per ISA level and the
+# large matrix in both page sizes
+"$EGANG" bench matvec --types q8_0,f16 --mb 8 --reps 1 -q >$TMP/mv 2>$TMP/mv.err
+rc=$?
+if [[ $rc -eq 0 && $(grep -c '^bench matvec: .* L2 generic [0-9.]*/[0-9.]*.* huge pages [0-9.]*/[0-9.]*, 4 KiB pages [0-9.]*/' $TMP/mv) -eq 2 ]]
+then pass "bench matvec: one line per type"
+else fail "bench matvec: one line per type" "rc=$rc $(cat $TMP/mv $TMP/mv.err | head -4)"; fi
+"$EGANG" bench matvec --types q4_0 --n 96 --mb 8 --reps 2 --json >$TMP/mvj 2>&1
+if python3 -c '
+import json, sys
+o = [json.loads(l) for l in open(sys.argv[1])]
+assert len(o) == 1 and o[0]["type"] == "q4_0" and o[0]["n"] == 96
+assert o[0]["l2_gb_s"]["generic"]["best"] > 0 and o[0]["huge_gb_s"]["median"] > 0
+' $TMP/mvj 2>$TMP/mvj.err; then pass "bench matvec --json"
+else fail "bench matvec --json" "$(cat $TMP/mvj $TMP/mvj.err | head -5)"; fi
+expect_exit "bench matvec bad type" 2 "--types: 'q5_k' is not" "$EGANG" bench matvec --types q5_k
+expect_exit "bench matvec ragged n" 2 "--n: 100 is not a multiple of 32" "$EGANG" bench matvec --n 100

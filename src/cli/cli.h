@@ -21,6 +21,7 @@ int cmd_policy(int argc, char **argv);
 int cmd_bench_switch(int argc, char **argv);
 int cmd_bench_switching(int argc, char **argv);
 int cmd_bench_membw(int argc, char **argv);
+int cmd_bench_matvec(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 
 /* Strict number parsing for flags: the whole string must be a number in

@@ -752,6 +752,7 @@ static const char bench_help[] =
 	"  switching  the policy-switching experiment: serve + antagonists,\n"
 	"             steady/burst/steady load, fixed vs switched policies\n"
 	"  membw      read bandwidth with 1..n cores (the limit for decode)\n"
+	"  matvec     GB/s of the matvec kernels per type, in L2 and from memory\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 int cmd_bench(int argc, char **argv)
@@ -780,6 +781,8 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_switching(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "membw"))
 		return cmd_bench_membw(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "matvec"))
+		return cmd_bench_matvec(argc - 1, argv + 1);
 	log_error("bench: unknown benchmark '%s' (see `egang bench --help`)", argv[1]);
 	return EXIT_INPUT;
 }

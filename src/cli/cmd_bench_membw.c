@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -31,6 +32,7 @@
 
 #include "cli/cli.h"
 #include "gang/gang.h"
+#include "kernels/kernels.h"
 
 static const char membw_help[] =
 	"usage: egang bench membw [--cores LIST] [--mb N] [--reps R] [--json] [--quiet]\n"
@@ -305,4 +307,250 @@ int cmd_bench_membw(int argc, char **argv)
 	if (sink == 0x5eed)
 		log_info("bench membw: (checksum %llx)", (unsigned long long)sink);
 	return EXIT_OK;
+}
+
+/* ---- bench matvec: the matvec kernels against that limit ----
+ *
+ * For each weight type: a matrix of rows of --n elements is multiplied by
+ * one prepared activation vector in chunks of about 32 KiB of weights (as
+ * forward.c chunks a wave), on one pinned core, (a) from a 1 MiB matrix
+ * that stays in L2 (the kernel's compute rate, at every ISA level this CPU
+ * has), (b) from a --mb MiB matrix in huge pages and (c) the same in 4 KiB
+ * pages (MADV_NOHUGEPAGE), at the level in use: GB/s of weights. Time is the
+ * thread's CPU time, so a shared machine's descheduling does not count
+ * (its contention for memory still does). Matrices hold random quants with
+ * a fixed scale (random halves for float types), made without the
+ * quantizer so a large one is quick to fill. */
+
+static const char matvec_help[] =
+	"usage: egang bench matvec [--types LIST] [--n N] [--mb N] [--reps R] [--cores CPU] [--json]\n"
+	"\n"
+	"GB/s of weights streamed by the matvec kernels on one pinned core: from a\n"
+	"1 MiB matrix (in L2) at every ISA level this CPU has, and from a matrix of\n"
+	"N MiB in huge pages and in 4 KiB pages at the level in use. Best and\n"
+	"median over R repetitions of the thread's CPU time. Compare with\n"
+	"`egang bench membw` (one core).\n"
+	"\n"
+	"  --types LIST   weight types (default f32,f16,bf16,q8_0,q4_0)\n"
+	"  --n N          elements per row (default 2048; a multiple of 32)\n"
+	"  --mb N         MiB of the large matrix (default 256; at least 8)\n"
+	"  --reps R       repetitions (default 5)\n"
+	"  --cores CPU    the CPU to run on (default: the first allowed)\n"
+	"  --json         one JSON object per type\n"
+	"  -q, --quiet    no progress on the terminal\n"
+	"  -h, --help     this text\n";
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Random weights of type t: rows of rb bytes, valid finite values. */
+static void fill_weights(dtype_t t, uint8_t *w, size_t bytes, rng_t *r)
+{
+	for (size_t i = 0; i + 8 <= bytes; i += 8) {
+		uint64_t v = rng_next(r);
+		memcpy(w + i, &v, 8);
+	}
+	size_t bb = dtype_info[t].block_bytes;
+	if (t == DTYPE_Q8_0 || t == DTYPE_Q4_0) {
+		for (size_t i = 0; i + bb <= bytes; i += bb) {
+			w[i] = 0x00; /* d = 2^-7 as a half */
+			w[i + 1] = 0x20;
+		}
+	} else if (t == DTYPE_F16 || t == DTYPE_BF16) {
+		for (size_t i = 1; i < bytes; i += 2)
+			w[i] &= 0x3F; /* small positive exponents: finite */
+	} else {
+		for (size_t i = 3; i < bytes; i += 4)
+			w[i] &= 0x3F;
+	}
+}
+
+/* GB/s (best, median) of matvec over W (rows x n) in 32 KiB chunks. */
+static void time_matvec(dtype_t t, const uint8_t *W, int64_t rows, int64_t n,
+			const void *xa, float *y, int reps, double *best, double *med)
+{
+	size_t rb = dtype_row_bytes(t, n);
+	int64_t chunk = (int64_t)((32u << 10) / rb);
+	chunk = chunk < 4 ? 4 : (chunk + 3) & ~(int64_t)3;
+	double *g = malloc((size_t)reps * sizeof *g);
+	for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+		double t0 = thread_cpu_s();
+		for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+			matvec_rows(t, W, xa, y, n, r0, r0 + chunk < rows ? r0 + chunk : rows);
+		double dt = thread_cpu_s() - t0;
+		if (r >= 0)
+			g[r] = (double)rows * (double)rb / (dt > 0 ? dt : 1e-9) / 1e9;
+	}
+	qsort(g, (size_t)reps, sizeof *g, cmp_double);
+	*best = g[reps - 1];
+	*med = g[reps / 2];
+	free(g);
+}
+
+static uint8_t *alloc_aligned(size_t bytes, bool huge, void **map, size_t *len)
+{
+	const size_t h = 2u << 20;
+	*len = bytes + h;
+	*map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*map == MAP_FAILED)
+		return NULL;
+	uint8_t *p = (uint8_t *)(((uintptr_t)*map + h - 1) & ~(uintptr_t)(h - 1));
+	(void)madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	return p;
+}
+
+int cmd_bench_matvec(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"types", required_argument, 0, 'T'},
+		{"n", required_argument, 0, 'n'},
+		{"mb", required_argument, 0, 'M'},
+		{"reps", required_argument, 0, 'r'},
+		{"cores", required_argument, 0, 'C'},
+		{"json", no_argument, 0, 'j'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *types = "f32,f16,bf16,q8_0,q4_0", *cores = NULL;
+	int64_t n = 2048, mb = 256, reps = 5;
+	bool json = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'T': types = optarg; break;
+		case 'n':
+			if (cli_int("--n", optarg, 32, 1 << 18, &n) < 0)
+				return EXIT_INPUT;
+			break;
+		case 'M':
+			if (cli_int("--mb", optarg, 8, 1 << 20, &mb) < 0)
+				return EXIT_INPUT;
+			break;
+		case 'r':
+			if (cli_int("--reps", optarg, 1, 10000, &reps) < 0)
+				return EXIT_INPUT;
+			break;
+		case 'C': cores = optarg; break;
+		case 'j': json = true; break;
+		case 'q': log_quiet = true; break;
+		case 'h': fputs(matvec_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("bench matvec", argv[optind - 1]);
+		}
+	}
+	if (cli_no_more_args("bench matvec", argc, argv) < 0)
+		return EXIT_INPUT;
+	if (n % 32) {
+		log_error("--n: %lld is not a multiple of 32", (long long)n);
+		return EXIT_INPUT;
+	}
+	int want[DTYPE_COUNT], nt = 0;
+	char buf[128];
+	snprintf(buf, sizeof buf, "%s", types);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int t = dtype_from_name(tok);
+		if (t < 0) {
+			log_error("--types: '%s' is not f32, f16, bf16, q8_0 or q4_0", tok);
+			return EXIT_INPUT;
+		}
+		if (nt < DTYPE_COUNT)
+			want[nt++] = t;
+	}
+	if (!nt) {
+		log_error("--types: empty list");
+		return EXIT_INPUT;
+	}
+	int cpus[GANG_MAX_SLOTS];
+	int ncpu = cli_cores(cores, cpus, GANG_MAX_SLOTS);
+	if (ncpu < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	if (ncpu < 1 || affinity_pin_self(cpus[0]) < 0) {
+		log_error("bench matvec: cannot pin to CPU %d", ncpu ? cpus[0] : -1);
+		return EXIT_FAIL;
+	}
+	kernels_init();
+	const char *in_use = kernels_isa();
+	static const char *const levels[] = {"generic", "avx2", "avx512"};
+	bool tty = !log_quiet && !json && isatty(2);
+	rng_t r;
+	rng_seed(&r, 1);
+	int rc = EXIT_OK;
+	for (int k = 0; k < nt && rc == EXIT_OK; k++) {
+		dtype_t t = (dtype_t)want[k];
+		size_t rb = dtype_row_bytes(t, n);
+		int64_t rows_s = (int64_t)((1u << 20) / rb), rows_l = (int64_t)(((size_t)mb << 20) / rb);
+		rows_s = rows_s < 4 ? 4 : rows_s;
+		float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)rows_l * sizeof *y);
+		void *xa = malloc((size_t)n * sizeof(float) + 64);
+		for (int64_t i = 0; i < n; i++)
+			x[i] = rng_float(&r) * 2.0f - 1.0f;
+		act_prepare(t, x, xa, n);
+		void *map;
+		size_t len;
+		uint8_t *ws = alloc_aligned((size_t)rows_s * rb, true, &map, &len);
+		if (!ws) {
+			log_error("bench matvec: cannot allocate");
+			rc = EXIT_FAIL;
+			break;
+		}
+		fill_weights(t, ws, (size_t)rows_s * rb, &r);
+		char l2[256] = "", l2j[256] = "";
+		size_t o = 0, oj = 0;
+		for (size_t l = 0; l < EG_ARRAY_LEN(levels); l++) {
+			if (kernels_set_isa(levels[l]) < 0)
+				continue;
+			double best, med;
+			time_matvec(t, ws, rows_s, n, xa, y, (int)reps, &best, &med);
+			o += (size_t)snprintf(l2 + o, sizeof l2 - o, " %s %.1f/%.1f", levels[l], best, med);
+			oj += (size_t)snprintf(l2j + oj, sizeof l2j - oj, "%s\"%s\":{\"best\":%.2f,\"median\":%.2f}",
+					       oj ? "," : "", levels[l], best, med);
+		}
+		kernels_set_isa(in_use);
+		munmap(map, len);
+		double dram[2][2] = {{0}};
+		for (int huge = 1; huge >= 0 && rc == EXIT_OK; huge--) {
+			if (tty)
+				fprintf(stderr, "\rbench matvec: %s, %lld MiB in %s pages ...",
+					dtype_info[t].name, (long long)mb, huge ? "huge" : "4 KiB");
+			uint8_t *wl = alloc_aligned((size_t)rows_l * rb, huge, &map, &len);
+			if (!wl) {
+				log_error("bench matvec: cannot allocate %lld MiB", (long long)mb);
+				rc = EXIT_FAIL;
+				break;
+			}
+			fill_weights(t, wl, (size_t)rows_l * rb, &r);
+			time_matvec(t, wl, rows_l, n, xa, y, (int)reps, &dram[huge][0], &dram[huge][1]);
+			munmap(map, len);
+		}
+		if (tty)
+			fputs("\r\033[K", stderr);
+		if (rc == EXIT_OK) {
+			if (json)
+				printf("{\"bench\":\"matvec\",\"type\":\"%s\",\"n\":%lld,\"cpu\":%d,"
+				       "\"l2_gb_s\":{%s},\"isa\":\"%s\",\"mb\":%lld,"
+				       "\"huge_gb_s\":{\"best\":%.2f,\"median\":%.2f},"
+				       "\"small_pages_gb_s\":{\"best\":%.2f,\"median\":%.2f}}\n",
+				       dtype_info[t].name, (long long)n, cpus[0], l2j, in_use,
+				       (long long)mb, dram[1][0], dram[1][1], dram[0][0], dram[0][1]);
+			else
+				printf("bench matvec: %-4s n=%lld cpu=%d GB/s best/median: L2%s; "
+				       "%lld MiB (%s) huge pages %.1f/%.1f, 4 KiB pages %.1f/%.1f\n",
+				       dtype_info[t].name, (long long)n, cpus[0], l2, (long long)mb,
+				       in_use, dram[1][0], dram[1][1], dram[0][0], dram[0][1]);
+			fflush(stdout);
+		}
+		free(x);
+		free(y);
+		free(xa);
+	}
+	return rc;
 }

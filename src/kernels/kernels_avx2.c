@@ -132,14 +132,19 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 {
 	const size_t es = t == DTYPE_F32 ? 4 : 2;
 	__m256 acc[4][2];
+#pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
 		acc[r][0] = acc[r][1] = _mm256_setzero_ps();
 	int64_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
 		if (R == 4 && ((size_t)i * es) % 64 < 16 * es) /* one per line */
+#pragma GCC unroll 4
 			for (int r = 0; r < R; r++)
 				_mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+		/* unrolled, so acc[][] stays in registers (the plain loop kept
+		 * it on the stack: a store-forwarding chain per FMA) */
+#pragma GCC unroll 4
 		for (int r = 0; r < R; r++) {
 			acc[r][0] = _mm256_fmadd_ps(load8(t, w[r], i), x0, acc[r][0]);
 			acc[r][1] = _mm256_fmadd_ps(load8(t, w[r], i + 8), x1, acc[r][1]);
@@ -151,6 +156,7 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 		uint8_t wt[16 * 4];
 		memcpy(xt, x + i, rem * 4);
 		__m256 x0 = _mm256_loadu_ps(xt), x1 = _mm256_loadu_ps(xt + 8);
+#pragma GCC unroll 4
 		for (int r = 0; r < R; r++) {
 			memset(wt, 0, sizeof wt);
 			memcpy(wt, w[r] + (size_t)i * es, rem * es);
@@ -158,6 +164,7 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 			acc[r][1] = _mm256_fmadd_ps(load8(t, wt, 8), x1, acc[r][1]);
 		}
 	}
+#pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
 		out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
 }

@@ -632,6 +632,10 @@ model_t *model_load(const char *path, const char *tok_path)
 		    mode == MODEL_WEIGHTS_HUGE)
 			log_info("%s: weights stay in the file mapping: %s",
 				 base_name(path), why);
+		else if (mode == MODEL_WEIGHTS_HUGE) /* asked for: say it */
+			log_info("%s: %.1f MB of weights copied into huge pages in %.2f s",
+				 base_name(path), (double)m->weights_bytes / 1e6,
+				 m->weights_load_s);
 	}
 	return m;
 }
