@@ -113,7 +113,8 @@ void softmax_generic(float *x, int64_t n);
  * neox = 0: rotate adjacent pairs (x[2i], x[2i+1]) (llama);
  * neox = 1: rotate (x[i], x[i + rot_dim/2]), i < rot_dim/2 (qwen2 / NEOX).
  * rot_dim <= head_dim dimensions are rotated; freq_i = theta^(-2i/rot_dim).
- * rot_dim <= 1024. */
+ * The (cos, sin) of each pair are computed once per call, not per head;
+ * above rot_dim 1024 (no such model) the generic loop runs instead. */
 void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	  float theta, int neox);
 void rope_generic(float *x, int n_heads, int head_dim, int rot_dim, int pos,
