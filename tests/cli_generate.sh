@@ -52,7 +52,10 @@ if have_models "reference outputs"; then
 	if [[ $(wc -l <$TMP/trace) -ge 300 ]]; then pass "trace has a line per token"; else fail "trace has a line per token"; fi
 	gen -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 300 --membership random:9 --trace $TMP/trace2 >/dev/null
 	changes=$(awk '{print $2}' $TMP/trace2 | uniq | wc -l)
-	if [[ $changes -gt 20 ]]; then pass "random membership changes the latch ($changes runs)"
+	# (how often depends on how soon the workers get a core: a loaded
+	# machine may leave them out of most tokens, so ask for one join and
+	# one departure, not a count)
+	if [[ $changes -ge 3 ]]; then pass "random membership changes the latch ($changes runs)"
 	else fail "random membership changes the latch" "$changes runs"; fi
 	# A membership file: one mask per token
 	printf '0x1\n0x3\n0x2\n0x3\n' >$TMP/masks

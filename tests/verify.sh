@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 model=$root/spec/gang.pml
 cc=${CC:-gcc}
 jobs=${VERIFY_JOBS:-2}
-limit=${VERIFY_TIMEOUT:-240}    # seconds per pan run
+limit=${VERIFY_TIMEOUT:-900}    # seconds per pan run (a hang guard: a few seconds on a quiet machine, minutes under load)
 
 missing=
 command -v spin >/dev/null 2>&1 || missing="spin"
