@@ -48,6 +48,7 @@ int cmd_info(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	const char *path = argv[optind];
+	model_set_weights(MODEL_WEIGHTS_MAP); /* info reads headers, not weights */
 	model_t *m = model_load(path, tok);
 	if (!m) {
 		log_error("%s", err_get());
