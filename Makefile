@@ -149,9 +149,13 @@ $(B)/bpf/egang.bpf.o: bpf/egang.bpf.c bpf/egang_scx.h $(B)/bpf/vmlinux.h
 	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror \
 		-I$(B)/bpf -Ibpf -c $< -o $@
 
+# bpftool 7.5 writes the libbpf 1.5 skeleton field map->link (auto-attach of
+# struct_ops maps), which libbpf 1.4's bpf_map_skeleton lacks; egang attaches
+# its one scheduler map by hand and must never attach the shadow maps, so the
+# lines are dropped.
 $(B)/bpf/egang.skel.h: $(B)/bpf/egang.bpf.o
 	@echo "  GEN $@"
-	$(Q)$(BPFTOOL) gen skeleton $< name egang_bpf > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name egang_bpf | sed '/map->link = /d' > $@.tmp && mv $@.tmp $@
 endif
 
 deps-scx:

@@ -275,36 +275,36 @@ static __always_inline void pol_dispatch(s32 cpu, struct task_struct *prev,
 		scx_bpf_consume(DSQ_TENANT);
 }
 
-#define EGANG_POLICY(name, kind)                                                   \
-	SEC("struct_ops/" #name "_select_cpu")                                     \
-	s32 BPF_PROG(name##_select_cpu, struct task_struct *p, s32 prev_cpu,       \
+#define EGANG_POLICY(pol, kind)                                                   \
+	SEC("struct_ops/" #pol "_select_cpu")                                     \
+	s32 BPF_PROG(pol##_select_cpu, struct task_struct *p, s32 prev_cpu,       \
 		     u64 wake_flags)                                               \
 	{                                                                          \
 		return pol_select(p, prev_cpu, wake_flags, kind);                  \
 	}                                                                          \
-	SEC("struct_ops/" #name "_enqueue")                                        \
-	void BPF_PROG(name##_enqueue, struct task_struct *p, u64 enq_flags)        \
+	SEC("struct_ops/" #pol "_enqueue")                                        \
+	void BPF_PROG(pol##_enqueue, struct task_struct *p, u64 enq_flags)        \
 	{                                                                          \
 		pol_enqueue(p, enq_flags, kind);                                   \
 	}                                                                          \
-	SEC("struct_ops/" #name "_dispatch")                                       \
-	void BPF_PROG(name##_dispatch, s32 cpu, struct task_struct *prev)          \
+	SEC("struct_ops/" #pol "_dispatch")                                       \
+	void BPF_PROG(pol##_dispatch, s32 cpu, struct task_struct *prev)          \
 	{                                                                          \
 		pol_dispatch(cpu, prev, kind);                                     \
 	}                                                                          \
 	/* never attached: it only makes libbpf load and verify the three */      \
 	SEC(".struct_ops.link")                                                    \
-	struct sched_ext_ops name##_shadow = {                                     \
-		.select_cpu = (void *)name##_select_cpu,                           \
-		.enqueue = (void *)name##_enqueue,                                 \
-		.dispatch = (void *)name##_dispatch,                               \
-		.name = "egang_" #name,                                            \
+	struct sched_ext_ops pol##_shadow = {                                     \
+		.select_cpu = (void *)pol##_select_cpu,                           \
+		.enqueue = (void *)pol##_enqueue,                                 \
+		.dispatch = (void *)pol##_dispatch,                               \
+		.name = "egang_" #pol,                                            \
 	};
 
 EGANG_POLICY(elastic, EGANG_KIND_ELASTIC)
 EGANG_POLICY(latency, EGANG_KIND_LATENCY)
 EGANG_POLICY(share, EGANG_KIND_SHARE)
-EGANG_POLICY(static, EGANG_KIND_STATIC)
+EGANG_POLICY(static_set, EGANG_KIND_STATIC)
 
 /* ---- the scheduler: read the index, tail-call, else the default ---- */
 

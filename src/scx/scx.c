@@ -224,8 +224,9 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 					s->progs.latency_enqueue, s->progs.latency_dispatch},
 		[EGANG_KIND_SHARE] = {s->progs.share_select_cpu, s->progs.share_enqueue,
 				      s->progs.share_dispatch},
-		[EGANG_KIND_STATIC] = {s->progs.static_select_cpu,
-				       s->progs.static_enqueue, s->progs.static_dispatch},
+		[EGANG_KIND_STATIC] = {s->progs.static_set_select_cpu,
+				       s->progs.static_set_enqueue,
+				       s->progs.static_set_dispatch},
 	};
 	int arrays[EGANG_CB_COUNT] = {bpf_map__fd(s->maps.sel_progs),
 				      bpf_map__fd(s->maps.enq_progs),
