@@ -46,8 +46,6 @@ struct egang_krec {
 struct egang_exit {
 	__s64 kind; /* enum scx_exit_kind: 0 none, 1 done, 2 unregistered... */
 	__s64 exit_code;
-	char reason[128];
-	char msg[256];
 };
 
 #endif

@@ -58,6 +58,23 @@ static int lib_setup(policy_lib_t *lib, const char *cores, const char *file,
 	return 0;
 }
 
+/* enum scx_exit_kind (kernel/sched/ext.c, Linux 6.12) */
+static const char *scx_exit_name(int64_t kind)
+{
+	switch (kind) {
+	case 0: return "none";
+	case 1: return "done";
+	case 64: return "unregistered by user space";
+	case 65: return "unregistered by BPF";
+	case 66: return "unregistered by the kernel";
+	case 67: return "sysrq";
+	case 1024: return "error";
+	case 1025: return "error raised by BPF";
+	case 1026: return "runnable task stall";
+	default: return "?";
+	}
+}
+
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -284,8 +301,9 @@ int cmd_scx(int argc, char **argv)
 			log_error("scx unload: %s", err_get());
 			return EXIT_FAIL;
 		}
-		log_info("scx: detached (exit kind %lld: %s%s%s)", (long long)ex.kind,
-			 ex.reason, ex.msg[0] ? ": " : "", ex.msg);
+		log_info("scx: detached (exit kind %lld: %s, code %lld)",
+			 (long long)ex.kind, scx_exit_name(ex.kind),
+			 (long long)ex.exit_code);
 		return EXIT_OK;
 	}
 	/* set: the user-space guard of the policy library; --force skips it
