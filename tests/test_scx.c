@@ -24,7 +24,7 @@ static void test_builtin_kernel_forms(void **state)
 	/* 1 knee: measured in user space, no kernel form */
 	scx_krec_from_policy(&lib.rec[1], cpus, 4, &r);
 	assert_int_equal(r.kind, EGANG_KIND_NONE);
-	/* 2 latency: preempt, short tenant slices */
+	/* 2 latency: preempt (at the knee), short tenant slices */
 	scx_krec_from_policy(&lib.rec[2], cpus, 4, &r);
 	assert_int_equal(r.kind, EGANG_KIND_LATENCY);
 	assert_int_equal(r.gang_cpus, 0xf);
@@ -56,6 +56,11 @@ static void test_cores_mapping(void **state)
 	scx_krec_from_policy(&lib.rec[4], cpus, 3, &r); /* static:1 */
 	assert_int_equal(r.gang_cpus, 1u << 6);
 	assert_int_equal(r.tenant_cpus, (1u << 2) | (1u << 5));
+	/* a polite knee record with reserved cores has a kernel form */
+	policy_t kr = {.name = "k", .width = WIDTH_KNEE, .reserved_mask = 1u << 2};
+	scx_krec_from_policy(&kr, cpus, 3, &r);
+	assert_int_equal(r.kind, EGANG_KIND_SHARE);
+	assert_int_equal(r.gang_cpus, (1u << 6) | (1u << 2));
 	/* a user record: all width, slot 2 reserved, preempt */
 	policy_t p = {.name = "u", .width = WIDTH_ALL, .reserved_mask = 1u << 2,
 		      .acquire = GANG_ACQUIRE_PREEMPT};

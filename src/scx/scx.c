@@ -34,7 +34,12 @@ void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
 {
 	memset(out, 0, sizeof *out);
 	uint32_t all = n >= 32 ? 0xffffffffu : (1u << n) - 1;
-	if (p->width == WIDTH_KNEE) {
+	/* A knee record's width is measured and capped in user space; if it
+	 * asks nothing else of the kernel (polite, no reserved cores) its slot
+	 * stays empty: the default scheduling is already what it needs. A knee
+	 * record that preempts (latency) has a kernel form. */
+	if (p->width == WIDTH_KNEE && p->acquire != GANG_ACQUIRE_PREEMPT &&
+	    !p->reserved_mask) {
 		out->kind = EGANG_KIND_NONE;
 		return;
 	}

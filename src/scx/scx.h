@@ -31,8 +31,9 @@
 bool scx_built(void);
 
 /* The kernel form of record p on a gang whose slot i runs on cpus[i]
- * (n slots): kind, CPU masks, slices. kind EGANG_KIND_NONE (a knee record:
- * its width is measured in user space) leaves the slot empty. */
+ * (n slots): kind, CPU masks, slices. kind EGANG_KIND_NONE (a polite knee
+ * record without reserved cores: all it adds is a width that user space
+ * measures) leaves the slot empty. */
 void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
 			  struct egang_krec *out);
 const char *scx_kind_name(uint32_t kind);

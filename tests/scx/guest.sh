@@ -17,6 +17,9 @@ export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
 MIN=${SCX_MIN_CALLS:-60000}
 M="-m /models/stories260K.bin -z /models/tok512.bin"
 GEN="egang generate $M -p Once -n 48 -s 7 --no-echo -q"
+# the gang's runs read the same index from the control word (as serve
+# --backend scx does): user space picks the slots, the kernel schedules them
+CTL=/tmp/ctl
 STATE=/sys/kernel/sched_ext/state
 
 pass() { echo "PASS: scx: $*"; }
@@ -64,17 +67,18 @@ check "set knee refused without --force (exit 2)" [ $rc -eq 2 ]
 egang scx set 1000 2>/dev/null; rc=$?
 check "set 1000 refused without --force (exit 2)" [ $rc -eq 2 ]
 
-# four CPU-bound tenants in SCHED_EXT for the policy phases
-egang scx exec -- egang burn --threads 4 --seconds 0 -q > /tmp/burn.out 2>&1 &
+# CPU-bound tenants in SCHED_EXT for the whole test (two per CPU)
+egang scx exec -- egang burn --threads 8 --seconds 0 -q > /tmp/burn.out 2>&1 &
 burn=$!
 
 # run generations under index $1 until counter $2 of slot $3 reaches MIN
 drive() { # drive INDEX KEY SLOT LABEL
 	local n t0 v exact
 	egang scx set --force -q -- "$1"
+	egang policy set --force -q --control $CTL -- "$1"
 	n=0 t0=$(date +%s) v=0 exact=yes
 	while :; do
-		egang scx exec --gang -- $GEN --logits-hash /tmp/h > /tmp/out.txt 2>/tmp/err.txt ||
+		egang scx exec --gang -- $GEN --control $CTL --logits-hash /tmp/h > /tmp/out.txt 2>/tmp/err.txt ||
 			{ fail "$4: generation exited $?"; cat /tmp/err.txt; exact=no; break; }
 		cmp -s /tmp/h /tmp/ref.hash && cmp -s /tmp/out.txt /tmp/ref.txt || exact=no
 		n=$((n + 1))
@@ -95,21 +99,23 @@ for s in $(egang scx status | grep '^slot=[0-9]' | grep -v 'kind=none' |
 	check "slot $s ($name): zero fall-throughs ($f)" [ "$f" = 0 ]
 	echo "FIGURE: scx slot=$s name=$name transfers=$(field "$s" transfers) fallthroughs=$f"
 done
+# inert indices: an empty slot (knee) and one past the array; in each, a
+# tenant with a fixed run time must run to its end
+inert() { # inert INDEX SLOT LABEL
+	local fin rc x
+	egang scx exec -- egang burn --threads 2 --seconds 30 -q > /tmp/fin.out 2>&1 &
+	fin=$!
+	drive "$1" fallthroughs "$2" "$3"
+	x=$(field "$2" transfers)
+	check "$3: zero transfers (${x:-0})" [ "${x:-0}" = 0 ]
+	echo "FIGURE: scx $3 fallthroughs=$(field "$2" fallthroughs) transfers=${x:-0}"
+	wait $fin; rc=$?
+	check "$3: a 30 s tenant ran to its end (exit $rc)" [ $rc -eq 0 ]
+	check "$3: the tenant reported its total" grep -q total /tmp/fin.out
+}
+inert 1 1 "empty slot 1 (knee)"
+inert 100000 out_of_range "index 100000 (out of range)"
 kill $burn; wait $burn
-
-# inert indices: an empty slot (knee) and one past the array, with tenants
-# that must run to their end under them
-egang scx exec -- egang burn --threads 4 --seconds 60 -q > /tmp/burn2.out 2>&1 &
-burn=$!
-drive 1 fallthroughs 1 "empty slot 1 (knee)"
-x=$(field 1 transfers)
-check "empty slot 1: zero transfers ($x)" [ "$x" = 0 ]
-echo "FIGURE: scx slot=1 (empty) fallthroughs=$(field 1 fallthroughs) transfers=$x"
-drive 100000 fallthroughs out_of_range "index 100000 (out of range)"
-echo "FIGURE: scx index=100000 (out of range) fallthroughs=$(field out_of_range fallthroughs)"
-wait $burn; rc=$?
-check "tenants under the inert indices ran to their end (exit $rc)" [ $rc -eq 0 ]
-check "tenants reported a total" grep -q total /tmp/burn2.out
 
 egang scx set -q 0
 egang scx bench --reps ${SCX_BENCH_REPS:-20000} > /tmp/bench.txt

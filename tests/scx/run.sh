@@ -25,7 +25,7 @@ log=$out/serial.log
 echo "test-scx: booting build/kernel/bzImage in qemu-system-x86_64 (TCG, -smp 4); serial log $log" >&2
 # -cpu max: TCG's fullest x86 model; no KVM on this machine
 rc=0
-timeout "${SCX_TIMEOUT:-2400}" qemu-system-x86_64 -machine pc -cpu max -smp 4 -m 2048 \
+timeout "${SCX_TIMEOUT:-3600}" qemu-system-x86_64 -machine pc -cpu max -smp 4 -m 2048 \
 	-kernel build/kernel/bzImage -initrd "$out/initramfs.cpio.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic loglevel=4 ${SCX_GUEST_ARGS:-}" \
 	-display none -monitor none -serial "file:$log" -no-reboot || rc=$?
