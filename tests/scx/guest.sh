@@ -84,7 +84,7 @@ drive() { # drive INDEX KEY SLOT LABEL
 		n=$((n + 1))
 		v=$(field "$3" "$2")
 		[ "${v:-0}" -ge "$MIN" ] && break
-		[ $(($(date +%s) - t0)) -ge "${SCX_PHASE_S:-240}" ] && break
+		[ $(($(date +%s) - t0)) -ge "${SCX_PHASE_S:-420}" ] && break
 	done
 	echo "INFO: $4: $n generations, $2=$v in $(($(date +%s) - t0)) s"
 	check "$4: $2 >= $MIN ($v)" [ "${v:-0}" -ge "$MIN" ]
