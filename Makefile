@@ -17,6 +17,14 @@ ifeq ($(SANITIZE),)
 else
   VARIANT := san-$(subst $(comma),-,$(SANITIZE))
 endif
+# make SCX=1: the sched_ext backend (bpf/, src/scx/; README "sched_ext").
+# A separate variant (build/<cc>-<variant>-scx) because it needs libbpf >= 1.4,
+# bpftool, clang-19 and a vmlinux BTF with sched_ext: without them the
+# ordinary build stays as it is and `egang scx` says it has no support.
+SCX ?= 0
+ifeq ($(SCX),1)
+  VARIANT := $(VARIANT)-scx
+endif
 CCNAME := $(notdir $(firstword $(CC)))
 B      ?= build/$(CCNAME)-$(VARIANT)
 
@@ -35,6 +43,14 @@ endif
 ifeq ($(DEBUG),1)
   CFLAGS += -DEGANG_DEBUG=1
 endif
+ifeq ($(SCX),1)
+  BPF_CLANG ?= clang-19
+  BPFTOOL   ?= bpftool
+  # the running kernel's BTF when it has sched_ext, else the test kernel's
+  VMLINUX_BTF ?= $(if $(shell grep -qs sched_ext_ops /sys/kernel/btf/vmlinux && echo y),/sys/kernel/btf/vmlinux,build/kernel/vmlinux)
+  CFLAGS  += -DEGANG_SCX=1 -I$(B)/bpf
+  LDLIBS  += $(shell pkg-config --libs libbpf)
+endif
 
 LIB_SRC  := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
@@ -44,6 +60,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%) $(B)/tests/test_gang_debug
 SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)))
 
+.PHONY: kernel test-scx deps-scx
 .PHONY: all deps test test-run test-large verify-long torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
@@ -117,5 +134,40 @@ demo: deps
 
 clean:
 	rm -rf build egang
+
+# ---- sched_ext backend (README "sched_ext") ----
+ifeq ($(SCX),1)
+$(B)/src/scx/scx.o: $(B)/bpf/egang.skel.h
+
+$(B)/bpf/vmlinux.h: $(VMLINUX_BTF)
+	@mkdir -p $(dir $@)
+	@echo "  BTF $<"
+	$(Q)$(BPFTOOL) btf dump file $< format c > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/egang.bpf.o: bpf/egang.bpf.c bpf/egang_scx.h $(B)/bpf/vmlinux.h
+	@echo "  BPF $<"
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror \
+		-I$(B)/bpf -Ibpf -c $< -o $@
+
+# bpftool 7.5 writes the libbpf 1.5 skeleton field map->link (auto-attach of
+# struct_ops maps), which libbpf 1.4's bpf_map_skeleton lacks; egang attaches
+# its one scheduler map by hand and must never attach the shadow maps, so the
+# lines are dropped.
+$(B)/bpf/egang.skel.h: $(B)/bpf/egang.bpf.o
+	@echo "  GEN $@"
+	$(Q)$(BPFTOOL) gen skeleton $< name egang_bpf | sed '/map->link = /d' > $@.tmp && mv $@.tmp $@
+endif
+
+deps-scx:
+	@tools/deps-scx.sh
+
+# the sched_ext test kernel, cached by content outside the clone
+kernel: deps-scx
+	@kernel/build.sh build/kernel >/dev/null
+
+# boots the test kernel in QEMU (-smp 4, TCG) and runs tests/scx/guest.sh in it
+test-scx: kernel
+	@$(MAKE) --no-print-directory SCX=1 VMLINUX_BTF=build/kernel/vmlinux all
+	@tests/scx/run.sh $(abspath build/$(CCNAME)-release-scx)
 
 -include $(shell find build -name '*.d' 2>/dev/null)

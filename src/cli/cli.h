@@ -23,6 +23,7 @@ int cmd_bench_switching(int argc, char **argv);
 int cmd_bench_membw(int argc, char **argv);
 int cmd_bench_matvec(int argc, char **argv);
 int cmd_control(int argc, char **argv);
+int cmd_scx(int argc, char **argv);
 
 /* Strict number parsing for flags: the whole string must be a number in
  * [min, max]; otherwise a one-line error naming the flag and -1. */

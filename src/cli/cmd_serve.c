@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "gang/gang.h"
 #include "model/model.h"
 #include "policy/control.h"
 #include "policy/policy.h"
+#include "scx/scx.h"
 #include "server/server.h"
 
 static const char serve_help[] =
@@ -39,6 +41,11 @@ static const char serve_help[] =
 	"                          (default $XDG_RUNTIME_DIR/egang-control, else\n"
 	"                          /dev/shm/egang-control-$UID); `egang policy set`\n"
 	"                          writes it\n"
+	"      --backend B         user (default): the gang's own acquire modes;\n"
+	"                          scx: the sched_ext BPF policies enforce them in\n"
+	"                          the kernel (loads egang's scheduler unless it is\n"
+	"                          loaded, sets its index to --policy, puts the\n"
+	"                          server's threads in SCHED_EXT; `egang scx --help`)\n"
 	"      --ctx N             context length: prompt + output (default: the\n"
 	"                          model's, at most 4096)\n"
 	"      --max-queue N       requests waiting behind the running one (default 64)\n"
@@ -64,6 +71,7 @@ int cmd_serve(int argc, char **argv)
 		{"policies", required_argument, 0, 'L'},
 		{"control", required_argument, 0, 'W'},
 		{"ctx", required_argument, 0, 'c'},
+		{"backend", required_argument, 0, 'B'},
 		{"max-queue", required_argument, 0, 'Q'},
 		{"api-key", required_argument, 0, 'k'},
 		{"timeout", required_argument, 0, 'T'},
@@ -74,7 +82,7 @@ int cmd_serve(int argc, char **argv)
 	};
 	const char *model_path = NULL, *tok_path = NULL, *host = "127.0.0.1",
 		   *cores = NULL, *policy = "elastic", *api_key = NULL,
-		   *policies = NULL, *control = NULL;
+		   *policies = NULL, *control = NULL, *backend = "user";
 	int64_t port = 8080, ctx = 0, max_queue = 64, timeout = 30,
 		max_conns = 256;
 	int c;
@@ -91,6 +99,7 @@ int cmd_serve(int argc, char **argv)
 		case 'P': policy = optarg; break;
 		case 'L': policies = optarg; break;
 		case 'W': control = optarg; break;
+		case 'B': backend = optarg; break;
 		case 'c': bad = cli_int("--ctx", optarg, 2, 1 << 22, &ctx); break;
 		case 'Q': bad = cli_int("--max-queue", optarg, 0, 100000, &max_queue); break;
 		case 'k':
@@ -114,6 +123,16 @@ int cmd_serve(int argc, char **argv)
 	if (!model_path) {
 		log_error("serve: -m MODEL is required");
 		return EXIT_INPUT;
+	}
+	bool scx = !strcmp(backend, "scx");
+	if (!scx && strcmp(backend, "user")) {
+		log_error("--backend: '%s' is not user or scx", backend);
+		return EXIT_INPUT;
+	}
+	if (scx && !scx_built()) {
+		log_error("--backend scx: this build has no sched_ext support (rebuild "
+			  "with `make SCX=1`; tools/deps-scx.sh)");
+		return EXIT_FAIL;
 	}
 	unsigned char addr[sizeof(struct in6_addr)];
 	if (inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1) {
@@ -148,9 +167,35 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	control_write_index(cw, (uint32_t)policy_index);
+	/* --backend scx: the kernel side before the gang exists, so every
+	 * thread server_new starts inherits SCHED_EXT (gang.c base_policy) */
+	bool scx_ours = false;
+	if (scx) {
+		if (!scx_loaded()) {
+			if (scx_load(&lib, cpus, n_cpus, (uint32_t)policy_index) < 0) {
+				log_error("--backend scx: %s", err_get());
+				control_close(cw);
+				return EXIT_FAIL;
+			}
+			scx_ours = true;
+		} else if (scx_set_index((uint32_t)policy_index, NULL) < 0) {
+			log_error("--backend scx: %s", err_get());
+			control_close(cw);
+			return EXIT_FAIL;
+		}
+		if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0) {
+			log_error("--backend scx: %s", err_get());
+			if (scx_ours)
+				scx_unload(NULL);
+			control_close(cw);
+			return EXIT_FAIL;
+		}
+	}
 	model_t *m = model_load(model_path, tok_path);
 	if (!m) {
 		log_error("%s", err_get());
+		if (scx_ours)
+			scx_unload(NULL);
 		control_close(cw);
 		return EXIT_INPUT;
 	}
@@ -160,6 +205,9 @@ int cmd_serve(int argc, char **argv)
 		log_error("--ctx %lld is larger than the model's context %d",
 			  (long long)ctx, m->cfg.ctx);
 		model_free(m);
+		if (scx_ours)
+			scx_unload(NULL);
+		control_close(cw);
 		return EXIT_INPUT;
 	}
 	char *tmpl = NULL;
@@ -221,6 +269,9 @@ out:
 	server_free(s);
 	free(tmpl);
 	model_free(m);
+	/* the scheduler this server loaded goes with it */
+	if (scx_ours && scx_unload(NULL) < 0)
+		log_error("--backend scx: %s", err_get());
 	control_close(cw);
 	return status;
 }

@@ -26,6 +26,7 @@ static const command_t commands[] = {
 	{"burn", cmd_burn, "a CPU- or memory-bound tenant that reports its rate"},
 	{"policy", cmd_policy, "policy library: list, show, set the index in force"},
 	{"control", cmd_control, "a controller: oracle, bandit or agent writes the index"},
+	{"scx", cmd_scx, "sched_ext backend: load, status, set N, unload the BPF policies"},
 };
 
 static void usage(FILE *f)

@@ -116,6 +116,10 @@ struct gang {
 	uint64_t keep_ns; /* spin before sleeping once not requested */
 	int n;
 	bool pin;
+	/* the class polite acquire runs in: SCHED_OTHER, or SCHED_EXT when
+	 * the creating thread was in it (egang's sched_ext backend, whose BPF
+	 * policies do the preempting, so acquire preempt keeps it too) */
+	int base_policy;
 	_Atomic uint64_t tokens, latch_changes, joins, departures, wakes;
 	_Atomic uint32_t acquire;     /* gang_acquire_t */
 	_Atomic uint32_t fifo_denied;
@@ -183,13 +187,16 @@ static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
 
 /* ---- scheduling class (acquire modes) ---- */
 
+#define GANG_SCHED_EXT 7 /* SCHED_EXT (Linux 6.12+; glibc 2.36 lacks the name) */
+
 /* Puts the calling slot's thread in the class the acquire mode asks for
  * (no system call when it already is). */
 static void sched_apply(gang_t *g, slot_t *s)
 {
 	bool fifo = atomic_load_explicit(&g->acquire, memory_order_relaxed) ==
 		    GANG_ACQUIRE_PREEMPT;
-	int want = fifo ? SCHED_FIFO : SCHED_OTHER;
+	int want = fifo && g->base_policy != GANG_SCHED_EXT ? SCHED_FIFO
+							    : g->base_policy;
 	if (s->sched_policy == want)
 		return;
 	struct sched_param sp = {.sched_priority = fifo ? 1 : 0};
@@ -452,8 +459,11 @@ gang_t *gang_init(const gang_config_t *cfg)
 	g->keep_ns = (uint64_t)cfg->keep_us * 1000;
 	g->count_preempt = cfg->count_preempt;
 	atomic_store(&g->acquire, cfg->acquire);
+	/* workers inherit the creating thread's class (pthread_create) */
+	g->base_policy = sched_getscheduler(0) == GANG_SCHED_EXT ? GANG_SCHED_EXT
+								  : SCHED_OTHER;
 	for (int i = 0; i < g->n; i++)
-		g->slots[i].sched_policy = SCHED_OTHER;
+		g->slots[i].sched_policy = g->base_policy;
 	atomic_store(&g->requested, 1);
 	for (int i = 0; i < g->n; i++) {
 		g->slots[i].g = g;
@@ -530,8 +540,8 @@ void gang_end(gang_t *g)
 	/* the leader holds FIFO only while a generation runs */
 	if (g->slots[0].sched_policy == SCHED_FIFO) {
 		struct sched_param sp = {0};
-		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-		g->slots[0].sched_policy = SCHED_OTHER;
+		pthread_setschedparam(pthread_self(), g->base_policy, &sp);
+		g->slots[0].sched_policy = g->base_policy;
 	}
 }
 

@@ -1,0 +1,432 @@
+/* scx: the sched_ext backend's loader (scx.h). */
+#include "scx/scx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+/* ---- the kernel form of a record (always built: pure, unit-tested) ---- */
+
+#define SLICE_GANG_NS 20000000ull      /* 20 ms: SCX_SLICE_DFL */
+#define SLICE_SHORT_NS 1000000ull      /* latency: tenants yield within 1 ms */
+#define SLICE_ELASTIC_NS 5000000ull    /* elastic, static: 5 ms */
+#define SLICE_THROUGHPUT_NS 20000000ull
+
+static uint64_t cpu_mask(uint32_t slots, const int *cpus, int n)
+{
+	uint64_t m = 0;
+	for (int i = 0; i < n; i++)
+		if ((slots >> i) & 1 && cpus[i] >= 0 && cpus[i] < 64)
+			m |= 1ull << cpus[i];
+	return m;
+}
+
+void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
+			  struct egang_krec *out)
+{
+	memset(out, 0, sizeof *out);
+	uint32_t all = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+	/* A knee record's width is measured and capped in user space; if it
+	 * asks nothing else of the kernel (polite, no reserved cores) its slot
+	 * stays empty: the default scheduling is already what it needs. A knee
+	 * record that preempts (latency) has a kernel form. */
+	if (p->width == WIDTH_KNEE && p->acquire != GANG_ACQUIRE_PREEMPT &&
+	    !p->reserved_mask) {
+		out->kind = EGANG_KIND_NONE;
+		return;
+	}
+	uint32_t gang = p->width == WIDTH_STATIC ? p->static_mask
+						 : all & ~p->reserved_mask;
+	uint32_t tenant = p->reserved_mask ? p->reserved_mask
+		: p->width == WIDTH_STATIC ? all & ~p->static_mask : 0;
+	out->gang_cpus = cpu_mask(gang, cpus, n);
+	out->tenant_cpus = cpu_mask(tenant, cpus, n);
+	out->gang_slice_ns = SLICE_GANG_NS;
+	if (p->acquire == GANG_ACQUIRE_PREEMPT) {
+		out->kind = EGANG_KIND_LATENCY;
+		out->tenant_slice_ns = SLICE_SHORT_NS;
+	} else if (p->reserved_mask) {
+		out->kind = EGANG_KIND_SHARE;
+		out->tenant_slice_ns = SLICE_THROUGHPUT_NS;
+	} else if (p->width == WIDTH_STATIC) {
+		out->kind = EGANG_KIND_STATIC;
+		out->tenant_slice_ns = SLICE_ELASTIC_NS;
+	} else {
+		out->kind = EGANG_KIND_ELASTIC;
+		out->tenant_slice_ns = SLICE_ELASTIC_NS;
+	}
+}
+
+const char *scx_kind_name(uint32_t kind)
+{
+	static const char *const names[EGANG_KIND_COUNT] = {
+		[EGANG_KIND_NONE] = "none", [EGANG_KIND_ELASTIC] = "elastic",
+		[EGANG_KIND_LATENCY] = "latency", [EGANG_KIND_SHARE] = "share",
+		[EGANG_KIND_STATIC] = "static"};
+	return kind < EGANG_KIND_COUNT ? names[kind] : "?";
+}
+
+/* ---- sysfs state ---- */
+
+static int read_line(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, (int)n, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+int scx_state(char *buf, size_t n)
+{
+	if (read_line("/sys/kernel/sched_ext/state", buf, n) < 0)
+		return err_set("this kernel has no sched_ext (/sys/kernel/sched_ext/"
+			       "state: %s; needs Linux 6.12+ with "
+			       "CONFIG_SCHED_CLASS_EXT=y)", strerror(errno));
+	return 0;
+}
+
+int scx_root_ops(char *buf, size_t n)
+{
+	if (read_line("/sys/kernel/sched_ext/root/ops", buf, n) < 0)
+		buf[0] = 0;
+	return 0;
+}
+
+/* sched_setattr(2)'s argument, first version (SCHED_ATTR_SIZE_VER0 = 48):
+ * glibc 2.36 has no wrapper, so the layout is the kernel's uapi. */
+struct egang_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+int scx_enter(pid_t tid)
+{
+	struct egang_sched_attr a = {.size = sizeof a, .sched_policy = SCHED_EXT_POLICY};
+	if (syscall(SYS_sched_setattr, tid, &a, 0) < 0) {
+		if (errno == EINVAL)
+			return err_set("sched_setattr(SCHED_EXT): %s (no sched_ext "
+				       "in this kernel?)", strerror(errno));
+		return err_sys("sched_setattr(SCHED_EXT)");
+	}
+	return 0;
+}
+
+#if EGANG_SCX
+/* ==== the loader (make SCX=1) ==== */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "egang.skel.h"
+
+bool scx_built(void) { return true; }
+
+static const char *const pin_names[] = {
+	"policy_index", "gang", "krec", "xfer", "fall", "exit_rec",
+	"sel_progs", "enq_progs", "dsp_progs"};
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* warnings carry the verifier's log when a program is refused */
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int pin_path(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", EGANG_SCX_PIN, name);
+	return 0;
+}
+
+static int pin_open(const char *name)
+{
+	char path[256];
+	pin_path(path, sizeof path, name);
+	int fd = bpf_obj_get(path);
+	if (fd < 0)
+		return err_set("%s: %s (is egang's scheduler loaded? egang scx load)",
+			       path, strerror(errno));
+	return fd;
+}
+
+static void unpin_all(void)
+{
+	char path[256];
+	for (size_t i = 0; i < EG_ARRAY_LEN(pin_names); i++) {
+		pin_path(path, sizeof path, pin_names[i]);
+		unlink(path);
+	}
+	pin_path(path, sizeof path, "link");
+	unlink(path);
+	rmdir(EGANG_SCX_PIN);
+}
+
+bool scx_loaded(void)
+{
+	char path[256];
+	pin_path(path, sizeof path, "link");
+	return access(path, F_OK) == 0;
+}
+
+static struct bpf_map *map_by_name(struct egang_bpf *s, const char *name)
+{
+	return bpf_object__find_map_by_name(s->obj, name);
+}
+
+int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
+{
+	char state[64], ops[128];
+	if (scx_state(state, sizeof state) < 0)
+		return -1;
+	if (strcmp(state, "disabled")) {
+		scx_root_ops(ops, sizeof ops);
+		return err_set("sched_ext is %s (scheduler '%s'): unload it first%s",
+			       state, ops, scx_loaded() ? " (egang scx unload)" : "");
+	}
+	if (access("/sys/fs/bpf", W_OK) < 0)
+		return err_set("/sys/fs/bpf: %s (mount -t bpf bpf /sys/fs/bpf)",
+			       strerror(errno));
+	if (mkdir(EGANG_SCX_PIN, 0700) < 0) {
+		if (errno == EEXIST)
+			return err_set("%s exists: a scheduler is pinned (egang scx "
+				       "unload)", EGANG_SCX_PIN);
+		return err_set("mkdir %s: %s (is /sys/fs/bpf a BPF filesystem? "
+			       "mount -t bpf bpf /sys/fs/bpf)", EGANG_SCX_PIN,
+			       strerror(errno));
+	}
+	libbpf_set_print(libbpf_quiet);
+	struct egang_bpf *s = egang_bpf__open();
+	struct bpf_link *link = NULL;
+	if (!s) {
+		err_set("opening the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	/* every program, the policies' included, is verified here */
+	if (egang_bpf__load(s)) {
+		err_set("loading the BPF scheduler: %s (the verifier's log is above)",
+			strerror(errno));
+		goto fail;
+	}
+	struct bpf_program *progs[EGANG_KIND_COUNT][EGANG_CB_COUNT] = {
+		[EGANG_KIND_ELASTIC] = {s->progs.elastic_select_cpu,
+					s->progs.elastic_enqueue, s->progs.elastic_dispatch},
+		[EGANG_KIND_LATENCY] = {s->progs.latency_select_cpu,
+					s->progs.latency_enqueue, s->progs.latency_dispatch},
+		[EGANG_KIND_SHARE] = {s->progs.share_select_cpu, s->progs.share_enqueue,
+				      s->progs.share_dispatch},
+		[EGANG_KIND_STATIC] = {s->progs.static_set_select_cpu,
+				       s->progs.static_set_enqueue,
+				       s->progs.static_set_dispatch},
+	};
+	int arrays[EGANG_CB_COUNT] = {bpf_map__fd(s->maps.sel_progs),
+				      bpf_map__fd(s->maps.enq_progs),
+				      bpf_map__fd(s->maps.dsp_progs)};
+	for (int i = 0; i < lib->n && i < EGANG_SLOTS; i++) {
+		uint32_t key = (uint32_t)i;
+		struct egang_krec r;
+		scx_krec_from_policy(&lib->rec[i], cpus, n, &r);
+		if (bpf_map_update_elem(bpf_map__fd(s->maps.krec), &key, &r, BPF_ANY)) {
+			err_sys("bpf_map_update_elem(krec)");
+			goto fail;
+		}
+		if (r.kind == EGANG_KIND_NONE)
+			continue;
+		for (int cb = 0; cb < EGANG_CB_COUNT; cb++) {
+			int fd = bpf_program__fd(progs[r.kind][cb]);
+			if (bpf_map_update_elem(arrays[cb], &key, &fd, BPF_ANY)) {
+				err_set("%s: slot %d (%s) refused by the tail-call "
+					"array: %s", lib->rec[i].name, i,
+					scx_kind_name(r.kind), strerror(errno));
+				goto fail;
+			}
+		}
+	}
+	uint32_t zero = 0;
+	if (bpf_map_update_elem(bpf_map__fd(s->maps.policy_index), &zero, &index, BPF_ANY)) {
+		err_sys("bpf_map_update_elem(policy_index)");
+		goto fail;
+	}
+	char path[256];
+	for (size_t i = 0; i < EG_ARRAY_LEN(pin_names); i++) {
+		pin_path(path, sizeof path, pin_names[i]);
+		if (bpf_map__pin(map_by_name(s, pin_names[i]), path)) {
+			err_set("pinning %s: %s", path, strerror(errno));
+			goto fail;
+		}
+	}
+	link = bpf_map__attach_struct_ops(s->maps.egang_ops);
+	if (!link) {
+		err_set("attaching the scheduler: %s", strerror(errno));
+		goto fail;
+	}
+	pin_path(path, sizeof path, "link");
+	if (bpf_link__pin(link, path)) {
+		err_set("pinning %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	bpf_link__disconnect(link); /* the pin keeps it attached */
+	bpf_link__destroy(link);
+	egang_bpf__destroy(s);
+	return 0;
+fail:
+	if (link)
+		bpf_link__destroy(link);
+	egang_bpf__destroy(s);
+	unpin_all();
+	return -1;
+}
+
+int scx_unload(struct egang_exit *ex)
+{
+	int lfd = pin_open("link");
+	if (lfd < 0)
+		return -1;
+	int efd = pin_open("exit_rec");
+	/* detach at once; if this kernel cannot detach a struct_ops link,
+	 * dropping the last reference (the pin and lfd) unregisters it */
+	bpf_link_detach(lfd);
+	unpin_all();
+	close(lfd);
+	char state[64] = "";
+	for (int i = 0; i < 500; i++) {
+		if (scx_state(state, sizeof state) < 0 || !strcmp(state, "disabled"))
+			break;
+		usleep(10000);
+	}
+	if (ex) {
+		memset(ex, 0, sizeof *ex);
+		uint32_t zero = 0;
+		if (efd >= 0)
+			bpf_map_lookup_elem(efd, &zero, ex);
+	}
+	if (efd >= 0)
+		close(efd);
+	if (strcmp(state, "disabled"))
+		return err_set("sched_ext is still %s 5 s after the detach", state);
+	return 0;
+}
+
+int scx_set_index(uint32_t index, uint64_t *ns)
+{
+	int fd = pin_open("policy_index");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	uint64_t t0 = time_now_ns();
+	int rc = bpf_map_update_elem(fd, &zero, &index, BPF_ANY);
+	uint64_t t1 = time_now_ns();
+	close(fd);
+	if (rc)
+		return err_sys("bpf_map_update_elem(policy_index)");
+	if (ns)
+		*ns = t1 - t0;
+	return 0;
+}
+
+int scx_set_gang(uint32_t tgid)
+{
+	int fd = pin_open("gang");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	int rc = bpf_map_update_elem(fd, &zero, &tgid, BPF_ANY);
+	close(fd);
+	return rc ? err_sys("bpf_map_update_elem(gang)") : 0;
+}
+
+static int sum_percpu(int fd, uint32_t key, uint64_t *buf, int ncpu, uint64_t *out)
+{
+	if (bpf_map_lookup_elem(fd, &key, buf))
+		return err_sys("bpf_map_lookup_elem(counters)");
+	uint64_t s = 0;
+	for (int c = 0; c < ncpu; c++)
+		s += buf[c];
+	*out = s;
+	return 0;
+}
+
+int scx_read(scx_counts_t *c)
+{
+	memset(c, 0, sizeof *c);
+	int fds[5] = {pin_open("policy_index"), -1, -1, -1, -1};
+	if (fds[0] < 0)
+		return -1;
+	fds[1] = pin_open("gang");
+	fds[2] = pin_open("krec");
+	fds[3] = pin_open("xfer");
+	fds[4] = pin_open("fall");
+	int rc = -1;
+	uint64_t *buf = NULL;
+	for (int i = 1; i < 5; i++)
+		if (fds[i] < 0)
+			goto out;
+	int ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0) {
+		err_set("libbpf_num_possible_cpus: %s", strerror(-ncpu));
+		goto out;
+	}
+	buf = calloc((size_t)ncpu, sizeof *buf);
+	if (!buf) {
+		err_sys("calloc");
+		goto out;
+	}
+	uint32_t zero = 0;
+	if (bpf_map_lookup_elem(fds[0], &zero, &c->index) ||
+	    bpf_map_lookup_elem(fds[1], &zero, &c->gang)) {
+		err_sys("bpf_map_lookup_elem");
+		goto out;
+	}
+	for (uint32_t s = 0; s <= EGANG_SLOTS; s++) {
+		if (s < EGANG_SLOTS && bpf_map_lookup_elem(fds[2], &s, &c->krec[s])) {
+			err_sys("bpf_map_lookup_elem(krec)");
+			goto out;
+		}
+		for (uint32_t cb = 0; cb < EGANG_CB_COUNT; cb++) {
+			uint32_t key = s * EGANG_CB_COUNT + cb;
+			if (s < EGANG_SLOTS &&
+			    sum_percpu(fds[3], key, buf, ncpu, &c->xfer[s][cb]) < 0)
+				goto out;
+			if (sum_percpu(fds[4], key, buf, ncpu, &c->fall[s][cb]) < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(buf);
+	for (int i = 0; i < 5; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return rc;
+}
+
+#else
+/* ==== a build without libbpf >= 1.4 / the BPF toolchain ==== */
+#define NO_SCX "this build has no sched_ext support (rebuild with `make SCX=1`: " \
+	       "needs libbpf >= 1.4, bpftool, clang-19; tools/deps-scx.sh)"
+
+bool scx_built(void) { return false; }
+bool scx_loaded(void) { return false; }
+int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
+{
+	return err_set(NO_SCX);
+}
+int scx_unload(struct egang_exit *ex) { return err_set(NO_SCX); }
+int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }
+int scx_set_gang(uint32_t tgid) { return err_set(NO_SCX); }
+int scx_read(scx_counts_t *c) { return err_set(NO_SCX); }
+#endif

@@ -1,0 +1,75 @@
+/* scx: the sched_ext backend's loader (bpf/egang.bpf.c is the scheduler,
+ * bpf/egang_scx.h the layout both share).
+ *
+ * `scx_load` opens the bpftool skeleton, loads and verifies every program
+ * (the scheduler's callbacks and every policy kind's), fills the kernel
+ * records and the three tail-call arrays from the policy library, pins the
+ * maps and then attaches the struct_ops link and pins it too, all under
+ * EGANG_SCX_PIN (/sys/fs/bpf/egang): the scheduler outlives the command
+ * that loaded it, and `status`, `set`, `unload` are separate processes that
+ * open the pins. The prog arrays must stay pinned: the kernel empties a
+ * PROG_ARRAY when its last user-space reference (fd or pin) goes, so an
+ * unpinned array would make every index fall through.
+ *
+ * Built only with `make SCX=1` (libbpf >= 1.4, bpftool, clang for the bpf
+ * target, a vmlinux BTF that has sched_ext); otherwise every call below
+ * except scx_krec_from_policy fails with "this build has no sched_ext
+ * support" and scx_built() is false. */
+#ifndef EGANG_SCX_SCX_H
+#define EGANG_SCX_SCX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../bpf/egang_scx.h"
+#include "policy/policy.h"
+
+#define SCHED_EXT_POLICY 7 /* SCHED_EXT in include/uapi/linux/sched.h */
+
+/* True when this binary carries the BPF scheduler. */
+bool scx_built(void);
+
+/* The kernel form of record p on a gang whose slot i runs on cpus[i]
+ * (n slots): kind, CPU masks, slices. kind EGANG_KIND_NONE (a polite knee
+ * record without reserved cores: all it adds is a width that user space
+ * measures) leaves the slot empty. */
+void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
+			  struct egang_krec *out);
+const char *scx_kind_name(uint32_t kind);
+
+/* /sys/kernel/sched_ext/state into buf ("disabled", "enabled", ...);
+ * -1 + err_get() when the kernel has no sched_ext. */
+int scx_state(char *buf, size_t n);
+/* /sys/kernel/sched_ext/root/ops into buf ("" when none). */
+int scx_root_ops(char *buf, size_t n);
+
+/* Loads, verifies, fills, pins and attaches (above) with `index` in force;
+ * 0, or -1 + err_get(). */
+int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index);
+/* Detaches the pinned scheduler, waits for sched_ext to be disabled (5 s at
+ * most), removes the pins; *ex (if not NULL) gets the exit record. */
+int scx_unload(struct egang_exit *ex);
+/* true when egang's scheduler is pinned (loaded by scx_load). */
+bool scx_loaded(void);
+
+/* One map update of the pinned index (the switch); *ns (if not NULL) gets
+ * the update's duration. Any value is accepted: the guard is the caller's. */
+int scx_set_index(uint32_t index, uint64_t *ns);
+/* Names tgid's threads the gang (0: none). */
+int scx_set_gang(uint32_t tgid);
+
+typedef struct scx_counts {
+	uint32_t index, gang;
+	struct egang_krec krec[EGANG_SLOTS];
+	uint64_t xfer[EGANG_SLOTS][EGANG_CB_COUNT];     /* summed over CPUs */
+	uint64_t fall[EGANG_SLOTS + 1][EGANG_CB_COUNT]; /* [EGANG_SLOTS]: past the end */
+} scx_counts_t;
+/* Reads the pinned maps. */
+int scx_read(scx_counts_t *c);
+
+/* Puts thread (or process) tid in SCHED_EXT with sched_setattr(2); 0 = the
+ * caller. Threads it creates afterwards inherit the class. */
+int scx_enter(pid_t tid);
+
+#endif

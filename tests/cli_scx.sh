@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# egang scx and serve --backend: usage errors everywhere, and in a build
+# without SCX=1 the one-line refusal (exit 1). The scheduler itself is
+# tested in a sched_ext kernel under QEMU: make test-scx (tests/scx/).
+source "$(dirname "$0")/lib.sh"
+
+check "scx --help" "$EGANG" scx --help
+expect_exit "scx: no action" 2 'missing load, status' "$EGANG" scx
+expect_exit "scx: unknown action" 2 "unknown action 'frob'" "$EGANG" scx frob
+expect_exit "scx set: no policy" 2 'missing the policy' "$EGANG" scx set
+expect_exit "scx exec: no command" 2 'missing the command' "$EGANG" scx exec
+expect_exit "scx status: stray operand" 2 "unexpected argument 'x'" "$EGANG" scx status x
+expect_exit "scx load: --gang does not apply" 2 'does not apply' "$EGANG" scx load --gang
+expect_exit "scx bench: bad --reps" 2 'reps' "$EGANG" scx bench --reps 0
+expect_exit "serve: bad --backend" 2 "'gpu' is not user or scx" \
+	"$EGANG" serve -m x --backend gpu
+if "$EGANG" scx status >/dev/null 2>"$TMP/e" || ! grep -q 'no sched_ext support' "$TMP/e"; then
+	skip "scx: refusal without SCX=1" "this egang is an SCX=1 build"
+else
+	expect_exit "scx status without SCX=1" 1 'this build has no sched_ext support' \
+		"$EGANG" scx status
+	expect_exit "scx load without SCX=1" 1 'no sched_ext support' "$EGANG" scx load
+	expect_exit "serve --backend scx without SCX=1" 1 'no sched_ext support' \
+		"$EGANG" serve -m x --backend scx
+fi
