@@ -94,7 +94,7 @@ if command -v curl >/dev/null; then
 	( while :; do curl -s --max-time 10 -o /dev/null -H 'Content-Type: application/json' \
 		-d '{"prompt":"Once","max_tokens":8}' "$URL/v1/completions"; sleep 0.05; done ) &
 	LPID=$!
-	"$EGANG" control --control "$CW" --cores 0 --bandit --seconds 2.5 --period-ms 100 --seed 7 \
+	"$EGANG" control --control "$CW" --cores 0 --bandit --seconds 4 --period-ms 100 --seed 7 \
 		>"$TMP/bandit.out" 2>"$TMP/bandit.err"
 	brc=$?
 	kill "$LPID" 2>/dev/null; wait "$LPID" 2>/dev/null; LPID=
