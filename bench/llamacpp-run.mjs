@@ -94,9 +94,12 @@ if (mode === "ids") {
 	await greedy(1); // warm-up
 	await seq.clearHistory();
 	let mark = timesNow().length;
+	const epoch = () => (performance.timeOrigin + performance.now()) / 1000;
+	const e0 = epoch();
 	let t0 = now();
 	const got = await greedy(nDecode);
 	const decodeS = now() - t0;
+	const e1 = epoch();
 	const decodeIn = phase(mark);
 	if (got.length !== nDecode) die(`decode produced ${got.length} tokens, not ${nDecode}`);
 	const tasksDuring = nTasks();
@@ -122,6 +125,7 @@ if (mode === "ids") {
 		engine: "llama.cpp", model: modelPath, threads,
 		context_threads: context.currentThreads,
 		decode_tokens: nDecode, decode_s: decodeS, decode_tok_s: nDecode / decodeS,
+		decode_epoch: [e0, e1], // wall-clock window of the decode (tenants' rate, --busy)
 		prompt_tokens: nPrompt, prefill_s: nPrompt ? prefillS : undefined,
 		prefill_tok_s: nPrompt ? nPrompt / prefillS : undefined,
 		extra_threads: tasksDuring - tasksBefore,

@@ -8,8 +8,9 @@
 // node-llama-cpp's per-token JavaScript loop is the *_wall metric. egang's
 // are its `bench decode|prefill --json` median of one rep (or, with --busy,
 // `egang generate`'s decode tok/s). Tenants (--busy): the sum over cores of
-// the mean units/s each burner reported while the engine ran, and that as a
-// fraction of the tenants' rate with nothing else running.
+// the mean units/s each burner reported (every 100 ms) while the engine
+// decoded, and that as a fraction of the tenants' rate with nothing else
+// running; a window shorter than a report period has no rate ('-').
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
@@ -31,11 +32,11 @@ if (busy) {
 		burns.push(pts);
 	}
 }
-// reports whose period ends inside [a + 0.25 s, b]: whole periods of the window
+// reports whose period (100 ms) lies inside [a, b]
 function tenantRate(a, b) {
 	let sum = 0, ok = false;
 	for (const pts of burns) {
-		const inw = pts.filter(([t]) => t >= a + 0.25 && t <= b);
+		const inw = pts.filter(([t]) => t >= a + 0.1 && t <= b);
 		if (inw.length === 0) continue;
 		ok = true;
 		sum += inw.reduce((s, [, r]) => s + r, 0) / inw.length;
@@ -58,8 +59,16 @@ let alone;
 for (const { tag, result: r } of raw) {
 	if (tag.engine === "tenants-alone") { alone = tenantRate(tag.t0, tag.t1); continue; }
 	const { name, threads } = tag;
-	if (busy) put(name, threads, `${tag.engine}/tenants`, tenantRate(tag.t0, tag.t1));
-	if (r === null) { put(name, threads, `${tag.engine}/failed`, 1); continue; }
+	// the tenants' rate while the engine decoded: llama.cpp reports its
+	// decode's wall-clock window; egang's is the end of its run minus the
+	// decode time (the process exits right after); else the whole run
+	if (busy) {
+		let [a, b] = [tag.t0, tag.t1];
+		if (r?.decode_epoch) [a, b] = r.decode_epoch;
+		else if (r?.decode_tok_s > 0) a = tag.t1 - r.decode_tokens / r.decode_tok_s;
+		put(name, threads, `${tag.engine}/tenants`, tenantRate(a, b));
+	}
+	if (r === null || r.timeout) { put(name, threads, `${tag.engine}/failed`, r?.timeout ? 1 : 0); continue; }
 	if (tag.engine.startsWith("llama-")) {
 		const cfg = tag.engine.slice(6);
 		put(name, threads, `${cfg}/decode`, r.decode_in_tok_s);
@@ -95,7 +104,7 @@ writeFileSync(path.join(out, "summary.csv"), csv.join("\n") + "\n");
 
 // ---- tables ------------------------------------------------------------------------
 const f1 = (x) => x === undefined ? "-" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
-const mmm = (st) => st ? `${f1(st.min)}/${f1(st.med)}/${f1(st.max)}` : "failed";
+const mmm = (st) => st ? `${f1(st.min)}/${f1(st.med)}/${f1(st.max)}` : "-";
 const med = (st) => st ? f1(st.med) : "-";
 const ratio = (a, b) => a && b ? a.med / b.med : undefined;
 const fr = (x) => x === undefined ? "-" : x.toFixed(2) + "x";
@@ -114,10 +123,13 @@ if (!busy) {
 		const rows = order.map((k) => {
 			const g = groups.get(k);
 			return [g.name, g.threads, mmm(stat(g, `shipped/${what}`)), mmm(stat(g, `pool/${what}`)),
-				med(stat(g, `pool/${what}_wall`)), mmm(stat(g, `egang/${what}`))];
+				med(stat(g, `pool/${what}_wall`)), mmm(stat(g, `egang/${what}`)),
+				["llama-shipped", "llama-pool", `egang-${what}`].filter((e) => g.s.has(`${e}/failed`))
+					.map((e) => { const v = g.s.get(`${e}/failed`), to = v.filter((x) => x === 1).length;
+						return `${e}:${v.length}${to ? ` (${to} timed out)` : ""}`; }).join(" ") || "-"];
 		});
 		table(`${what} tok/s, min/median/max (llama.cpp: its own llama_decode time; pool via node: the median seen through node-llama-cpp)`,
-			["model", "threads", "llama.cpp shipped", "llama.cpp pool", "pool via node", "egang"], rows);
+			["model", "threads", "llama.cpp shipped", "llama.cpp pool", "pool via node", "egang", "failed runs"], rows);
 	}
 	const rows = order.map((k) => {
 		const g = groups.get(k);
@@ -151,17 +163,18 @@ writeFileSync(path.join(out, "ratios.csv"), ratios.join("\n") + "\n");
 if (spawnSync("gnuplot", ["--version"]).status === 0) {
 	const dat = ratios.slice(1).map((l) => { const c = l.split(","); return `"${c[0]} t${c[1]}" ${c[3] || "NaN"} ${c[4] || "NaN"}`; });
 	writeFileSync(path.join(out, "ratios.dat"), dat.join("\n") + "\n");
-	const gp = `set terminal pngcairo size 1000,500
+	const gp = `set terminal pngcairo size 1000,500 noenhanced
 set output '${path.join(out, "ratios.png")}'
 set title 'egang / llama.cpp (pool), medians${busy ? ", one tenant per core" : ""}'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8
-set yrange [0:*]
+set logscale y
+set ylabel 'egang / llama.cpp (log scale; 1 = equal)'
 set xtics rotate by -30
 set grid ytics
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2
-plot '${path.join(out, "ratios.dat")}' using 2:xtic(1) title 'decode', '' using 3 title 'prefill'
+plot '${path.join(out, "ratios.dat")}' using 2:xtic(1) title 'decode'${busy ? "" : ", '' using 3 title 'prefill'"}
 `;
 	const r = spawnSync("gnuplot", [], { input: gp });
 	if (r.status !== 0) process.stderr.write(`compare-llamacpp: gnuplot failed: ${String(r.stderr).split("\n")[0]}\n`);
