@@ -71,14 +71,29 @@ function phase(before) {
 	return { calls: calls.length, tokens, s: ns / 1e9 };
 }
 
+// a decode in progress: on SIGTERM (the script's --timeout) its rate so far
+// is reported, marked partial, so a very slow run still gives a figure
+let live = null;
 async function greedy(n) {
 	const out = [];
 	for await (const tok of seq.evaluate([bos], { temperature: 0 })) {
 		out.push(tok);
+		if (live) live.tokens = out.length;
 		if (out.length >= n) break;
 	}
 	return out;
 }
+process.on("SIGTERM", () => {
+	if (live && live.tokens > 0) {
+		const s = now() - live.t0;
+		process.stdout.write(JSON.stringify({
+			engine: "llama.cpp", model: modelPath, threads, partial: true,
+			decode_tokens: live.tokens, decode_s: s, decode_tok_s: live.tokens / s,
+			decode_epoch: [live.e0, (performance.timeOrigin + performance.now()) / 1000],
+		}) + "\n");
+	}
+	process.exit(124);
+});
 
 if (mode === "ids") {
 	const n = Number(a4);
@@ -97,9 +112,11 @@ if (mode === "ids") {
 	const epoch = () => (performance.timeOrigin + performance.now()) / 1000;
 	const e0 = epoch();
 	let t0 = now();
+	live = { t0, e0, tokens: 0 };
 	const got = await greedy(nDecode);
 	const decodeS = now() - t0;
 	const e1 = epoch();
+	live = null;
 	const decodeIn = phase(mark);
 	if (got.length !== nDecode) die(`decode produced ${got.length} tokens, not ${nDecode}`);
 	const tasksDuring = nTasks();

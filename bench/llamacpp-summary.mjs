@@ -68,7 +68,13 @@ for (const { tag, result: r } of raw) {
 		else if (r?.decode_tok_s > 0) a = tag.t1 - r.decode_tokens / r.decode_tok_s;
 		put(name, threads, `${tag.engine}/tenants`, tenantRate(a, b));
 	}
-	if (r === null || r.timeout) { put(name, threads, `${tag.engine}/failed`, r?.timeout ? 1 : 0); continue; }
+	if (r === null || r.timeout) {
+		put(name, threads, `${tag.engine}/failed`, r?.timeout ? 1 : 0);
+		if (!r?.partial) continue;
+		// a decode stopped by --timeout: its rate until then (node's view)
+		put(name, threads, `${tag.engine.slice(6)}/decode_partial`, r.decode_tok_s);
+		continue;
+	}
 	if (tag.engine.startsWith("llama-")) {
 		const cfg = tag.engine.slice(6);
 		put(name, threads, `${cfg}/decode`, r.decode_in_tok_s);
@@ -147,11 +153,18 @@ if (!busy) {
 } else {
 	const rows = order.map((k) => {
 		const g = groups.get(k);
-		const d = ratio(stat(g, "egang/decode"), stat(g, "pool/decode"));
+		const full = stat(g, "pool/decode"), part = stat(g, "pool/decode_partial");
+		let d = ratio(stat(g, "egang/decode"), full);
+		let lcol = mmm(full), dcol = fr(d);
+		if (!full && part) { // every llama.cpp run timed out: its rate until then bounds it
+			d = ratio(stat(g, "egang/decode"), part);
+			lcol = `<=${f1(part.max)} (timed out)`;
+			dcol = d === undefined ? "-" : `>=${fr(stat(g, "egang/decode").med / part.max)}`;
+		}
 		const tl = stat(g, "llama-pool/tenants"), te = stat(g, "egang/tenants");
 		const pct = (st) => st && alone ? `${(100 * st.med / alone).toFixed(1)}%` : "-";
 		ratios.push([g.name, g.threads, 1, d ?? "", ""].join(","));
-		return [g.name, g.threads, mmm(stat(g, "pool/decode")), mmm(stat(g, "egang/decode")), fr(d),
+		return [g.name, g.threads, lcol, mmm(stat(g, "egang/decode")), dcol,
 			tl ? `${f1(tl.med)} (${pct(tl)})` : "-", te ? `${f1(te.med)} (${pct(te)})` : "-"];
 	});
 	table(`busy: one burn tenant per core; decode tok/s min/median/max, tenants' units/s (of alone: ${alone ? f1(alone) : "-"})`,
