@@ -128,7 +128,12 @@ if (!busy) {
 	for (const what of ["decode", "prefill"]) {
 		const rows = order.map((k) => {
 			const g = groups.get(k);
-			return [g.name, g.threads, mmm(stat(g, `shipped/${what}`)), mmm(stat(g, `pool/${what}`)),
+			// a column whose runs all timed out shows the best rate reached before
+			const col = (cfg) => {
+				const st = stat(g, `${cfg}/${what}`), p = stat(g, `${cfg}/${what}_partial`);
+				return !st && p ? `<=${f1(p.max)} (timed out)` : mmm(st);
+			};
+			return [g.name, g.threads, col("shipped"), col("pool"),
 				med(stat(g, `pool/${what}_wall`)), mmm(stat(g, `egang/${what}`)),
 				["llama-shipped", "llama-pool", `egang-${what}`].filter((e) => g.s.has(`${e}/failed`))
 					.map((e) => { const v = g.s.get(`${e}/failed`), to = v.filter((x) => x === 1).length;
