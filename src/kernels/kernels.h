@@ -132,4 +132,20 @@ void attention_head_generic(float *out, const float *q, const float *k,
 /* silu(a) * b, elementwise into o. */
 void swiglu(float *o, const float *a, const float *b, int64_t n);
 
+/* ---- matrix-matrix: weight rows x a batch of tokens (prefill; gemm.c) ----
+ * W (rows, n) of type wt, rows r0..r1-1, times ntok prepared activation rows
+ * X (ntok, n) (act_prepare each; row t at X + t * xs bytes) ->
+ * Y[t * ys + r] for r0 <= r < r1. Every output is the same bits as
+ * vec_dot(wt, row r, X + t * xs, n) at the level in use (decode's matvec),
+ * whatever r0, r1, ntok and the other rows and tokens (chunking- and
+ * batching-invariant). Q8_0 / Q4_0: register-blocked SIMD kernels (AVX2,
+ * AVX-512 VNNI); float types: the level's matvec_rows per token over the
+ * rows, which stay in cache. Thread-safe; uses per-thread scratch. */
+void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs, float *Y,
+	       int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok);
+/* The generic twin: vec_dot_generic per output. */
+void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
+		       float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
+		       int64_t ntok);
+
 #endif
