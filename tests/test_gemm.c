@@ -115,7 +115,15 @@ static float *gemm_all(const fixture_t *f)
 	float *Y = malloc((size_t)(ys * f->ntok) * sizeof(float));
 	for (int64_t i = 0; i < ys * f->ntok; i++)
 		Y[i] = -7.0f;
-	gemm_rows(f->wt, f->W, f->X, f->xs, Y, ys, f->n, 0, f->rows, f->ntok);
+	/* with the batch's aux for quantized weights (the split test below
+	 * runs without, so both paths are checked) */
+	void *aux = NULL;
+	if (dtype_info[f->wt].act == DTYPE_Q8_0) {
+		aux = malloc(gemm_aux_bytes(f->n, f->ntok));
+		gemm_aux_prepare(f->X, f->xs, f->n, f->ntok, aux);
+	}
+	gemm_rows(f->wt, f->W, f->X, f->xs, aux, Y, ys, f->n, 0, f->rows, f->ntok);
+	free(aux);
 	for (int64_t t = 0; t < f->ntok; t++)
 		for (int64_t i = f->rows; i < ys; i++)
 			assert_true(Y[t * ys + i] == -7.0f);
@@ -181,7 +189,7 @@ static void check_type(dtype_t wt, int64_t n)
 				if (t1 > f.ntok)
 					t1 = f.ntok;
 				for (size_t c = 0; c + 1 < EG_ARRAY_LEN(rcut); c++)
-					gemm_rows(wt, f.W, f.X + (size_t)t0 * f.xs, f.xs,
+					gemm_rows(wt, f.W, f.X + (size_t)t0 * f.xs, f.xs, NULL,
 						  S + t0 * ys, ys, n, rcut[c], rcut[c + 1],
 						  t1 - t0);
 				t0 = t1;
@@ -214,6 +222,44 @@ static void test_gemm_q4_0(void **state)
 	check_type(DTYPE_Q4_0, 576);
 }
 
+/* The aux side data: the same bytes at every level, and the plain
+ * definition (scale as a float, sum of the quants). */
+static void test_gemm_aux(void **state)
+{
+	(void)state;
+	const char *lv[3];
+	int nl = levels_available(lv);
+	const char *keep = kernels_isa();
+	fixture_t f;
+	fixture_make(&f, DTYPE_Q8_0, 4, 576, 17, 11);
+	size_t nb = 576 / QK, bytes = gemm_aux_bytes(576, 17);
+	assert_int_equal(bytes, nb * 17 * 8);
+	uint8_t *ref = malloc(bytes), *a = malloc(bytes);
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		gemm_aux_prepare(f.X, f.xs, 576, 17, l ? a : ref);
+		if (l)
+			assert_memory_equal(a, ref, bytes);
+	}
+	const float *dx = (const float *)ref;
+	const int32_t *sx = (const int32_t *)(dx + nb * 17);
+	for (size_t k = 0; k < 17; k++)
+		for (size_t b = 0; b < nb; b++) {
+			const uint8_t *blk = f.X + k * f.xs + b * 34;
+			uint16_t h;
+			memcpy(&h, blk, 2);
+			int32_t sum = 0;
+			for (int j = 0; j < 32; j++)
+				sum += (int8_t)blk[2 + j];
+			assert_true(dx[k * nb + b] == fp16_to_f32(h));
+			assert_int_equal(sx[k * nb + b], sum);
+		}
+	free(ref);
+	free(a);
+	fixture_free(&f);
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
 /* Empty ranges write nothing. */
 static void test_gemm_empty(void **state)
 {
@@ -223,8 +269,8 @@ static void test_gemm_empty(void **state)
 	float y[16];
 	for (int i = 0; i < 16; i++)
 		y[i] = 3.0f;
-	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, y, 8, 64, 4, 4, 2);
-	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, y, 8, 64, 0, 8, 0);
+	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, NULL, y, 8, 64, 4, 4, 2);
+	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, NULL, y, 8, 64, 0, 8, 0);
 	for (int i = 0; i < 16; i++)
 		assert_true(y[i] == 3.0f);
 	fixture_free(&f);
@@ -243,10 +289,12 @@ static int bench(int argc, char **argv)
 		fixture_t f;
 		fixture_make(&f, types[ti], rows, n, ntok, 9);
 		float *Y = malloc((size_t)(rows * ntok) * sizeof(float));
+		void *aux = malloc(gemm_aux_bytes(n, ntok));
+		gemm_aux_prepare(f.X, f.xs, n, ntok, aux);
 		double best_g = 1e30, best_m = 1e30;
 		for (int k = 0; k < reps; k++) {
 			uint64_t a = time_now_ns();
-			gemm_rows(f.wt, f.W, f.X, f.xs, Y, rows, n, 0, rows, ntok);
+			gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, 0, rows, ntok);
 			uint64_t b = time_now_ns();
 			for (int64_t t = 0; t < ntok; t++)
 				matvec_rows(f.wt, f.W, f.X + (size_t)t * f.xs, Y + t * rows,
@@ -263,6 +311,7 @@ static int bench(int argc, char **argv)
 		       kernels_isa(), dtype_info[f.wt].name, (long long)rows,
 		       (long long)n, (long long)ntok, macs / best_g, macs / best_m,
 		       best_m / best_g, reps);
+		free(aux);
 		free(Y);
 		fixture_free(&f);
 	}
@@ -280,6 +329,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_bf16),
 		cmocka_unit_test(test_gemm_q8_0),
 		cmocka_unit_test(test_gemm_q4_0),
+		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,6 +35,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------- scratch */
@@ -95,6 +96,71 @@ void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
 							(const char *)X + (size_t)t * xs, n);
 }
 
+/* ----------------------------------------------------------------- aux */
+
+size_t gemm_aux_bytes(int64_t n, int64_t ntok)
+{
+	return (size_t)(n / QK) * (size_t)ntok * (sizeof(float) + sizeof(int32_t));
+}
+
+/* aux = dx (ntok * nb floats) then sx (ntok * nb int32). */
+static void aux_prepare_generic(const uint8_t *X, size_t xs, int64_t nb,
+				int64_t ntok, float *dx, int32_t *sx)
+{
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
+			int32_t sum = 0;
+			for (int j = 0; j < QK; j++)
+				sum += (int8_t)blk[2 + j];
+			dx[k * nb + b] = fp16_to_f32_inline(ld_u16(blk));
+			sx[k * nb + b] = sum;
+		}
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The quant sum by psadbw on q + 128, minus 32 * 128. */
+__attribute__((target("avx2,fma,f16c")))
+static void aux_prepare_avx2(const uint8_t *X, size_t xs, int64_t nb,
+			     int64_t ntok, float *dx, int32_t *sx)
+{
+	const __m256i m80 = _mm256_set1_epi8((char)0x80);
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
+			__m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), m80);
+			__m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+			__m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad),
+						  _mm256_extracti128_si256(sad, 1));
+			s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+			dx[k * nb + b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(blk))));
+			sx[k * nb + b] = _mm_cvtsi128_si32(s) - 32 * 128;
+		}
+}
+#endif
+
+static bool isa_simd(void)
+{
+	return strcmp(kernels_isa(), "generic") != 0;
+}
+
+void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
+		      void *aux)
+{
+	int64_t nb = n / QK;
+	float *dx = aux;
+	int32_t *sx = (int32_t *)(dx + nb * ntok);
+#if defined(__x86_64__)
+	if (isa_simd()) {
+		aux_prepare_avx2(X, xs, nb, ntok, dx, sx);
+		return;
+	}
+#endif
+	aux_prepare_generic(X, xs, nb, ntok, dx, sx);
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 static gemm_quant_fn quant_kernel(void)
@@ -109,17 +175,25 @@ static gemm_quant_fn quant_kernel(void)
 	return NULL;
 }
 
-void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs, float *Y,
-	       int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)
+void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
+	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
+	       int64_t r1, int64_t ntok)
 {
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	if (r1 <= r0 || ntok <= 0)
 		return;
 	if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
 		gemm_quant_fn k = quant_kernel();
-		if (k) {
-			k(wt, W, dtype_row_bytes(wt, n), X, xs, Y, ys, n / QK, r0,
-			  r1, ntok);
+		if (k && !aux) {
+			aux = gemm_scratch(0, gemm_aux_bytes(n, ntok));
+			if (aux)
+				gemm_aux_prepare(X, xs, n, ntok, (void *)aux);
+		}
+		if (k && aux) {
+			const float *dx = aux;
+			const int32_t *sx = (const int32_t *)(dx + (n / QK) * ntok);
+			k(wt, W, dtype_row_bytes(wt, n), X, xs, dx, sx, Y, ys,
+			  n / QK, r0, r1, ntok);
 			return;
 		}
 		gemm_rows_generic(wt, W, X, xs, Y, ys, n, r0, r1, ntok);

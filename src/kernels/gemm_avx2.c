@@ -56,8 +56,8 @@ AVX2_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 }
 
 AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
-		      size_t xs, int64_t nb, float *Y, int64_t ys, int nrows,
-		      const int T)
+		      size_t xs, const float *dx, int64_t nb, float *Y, int64_t ys,
+		      int nrows, const int T)
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc[TG];
@@ -80,8 +80,7 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		}
 		__m256 d = _mm256_load_ps(dw + b * RG);
 		for (int k = 0; k < T; k++) {
-			const uint8_t *xd = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
-			__m256 dk = _mm256_mul_ps(d, _mm256_set1_ps(fp16_to_f32_inline(ld_u16(xd))));
+			__m256 dk = _mm256_mul_ps(d, _mm256_set1_ps(dx[k * nb + b]));
 			__m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(s[k]), dk);
 			VEC_ROUNDED(p);
 			acc[k] = _mm256_add_ps(acc[k], p);
@@ -98,10 +97,9 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 	}
 }
 
-AVX2 void gemm_quant_avx2(dtype_t t, const uint8_t *W, size_t rb,
-			  const uint8_t *X, size_t xs, float *Y, int64_t ys,
-			  int64_t nb, int64_t r0, int64_t r1, int64_t ntok)
+AVX2 void gemm_quant_avx2(GEMM_QUANT_ARGS)
 {
+	(void)sx; /* the sign trick needs no correction */
 	size_t pk_bytes = (size_t)nb * 8 * 2 * RG * 4;
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
 	if (!s1) { /* out of memory: the generic twin needs none */
@@ -117,10 +115,10 @@ AVX2 void gemm_quant_avx2(dtype_t t, const uint8_t *W, size_t rb,
 			const uint8_t *xk = X + (size_t)k * xs;
 			float *yk = Y + k * ys + r;
 			switch (ntok - k >= TG ? TG : (int)(ntok - k)) {
-			case 4: tile(pk, dw, xk, xs, nb, yk, ys, nrows, 4); break;
-			case 3: tile(pk, dw, xk, xs, nb, yk, ys, nrows, 3); break;
-			case 2: tile(pk, dw, xk, xs, nb, yk, ys, nrows, 2); break;
-			default: tile(pk, dw, xk, xs, nb, yk, ys, nrows, 1); break;
+			case 4: tile(pk, dw, xk, xs, dx + k * nb, nb, yk, ys, nrows, 4); break;
+			case 3: tile(pk, dw, xk, xs, dx + k * nb, nb, yk, ys, nrows, 3); break;
+			case 2: tile(pk, dw, xk, xs, dx + k * nb, nb, yk, ys, nrows, 2); break;
+			default: tile(pk, dw, xk, xs, dx + k * nb, nb, yk, ys, nrows, 1); break;
 			}
 		}
 	}

@@ -9,7 +9,7 @@
  * broadcast of vpdpbusd) and
  *     s_k = vpdpbusd(s_k, u_g, x_k,g)      g = 0..7
  * leaves lane i = sum u x over the block for row i; s_k starts at
- * -bias * sum x (per token and block, computed once per call), so
+ * -bias * sum x (the sum from the batch's aux, gemm_aux_prepare), so
  * s_k = sum w x exactly. The float step is the generic's per lane:
  *     acc_k = acc_k + (float)s_k * (dw * dx_k)
  * with the product rounded before the add (no FMA). Eight independent
@@ -35,30 +35,6 @@ static inline int32_t ld_i32(const uint8_t *p)
 	int32_t v;
 	memcpy(&v, p, 4);
 	return v;
-}
-
-/* Per token t and block b of the call: dx[t][b] = the scale as a float,
- * corr[t][b] = -bias * sum of the block's 32 quants. */
-AVX512_INLINE void prep_x(dtype_t t, const uint8_t *X, size_t xs, int64_t nb,
-			  int64_t ntok, float *dx, int32_t *corr)
-{
-	const __m256i m80 = _mm256_set1_epi8((char)0x80);
-	const int32_t bias = gemm_wbias(t);
-	for (int64_t k = 0; k < ntok; k++) {
-		const uint8_t *x = X + (size_t)k * xs;
-		for (int64_t b = 0; b < nb; b++) {
-			const uint8_t *blk = x + (size_t)b * sizeof(block_q8_0);
-			/* sum of (q + 128) by psadbw, then minus 32 * 128 */
-			__m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), m80);
-			__m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-			__m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad),
-						  _mm256_extracti128_si256(sad, 1));
-			s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
-			int32_t sum = _mm_cvtsi128_si32(s) - 32 * 128;
-			dx[k * nb + b] = fp16_to_f32_inline(ld_u16(blk));
-			corr[k * nb + b] = -bias * sum;
-		}
-	}
 }
 
 /* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
@@ -97,6 +73,16 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 	for (int64_t b = 0; b < nb; b++) {
 		const size_t o = (size_t)b * qb;
 		__m512i *p = (__m512i *)(pk + (size_t)b * 8 * RG);
+		/* the next row group's same bytes, packed after this group's
+		 * tiles: weights come from memory once per batch, and 16
+		 * row streams are more than the hardware prefetchers follow
+		 * (a prefetch past the matrix never faults) */
+#ifndef GEMM_NO_PREFETCH /* for A/B measurements */
+		if ((o & 63) < qb)
+			for (int i = 0; i < RG; i++)
+				_mm_prefetch((const char *)row[i] + (size_t)RG * rb + o,
+					     _MM_HINT_T0);
+#endif
 		if (t == DTYPE_Q8_0) {
 			__m512i lo[4], hi[4];
 			for (int i = 0; i < 4; i++) {
@@ -137,10 +123,9 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 }
 
 /* T tokens (T <= TG) x 16 rows over all blocks; token k's activations at
- * X + k * xs, its prepared scales and corrections at dx + k * nb,
- * corr + k * nb; outputs Y[k * ys + i] for the lanes i in m. */
+ * X + k * xs, its scales and quant sums at dx + k * nb, sx + k * nb; outputs Y[k * ys + i] for the lanes i in m. */
 AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
-			size_t xs, const float *dx, const int32_t *corr,
+			size_t xs, const float *dx, const int32_t *sx, int32_t bias,
 			int64_t nb, float *Y, int64_t ys, __mmask16 m, const int T)
 {
 	__m512 acc[TG];
@@ -151,7 +136,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
 		__m512i s[TG];
 		for (int k = 0; k < T; k++)
-			s[k] = _mm512_set1_epi32(corr[k * nb + b]);
+			s[k] = _mm512_set1_epi32(-bias * sx[k * nb + b]);
 		for (int g = 0; g < 8; g++) {
 			__m512i w = _mm512_load_si512(wb + g);
 			for (int k = 0; k < T; k++)
@@ -170,23 +155,17 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
 }
 
-AVX512 void gemm_quant_avx512(dtype_t t, const uint8_t *W, size_t rb,
-			      const uint8_t *X, size_t xs, float *Y, int64_t ys,
-			      int64_t nb, int64_t r0, int64_t r1, int64_t ntok)
+AVX512 void gemm_quant_avx512(GEMM_QUANT_ARGS)
 {
-	size_t per_tok = (size_t)nb * (sizeof(float) + sizeof(int32_t));
 	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
-	uint8_t *s0 = gemm_scratch(0, (size_t)ntok * per_tok);
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
-	if (!s0 || !s1) { /* out of memory: the generic twin needs none */
+	if (!s1) { /* out of memory: the generic twin needs none */
 		gemm_rows_generic(t, W, X, xs, Y, ys, nb * QK, r0, r1, ntok);
 		return;
 	}
-	float *dx = (float *)s0;
-	int32_t *corr = (int32_t *)(s0 + (size_t)ntok * nb * sizeof(float));
 	uint32_t *pk = (uint32_t *)s1;
 	float *dw = (float *)(s1 + pk_bytes);
-	prep_x(t, X, xs, nb, ntok, dx, corr);
+	const int32_t bias = gemm_wbias(t);
 	for (int64_t r = r0; r < r1; r += RG) {
 		pack_rows(t, W, rb, r, r1, nb, pk, dw);
 		__mmask16 m = r1 - r >= RG ? (__mmask16)0xFFFF
@@ -195,16 +174,16 @@ AVX512 void gemm_quant_avx512(dtype_t t, const uint8_t *W, size_t rb,
 			const uint8_t *xk = X + (size_t)k * xs;
 			float *yk = Y + k * ys + r;
 			const float *dk = dx + k * nb;
-			const int32_t *ck = corr + k * nb;
+			const int32_t *ck = sx + k * nb;
 			switch (ntok - k >= TG ? TG : (int)(ntok - k)) {
-			case 8: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 8); break;
-			case 7: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 7); break;
-			case 6: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 6); break;
-			case 5: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 5); break;
-			case 4: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 4); break;
-			case 3: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 3); break;
-			case 2: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 2); break;
-			default: tile(pk, dw, xk, xs, dk, ck, nb, yk, ys, m, 1); break;
+			case 8: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 8); break;
+			case 7: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 7); break;
+			case 6: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 6); break;
+			case 5: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 5); break;
+			case 4: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 4); break;
+			case 3: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 3); break;
+			case 2: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 2); break;
+			default: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 1); break;
 			}
 		}
 	}

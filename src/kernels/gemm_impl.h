@@ -9,22 +9,22 @@
 
 /* Quantized weights (Q8_0 or Q4_0, t) rows r0..r1-1 (row stride rb bytes)
  * against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb blocks
- * each -> Y[t * ys + r]. Every output is the same bits as
- * vec_dot_generic(t, row r, X + t * xs, nb * QK). */
-typedef void (*gemm_quant_fn)(dtype_t t, const uint8_t *W, size_t rb,
-			      const uint8_t *X, size_t xs, float *Y, int64_t ys,
-			      int64_t nb, int64_t r0, int64_t r1, int64_t ntok);
+ * each, with their aux (dx: scales as floats, sx: sums of the quants; token
+ * t's block b at [t * nb + b]) -> Y[t * ys + r]. Every output is the same
+ * bits as vec_dot_generic(t, row r, X + t * xs, nb * QK). */
+#define GEMM_QUANT_ARGS                                                       \
+	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *X, size_t xs,  \
+		const float *dx, const int32_t *sx, float *Y, int64_t ys,     \
+		int64_t nb, int64_t r0, int64_t r1, int64_t ntok
+typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
 
 #if defined(__x86_64__)
-void gemm_quant_avx2(dtype_t t, const uint8_t *W, size_t rb, const uint8_t *X,
-		     size_t xs, float *Y, int64_t ys, int64_t nb, int64_t r0,
-		     int64_t r1, int64_t ntok);
-void gemm_quant_avx512(dtype_t t, const uint8_t *W, size_t rb,
-		       const uint8_t *X, size_t xs, float *Y, int64_t ys,
-		       int64_t nb, int64_t r0, int64_t r1, int64_t ntok);
+void gemm_quant_avx2(GEMM_QUANT_ARGS);
+void gemm_quant_avx512(GEMM_QUANT_ARGS);
 #endif
 
-/* The calling thread's scratch buffer number k (0 or 1) of at least bytes,
+/* The calling thread's scratch buffer number k (0: aux and attention, 1:
+ * repacked weights) of at least bytes,
  * 64-byte aligned; kept for the thread's life and freed at its exit. NULL
  * if memory is exhausted. */
 void *gemm_scratch(int k, size_t bytes);

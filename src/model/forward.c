@@ -51,7 +51,7 @@ struct forward {
 	float *bhb;       /* (bmax, hidden) */
 	void *bhb_q;      /* (bmax) rows of xq_row(hidden) bytes */
 	float *btmp;      /* (bmax, max(dim, hidden)) matrix outputs before use */
-	float *bscores;   /* (n_heads * att_groups(bmax), ctx) */
+	void *bxb_aux, *batt_aux, *bhb_aux; /* gemm_aux_prepare of the *_q rows */
 	uint32_t brows_qkv, brows_wo, brows_ffn1, brows_ffn2;
 	wave_t *bwaves;
 	wave_plan_t bplan;
@@ -320,14 +320,25 @@ static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 			       f->bx + (size_t)k * f->c.dim, e->cols);
 }
 
+/* Per token: the Q8_0 rows of x (bn, n) for matrices of type t when they
+ * need them (as act_fill), and their gemm aux. */
+static void b_act_fill(const forward_t *f, dtype_t t, const float *x, void *xq,
+		       void *aux, int64_t n)
+{
+	if (dtype_info[t].act != DTYPE_Q8_0)
+		return;
+	for (int32_t k = 0; k < f->bn; k++)
+		act_prepare(t, x + k * n, (char *)xq + k * act_row(t, n), n);
+	gemm_aux_prepare(xq, act_row(t, n), n, f->bn, aux);
+}
+
 /* Per token: xb = rmsnorm(x, w), quantized for the matrices of type t. */
 static void b_norm_into_xb(forward_t *f, const float *w, dtype_t t)
 {
 	int64_t d = f->c.dim;
-	for (int32_t k = 0; k < f->bn; k++) {
+	for (int32_t k = 0; k < f->bn; k++)
 		rmsnorm(f->bxb + k * d, f->bx + k * d, w, d, f->c.rms_eps);
-		act_fill(t, f->bxb + k * d, (char *)f->bxb_q + k * act_row(t, d), d);
-	}
+	b_act_fill(f, t, f->bxb, f->bxb_q, f->bxb_aux, d);
 }
 
 /* The batch's activations for a matrix of type t: float rows or Q8_0 rows. */
@@ -373,7 +384,7 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		lo -= part[p].base;
 		hi -= part[p].base;
 		gemm_rows(w->type, w->data, b_act(w->type, f->bxb, f->bxb_q),
-			  act_row(w->type, c->dim), part[p].out, ys, c->dim, lo, hi,
+			  act_row(w->type, c->dim), f->bxb_aux, part[p].out, ys, c->dim, lo, hi,
 			  f->bn);
 		if (part[p].b)
 			for (int32_t k = 0; k < f->bn; k++)
@@ -402,18 +413,22 @@ static inline uint32_t att_groups(int32_t n)
 }
 
 /* Chunk = (head, group of ATT_TOKENS tokens); causal: token k attends to
- * positions 0..bpos+k, all in the cache after this layer's QKV wave. */
+ * positions 0..bpos+k, all in the cache after this layer's QKV wave.
+ * attn_rows does per token exactly attn_head's arithmetic. */
 static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	int64_t l = (wave - 1) / STEP_COUNT, hd = f->c.head_dim, Q = q_dim(&f->c);
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, Q = q_dim(c),
+		KV = kv_dim(c);
 	uint32_t groups = att_groups(f->bn);
-	int64_t h = chunk / groups;
+	int64_t h = chunk / groups, kvh = h / (c->n_heads / c->n_kv_heads);
 	int32_t k0 = (int32_t)(chunk % groups) * ATT_TOKENS;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
-	for (int32_t k = k0; k < k1; k++)
-		attn_head(f, l, h, f->bpos + k, f->bq + k * Q + h * hd,
-			  f->batt + k * Q + h * hd, f->bscores + (size_t)chunk * f->ctx);
+	attn_rows(f->bq + k0 * Q + h * hd, Q,
+		  f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
+		  f->v_cache + (size_t)l * f->ctx * KV + kvh * hd, KV,
+		  f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0);
 }
 
 static void b_attn_finish(void *ctx, uint32_t wave)
@@ -421,18 +436,18 @@ static void b_attn_finish(void *ctx, uint32_t wave)
 	forward_t *f = ctx;
 	dtype_t t = layer_of(f, wave)->wo.type;
 	int64_t Q = q_dim(&f->c);
-	for (int32_t k = 0; k < f->bn; k++)
-		act_fill(t, f->batt + k * Q, (char *)f->batt_q + k * act_row(t, Q), Q);
+	b_act_fill(f, t, f->batt, f->batt_q, f->batt_aux, Q);
 }
 
 /* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2). */
 static void b_residual(forward_t *f, const tensor_t *w, const float *in,
-		       const void *in_q, uint32_t rows, uint32_t chunk)
+		       const void *in_q, const void *aux, uint32_t rows,
+		       uint32_t chunk)
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
 	gemm_rows(w->type, w->data, b_act(w->type, in, in_q), act_row(w->type, w->cols),
-		  f->btmp, d, w->cols, r0, r1, f->bn);
+		  aux, f->btmp, d, w->cols, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		for (int64_t r = r0; r < r1; r++)
 			f->bx[k * d + r] += f->btmp[k * d + r];
@@ -441,7 +456,8 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 static void b_wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	b_residual(f, &layer_of(f, wave)->wo, f->batt, f->batt_q, f->brows_wo, chunk);
+	b_residual(f, &layer_of(f, wave)->wo, f->batt, f->batt_q, f->batt_aux,
+		   f->brows_wo, chunk);
 }
 
 static void b_wo_finish(void *ctx, uint32_t wave)
@@ -458,9 +474,9 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
 	gemm_rows(y->w_gate.type, y->w_gate.data, b_act(y->w_gate.type, f->bxb, f->bxb_q),
-		  act_row(y->w_gate.type, d), f->bhb, H, d, r0, r1, f->bn);
+		  act_row(y->w_gate.type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
 	gemm_rows(y->w_up.type, y->w_up.data, b_act(y->w_up.type, f->bxb, f->bxb_q),
-		  act_row(y->w_up.type, d), f->btmp, H, d, r0, r1, f->bn);
+		  act_row(y->w_up.type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
 		       r1 - r0);
@@ -471,14 +487,14 @@ static void b_ffn1_finish(void *ctx, uint32_t wave)
 	forward_t *f = ctx;
 	dtype_t t = layer_of(f, wave)->w_down.type;
 	int64_t H = f->c.hidden_dim;
-	for (int32_t k = 0; k < f->bn; k++)
-		act_fill(t, f->bhb + k * H, (char *)f->bhb_q + k * act_row(t, H), H);
+	b_act_fill(f, t, f->bhb, f->bhb_q, f->bhb_aux, H);
 }
 
 static void b_ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	b_residual(f, &layer_of(f, wave)->w_down, f->bhb, f->bhb_q, f->brows_ffn2, chunk);
+	b_residual(f, &layer_of(f, wave)->w_down, f->bhb, f->bhb_q, f->bhb_aux,
+		   f->brows_ffn2, chunk);
 }
 
 static void b_ffn2_finish(void *ctx, uint32_t wave)
@@ -572,12 +588,14 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	f->bhb = calloc(B * H, sizeof(float));
 	f->bhb_q = calloc(B * H * 2 + 64, 1);
 	f->btmp = calloc(B * big, sizeof(float));
-	f->bscores = calloc((size_t)c->n_heads * att_groups(f->bmax) * (size_t)f->ctx,
-			    sizeof(float));
+	f->bxb_aux = calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
+	f->batt_aux = calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
+	f->bhb_aux = calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);
 	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
 	f->bwaves = calloc(n, sizeof *f->bwaves);
 	if (!f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
-	    !f->batt_q || !f->bhb || !f->bhb_q || !f->btmp || !f->bscores ||
+	    !f->batt_q || !f->bhb || !f->bhb_q || !f->btmp || !f->bxb_aux ||
+	    !f->batt_aux || !f->bhb_aux ||
 	    !f->bwaves)
 		return err_set("cannot allocate prefill buffers for %d tokens",
 			       f->bmax);
@@ -700,7 +718,9 @@ void forward_free(forward_t *f)
 	free(f->bhb);
 	free(f->bhb_q);
 	free(f->btmp);
-	free(f->bscores);
+	free(f->bxb_aux);
+	free(f->batt_aux);
+	free(f->bhb_aux);
 	free(f->bwaves);
 	free(f);
 }
