@@ -308,7 +308,11 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
  * cache and the same logits, bit for bit, as token-by-token decoding, at
  * any batch size and whatever the membership. A chunk is a block of weight
  * rows (a multiple of 16, about chunk_bytes of weights) times all tokens of
- * the batch: the block is streamed once per batch, then read from cache. */
+ * the batch: the block is streamed once per batch, then read from cache.
+ * The plan is fixed at forward_new (from the model and the maximum batch
+ * size): an attention chunk is (head, group of 16 tokens), and chunks that
+ * a smaller batch does not need, or the classifier when no logits are
+ * wanted, return at once. */
 
 static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
@@ -421,9 +425,11 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const model_config_t *c = &f->c;
 	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, Q = q_dim(c),
 		KV = kv_dim(c);
-	uint32_t groups = att_groups(f->bn);
+	uint32_t groups = att_groups(f->bmax);
 	int64_t h = chunk / groups, kvh = h / (c->n_heads / c->n_kv_heads);
 	int32_t k0 = (int32_t)(chunk % groups) * ATT_TOKENS;
+	if (k0 >= f->bn) /* a group past this batch's tokens */
+		return;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
 	attn_rows(f->bq + k0 * Q + h * hd, Q,
 		  f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
@@ -518,6 +524,8 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	forward_t *f = ctx;
 	const tensor_t *w = &f->m->output;
 	int64_t r0, r1, k = f->bn - 1, d = f->c.dim;
+	if (!f->blogits)
+		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
 	matvec_rows(w->type, w->data,
 		    act_for(w->type, f->bxb + k * d,
@@ -609,7 +617,8 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 		wave_t *w = &f->bwaves[1 + STEP_COUNT * l];
 		w[STEP_QKV] = (wave_t){div_up((int64_t)Q + 2 * kv_dim(c), f->brows_qkv),
 				       b_qkv_chunk, b_qkv_finish};
-		w[STEP_ATTN] = (wave_t){0, b_attn_chunk, b_attn_finish}; /* per batch */
+		w[STEP_ATTN] = (wave_t){(uint32_t)c->n_heads * att_groups(f->bmax),
+					b_attn_chunk, b_attn_finish};
 		w[STEP_WO] = (wave_t){div_up(c->dim, f->brows_wo), b_wo_chunk,
 				      b_wo_finish};
 		w[STEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->brows_ffn1),
@@ -771,12 +780,10 @@ int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 	f->bn = n;
 	f->bpos = pos;
 	f->blogits = logits;
-	/* chunk counts depend on the model and the batch size only */
-	for (int l = 0; l < f->c.n_layers; l++)
-		f->bwaves[1 + STEP_COUNT * l + STEP_ATTN].n_chunks =
-			(uint32_t)f->c.n_heads * att_groups(n);
-	uint32_t all = 2 + STEP_COUNT * (uint32_t)f->c.n_layers;
-	f->bplan.n_waves = logits ? all : all - 1;
+	/* The plan itself never changes: a worker may still read its wave
+	 * count after the last barrier of the previous token while the
+	 * leader is here already. Chunks past this batch (attention groups,
+	 * the classifier without logits) return at once. */
 	return 0;
 }
 

@@ -48,7 +48,7 @@ float *forward_logits(forward_t *f);
  * once per batch. The KV cache and the logits are the same bits as running
  * the tokens one by one through forward_set_input, at any batch size and
  * whatever the membership; chunk boundaries depend on the model and the
- * batch size only.
+ * maximum batch size only, and the plan never changes after forward_new.
  *
  * Tokens per batch at most: 64, or EGANG_PREFILL_BATCH=N (0..1024) read at
  * forward_new; 0 turns batching off (callers then go token by token). */
