@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 gen() { "$EGANG" generate -q "$@"; }
 
-# prompts longer than one batch (64) so several batches and a ragged last
+# prompts longer than one batch so several batches and a ragged last
 # one run; `hash_all NAME ARGS`: every batch size and membership against
 # the token-by-token reference
 hash_all() {
@@ -33,7 +33,7 @@ LONG="Once upon a time, there was a little girl named Lily. She loved to play ou
 
 if have_models "prefill on stories260K"; then
 	M=$MODELS
-	BATCHES="64 1 3 17"
+	BATCHES="128 1 3 17 64"
 	hash_all "stories260K" -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 40 -p "$LONG" --ctx 512
 	# the echoed prompt and the generated text equal the reference output
 	# of llama2.c (the same as tests/cli_generate.sh, batches of 3)
@@ -48,7 +48,7 @@ fi
 # Synthetic models of every type (2 layers), and the quantized ones at
 # every ISA level (their bits are the same at all levels).
 PROMPT=$(for i in $(seq 1 20); do printf 'the quick brown fox %d ' $i; done)
-BATCHES="64 17"
+BATCHES="128 17"
 for type in f32 f16 bf16 q8_0 q4_0; do
 	"$EGANG" synth smollm-135m --layers 2 --type $type --seed 3 -o $TMP/s.gguf -q
 	hash_all "synthetic $type" -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT"

@@ -559,7 +559,7 @@ static uint32_t batch_rows_per_chunk(const tensor_t *w, uint32_t bytes)
 	return r < 16 ? 16 : (uint32_t)r;
 }
 
-#define DEFAULT_BATCH 64
+#define DEFAULT_BATCH 128
 #define MAX_BATCH 1024
 
 /* Tokens per prefill batch: EGANG_PREFILL_BATCH (0 = off) or the default. */

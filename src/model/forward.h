@@ -50,7 +50,7 @@ float *forward_logits(forward_t *f);
  * whatever the membership; chunk boundaries depend on the model and the
  * maximum batch size only, and the plan never changes after forward_new.
  *
- * Tokens per batch at most: 64, or EGANG_PREFILL_BATCH=N (0..1024) read at
+ * Tokens per batch at most: 128, or EGANG_PREFILL_BATCH=N (0..1024) read at
  * forward_new; 0 turns batching off (callers then go token by token). */
 int32_t forward_batch_max(const forward_t *f);
 /* Prepares the batch plan for tokens[0..n) at positions pos..pos+n-1
