@@ -132,4 +132,42 @@ void attention_head_generic(float *out, const float *q, const float *k,
 /* silu(a) * b, elementwise into o. */
 void swiglu(float *o, const float *a, const float *b, int64_t n);
 
+/* ---- matrix-matrix: weight rows x a batch of tokens (prefill; gemm.c) ----
+ * W (rows, n) of type wt, rows r0..r1-1, times ntok prepared activation rows
+ * X (ntok, n) (act_prepare each; row t at X + t * xs bytes) ->
+ * Y[t * ys + r] for r0 <= r < r1. aux: NULL, or for Q8_0 activations the
+ * batch's side data from gemm_aux_prepare (computed once per batch instead
+ * of once per call). Every output is the same bits as
+ * vec_dot(wt, row r, X + t * xs, n) at the level in use (decode's matvec),
+ * whatever r0, r1, ntok and the other rows and tokens (chunking- and
+ * batching-invariant). Q8_0 / Q4_0: register-blocked SIMD kernels (AVX2,
+ * AVX-512 VNNI); float types: the level's matvec_rows per token over the
+ * rows, which stay in cache. Thread-safe; uses per-thread scratch. */
+void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
+	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
+	       int64_t r1, int64_t ntok);
+/* Side data of ntok Q8_0 activation rows of n elements for gemm_rows (per
+ * token and block: the scale as a float and the sum of the quants):
+ * gemm_aux_bytes(n, ntok) bytes at aux. */
+size_t gemm_aux_bytes(int64_t n, int64_t ntok);
+void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
+		      void *aux);
+/* The generic twin: vec_dot_generic per output. */
+void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
+		       float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
+		       int64_t ntok);
+
+/* Causal attention of nq consecutive query positions of one head (attn.c):
+ * query j (hd floats at q + j * qs) is at position pos0 + j and attends the
+ * cached keys and values of positions 0..pos0+j (K + t * kvs, V + t * kvs)
+ * -> out + j * os (hd) = sum_t softmax_t(q.k_t / sqrt(hd)) v_t. Every level
+ * gives the same bits as attn_rows_generic, whose arithmetic per query is
+ * the decode path's (forward.c). Thread-safe; uses per-thread scratch. */
+void attn_rows(const float *q, int64_t qs, const float *K, const float *V,
+	       int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+	       int32_t nq);
+void attn_rows_generic(const float *q, int64_t qs, const float *K,
+		       const float *V, int64_t kvs, float *out, int64_t os,
+		       int64_t hd, int32_t pos0, int32_t nq);
+
 #endif

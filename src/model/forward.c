@@ -39,7 +39,33 @@ struct forward {
 	uint32_t rows_qkv, rows_wo, rows_ffn1, rows_ffn2, rows_cls;
 	wave_t *waves;
 	wave_plan_t plan;
+	/* batched prefill (forward_set_batch): bmax tokens at most, bn in
+	 * this batch at positions bpos.. ; activations one row per token */
+	int32_t bmax, bn, bpos;
+	bool blogits;     /* the batch computes its last token's logits */
+	int32_t *btok;    /* (bmax) */
+	float *bx, *bxb;  /* (bmax, dim) */
+	void *bxb_q;      /* (bmax) rows of xq_row(dim) bytes */
+	float *bq, *batt; /* (bmax, n_heads * head_dim) */
+	void *batt_q;     /* (bmax) rows of xq_row(Q) bytes */
+	float *bhb;       /* (bmax, hidden) */
+	void *bhb_q;      /* (bmax) rows of xq_row(hidden) bytes */
+	float *btmp;      /* (bmax, max(dim, hidden)) matrix outputs before use */
+	void *bxb_aux, *batt_aux, *bhb_aux; /* gemm_aux_prepare of the *_q rows */
+	uint32_t brows_qkv, brows_wo, brows_ffn1, brows_ffn2;
+	wave_t *bwaves;
+	wave_plan_t bplan;
 };
+
+/* Tokens of a batch per attention chunk. */
+#define ATT_TOKENS 16
+
+/* Bytes of one token's activations for matrices of type t (n elements). */
+static inline size_t act_row(dtype_t t, int64_t n)
+{
+	return dtype_info[t].act == DTYPE_Q8_0 ? dtype_row_bytes(DTYPE_Q8_0, n)
+					       : (size_t)n * sizeof(float);
+}
 
 static inline int64_t kv_dim(const model_config_t *c)
 {
@@ -152,17 +178,27 @@ static void qkv_finish(void *ctx, uint32_t wave)
 
 /* ---- ATTN: one chunk per query head ---- */
 
+/* Head h of layer l at position pos: q (head_dim) against the cached keys
+ * 0..pos -> o (head_dim), s (pos + 1) scratch. Prefill's attn_rows does the
+ * same arithmetic per query (kernels.h), so a position's attention is the
+ * same bits either way. */
+static void attn_head(const forward_t *f, int64_t l, int64_t h, int32_t pos,
+		      const float *q, float *o, float *s)
+{
+	const model_config_t *c = &f->c;
+	int64_t KV = kv_dim(c), hd = c->head_dim;
+	int64_t kvh = h / (c->n_heads / c->n_kv_heads);
+	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	attention_head(o, q, kc, vc, KV, pos + 1, (int)hd, s);
+}
+
 static void attn_chunk(void *ctx, uint32_t wave, uint32_t h)
 {
 	forward_t *f = ctx;
-	const model_config_t *c = &f->c;
-	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c), hd = c->head_dim;
-	int64_t kvh = h / (c->n_heads / c->n_kv_heads);
-	const float *q = f->q + h * hd;
-	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	float *s = f->scores + (size_t)h * f->ctx;
-	attention_head(f->att + h * hd, q, kc, vc, KV, f->pos + 1, (int)hd, s);
+	int64_t l = (wave - 1) / STEP_COUNT, hd = f->c.head_dim;
+	attn_head(f, l, h, f->pos, f->q + h * hd, f->att + h * hd,
+		  f->scores + (size_t)h * f->ctx);
 }
 
 static void attn_finish(void *ctx, uint32_t wave)
@@ -262,6 +298,241 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		    f->logits, w->cols, r0, r1);
 }
 
+/* ---- batched prefill: the same waves over bn tokens ----
+ *
+ * Each wave computes, for every token of the batch, exactly what the
+ * decode wave above computes for one token: the matrices through gemm_rows
+ * (each output the same bits as decode's matvec_rows), attention through
+ * attn_head, the finish steps through the same rmsnorm / rope / act_fill
+ * per token in ascending order. So a batched prefill leaves the same KV
+ * cache and the same logits, bit for bit, as token-by-token decoding, at
+ * any batch size and whatever the membership. A chunk is a block of weight
+ * rows (a multiple of 16, about chunk_bytes of weights) times all tokens of
+ * the batch: the block is streamed once per batch, then read from cache.
+ * The plan is fixed at forward_new (from the model and the maximum batch
+ * size): an attention chunk is (head, group of 16 tokens), and chunks that
+ * a smaller batch does not need, or the classifier when no logits are
+ * wanted, return at once. */
+
+static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *e = &f->m->tok_embd;
+	size_t rb = dtype_row_bytes(e->type, e->cols);
+	for (int32_t k = 0; k < f->bn; k++)
+		dequantize_row(e->type, (const char *)e->data + (size_t)f->btok[k] * rb,
+			       f->bx + (size_t)k * f->c.dim, e->cols);
+}
+
+/* Per token: the Q8_0 rows of x (bn, n) for matrices of type t when they
+ * need them (as act_fill), and their gemm aux. */
+static void b_act_fill(const forward_t *f, dtype_t t, const float *x, void *xq,
+		       void *aux, int64_t n)
+{
+	if (dtype_info[t].act != DTYPE_Q8_0)
+		return;
+	for (int32_t k = 0; k < f->bn; k++)
+		act_prepare(t, x + k * n, (char *)xq + k * act_row(t, n), n);
+	gemm_aux_prepare(xq, act_row(t, n), n, f->bn, aux);
+}
+
+/* Per token: xb = rmsnorm(x, w), quantized for the matrices of type t. */
+static void b_norm_into_xb(forward_t *f, const float *w, dtype_t t)
+{
+	int64_t d = f->c.dim;
+	for (int32_t k = 0; k < f->bn; k++)
+		rmsnorm(f->bxb + k * d, f->bx + k * d, w, d, f->c.rms_eps);
+	b_act_fill(f, t, f->bxb, f->bxb_q, f->bxb_aux, d);
+}
+
+/* The batch's activations for a matrix of type t: float rows or Q8_0 rows. */
+static inline const void *b_act(dtype_t t, const float *x, const void *xq)
+{
+	return act_for(t, x, xq);
+}
+
+static void b_embed_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = &f->m->layers[0];
+	b_norm_into_xb(f, y->attn_norm, y->wq.type);
+}
+
+static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	const layer_t *y = layer_of(f, wave);
+	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
+	float *kc = f->k_cache + ((size_t)l * f->ctx + f->bpos) * KV;
+	float *vc = f->v_cache + ((size_t)l * f->ctx + f->bpos) * KV;
+	const struct {
+		const tensor_t *w;
+		const float *b;
+		float *out;
+		int64_t base, ys;
+	} part[3] = {{&y->wq, y->bq, f->bq, 0, Q},
+		     {&y->wk, y->bk, kc, Q, KV},
+		     {&y->wv, y->bv, vc, Q + KV, KV}};
+	int64_t r0, r1;
+	rows_of(chunk, f->brows_qkv, Q + 2 * KV, &r0, &r1);
+	for (int p = 0; p < 3; p++) {
+		int64_t lo = r0 > part[p].base ? r0 : part[p].base;
+		int64_t hi = part[p].base + part[p].w->rows;
+		if (r1 < hi)
+			hi = r1;
+		if (lo >= hi)
+			continue;
+		const tensor_t *w = part[p].w;
+		int64_t ys = part[p].ys;
+		lo -= part[p].base;
+		hi -= part[p].base;
+		gemm_rows(w->type, w->data, b_act(w->type, f->bxb, f->bxb_q),
+			  act_row(w->type, c->dim), f->bxb_aux, part[p].out, ys, c->dim, lo, hi,
+			  f->bn);
+		if (part[p].b)
+			for (int32_t k = 0; k < f->bn; k++)
+				for (int64_t r = lo; r < hi; r++)
+					part[p].out[k * ys + r] += part[p].b[r];
+	}
+}
+
+static void b_qkv_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
+	float *kc = f->k_cache + ((size_t)l * f->ctx + f->bpos) * KV;
+	for (int32_t k = 0; k < f->bn; k++) {
+		rope(f->bq + k * Q, c->n_heads, c->head_dim, c->rope_dim,
+		     f->bpos + k, c->rope_theta, c->rope_neox);
+		rope(kc + k * KV, c->n_kv_heads, c->head_dim, c->rope_dim,
+		     f->bpos + k, c->rope_theta, c->rope_neox);
+	}
+}
+
+static inline uint32_t att_groups(int32_t n)
+{
+	return (uint32_t)((n + ATT_TOKENS - 1) / ATT_TOKENS);
+}
+
+/* Chunk = (head, group of ATT_TOKENS tokens); causal: token k attends to
+ * positions 0..bpos+k, all in the cache after this layer's QKV wave.
+ * attn_rows does per token exactly attn_head's arithmetic. */
+static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, Q = q_dim(c),
+		KV = kv_dim(c);
+	uint32_t groups = att_groups(f->bmax);
+	int64_t h = chunk / groups, kvh = h / (c->n_heads / c->n_kv_heads);
+	int32_t k0 = (int32_t)(chunk % groups) * ATT_TOKENS;
+	if (k0 >= f->bn) /* a group past this batch's tokens */
+		return;
+	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
+	attn_rows(f->bq + k0 * Q + h * hd, Q,
+		  f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
+		  f->v_cache + (size_t)l * f->ctx * KV + kvh * hd, KV,
+		  f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0);
+}
+
+static void b_attn_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	dtype_t t = layer_of(f, wave)->wo.type;
+	int64_t Q = q_dim(&f->c);
+	b_act_fill(f, t, f->batt, f->batt_q, f->batt_aux, Q);
+}
+
+/* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2). */
+static void b_residual(forward_t *f, const tensor_t *w, const float *in,
+		       const void *in_q, const void *aux, uint32_t rows,
+		       uint32_t chunk)
+{
+	int64_t r0, r1, d = f->c.dim;
+	rows_of(chunk, rows, w->rows, &r0, &r1);
+	gemm_rows(w->type, w->data, b_act(w->type, in, in_q), act_row(w->type, w->cols),
+		  aux, f->btmp, d, w->cols, r0, r1, f->bn);
+	for (int32_t k = 0; k < f->bn; k++)
+		for (int64_t r = r0; r < r1; r++)
+			f->bx[k * d + r] += f->btmp[k * d + r];
+}
+
+static void b_wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	b_residual(f, &layer_of(f, wave)->wo, f->batt, f->batt_q, f->batt_aux,
+		   f->brows_wo, chunk);
+}
+
+static void b_wo_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	b_norm_into_xb(f, y->ffn_norm, y->w_gate.type);
+}
+
+static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const layer_t *y = layer_of(f, wave);
+	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
+	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
+	gemm_rows(y->w_gate.type, y->w_gate.data, b_act(y->w_gate.type, f->bxb, f->bxb_q),
+		  act_row(y->w_gate.type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
+	gemm_rows(y->w_up.type, y->w_up.data, b_act(y->w_up.type, f->bxb, f->bxb_q),
+		  act_row(y->w_up.type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
+	for (int32_t k = 0; k < f->bn; k++)
+		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
+		       r1 - r0);
+}
+
+static void b_ffn1_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	dtype_t t = layer_of(f, wave)->w_down.type;
+	int64_t H = f->c.hidden_dim;
+	b_act_fill(f, t, f->bhb, f->bhb_q, f->bhb_aux, H);
+}
+
+static void b_ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	b_residual(f, &layer_of(f, wave)->w_down, f->bhb, f->bhb_q, f->bhb_aux,
+		   f->brows_ffn2, chunk);
+}
+
+static void b_ffn2_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	uint32_t l = (wave - 1) / STEP_COUNT;
+	if (l + 1 < (uint32_t)f->c.n_layers) {
+		const layer_t *y = &f->m->layers[l + 1];
+		b_norm_into_xb(f, y->attn_norm, y->wq.type);
+	} else if (f->blogits) { /* only the last token goes on */
+		int64_t d = f->c.dim, k = f->bn - 1;
+		dtype_t t = f->m->output.type;
+		rmsnorm(f->bxb + k * d, f->bx + k * d, f->m->output_norm, d, f->c.rms_eps);
+		act_fill(t, f->bxb + k * d, (char *)f->bxb_q + k * act_row(t, d), d);
+	}
+}
+
+/* Logits of the batch's last token, as cls_chunk. */
+static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &f->m->output;
+	int64_t r0, r1, k = f->bn - 1, d = f->c.dim;
+	if (!f->blogits)
+		return;
+	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
+	matvec_rows(w->type, w->data,
+		    act_for(w->type, f->bxb + k * d,
+			    (char *)f->bxb_q + k * act_row(w->type, d)),
+		    f->logits, w->cols, r0, r1);
+}
+
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
  * of 4 (the kernels' row group), at least 4, at most cap. */
 static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
@@ -277,6 +548,89 @@ static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
 }
 
 static uint32_t div_up(int64_t a, uint32_t b) { return (uint32_t)((a + b - 1) / b); }
+
+/* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
+ * about `bytes` of weights, at least 16. */
+static uint32_t batch_rows_per_chunk(const tensor_t *w, uint32_t bytes)
+{
+	size_t rb = dtype_row_bytes(w->type, w->cols);
+	size_t r = rb ? bytes / rb : 16;
+	r = (r + 15) & ~(size_t)15;
+	return r < 16 ? 16 : (uint32_t)r;
+}
+
+#define DEFAULT_BATCH 128
+#define MAX_BATCH 1024
+
+/* Tokens per prefill batch: EGANG_PREFILL_BATCH (0 = off) or the default. */
+static int32_t batch_max_from_env(void)
+{
+	const char *e = getenv("EGANG_PREFILL_BATCH");
+	if (!e || !*e)
+		return DEFAULT_BATCH;
+	char *end;
+	long v = strtol(e, &end, 10);
+	if (*end || v < 0 || v > MAX_BATCH) {
+		log_error("EGANG_PREFILL_BATCH=%s: not a number in 0..%d; using %d\n",
+			  e, MAX_BATCH, DEFAULT_BATCH);
+		return DEFAULT_BATCH;
+	}
+	return (int32_t)v;
+}
+
+/* The batch buffers and wave table; -1 if memory is short. */
+static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
+{
+	const model_config_t *c = &f->c;
+	size_t B = (size_t)f->bmax, Q = (size_t)q_dim(c), d = (size_t)c->dim,
+	       H = (size_t)c->hidden_dim, big = d > H ? d : H;
+	/* Q8_0 rows take 34/32 of a float row's elements in bytes: 2 per
+	 * element bounds them */
+	f->btok = calloc(B, sizeof *f->btok);
+	f->bx = calloc(B * d, sizeof(float));
+	f->bxb = calloc(B * d, sizeof(float));
+	f->bxb_q = calloc(B * d * 2 + 64, 1);
+	f->bq = calloc(B * Q, sizeof(float));
+	f->batt = calloc(B * Q, sizeof(float));
+	f->batt_q = calloc(B * Q * 2 + 64, 1);
+	f->bhb = calloc(B * H, sizeof(float));
+	f->bhb_q = calloc(B * H * 2 + 64, 1);
+	f->btmp = calloc(B * big, sizeof(float));
+	f->bxb_aux = calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
+	f->batt_aux = calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
+	f->bhb_aux = calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);
+	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
+	f->bwaves = calloc(n, sizeof *f->bwaves);
+	if (!f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
+	    !f->batt_q || !f->bhb || !f->bhb_q || !f->btmp || !f->bxb_aux ||
+	    !f->batt_aux || !f->bhb_aux ||
+	    !f->bwaves)
+		return err_set("cannot allocate prefill buffers for %d tokens",
+			       f->bmax);
+	const layer_t *y = &f->m->layers[0];
+	f->brows_qkv = batch_rows_per_chunk(&y->wq, chunk_bytes);
+	f->brows_wo = batch_rows_per_chunk(&y->wo, chunk_bytes);
+	f->brows_ffn1 = batch_rows_per_chunk(&y->w_gate, chunk_bytes / 2);
+	f->brows_ffn2 = batch_rows_per_chunk(&y->w_down, chunk_bytes);
+	f->bwaves[0] = (wave_t){1, b_embed_chunk, b_embed_finish};
+	for (int l = 0; l < c->n_layers; l++) {
+		wave_t *w = &f->bwaves[1 + STEP_COUNT * l];
+		w[STEP_QKV] = (wave_t){div_up((int64_t)Q + 2 * kv_dim(c), f->brows_qkv),
+				       b_qkv_chunk, b_qkv_finish};
+		w[STEP_ATTN] = (wave_t){(uint32_t)c->n_heads * att_groups(f->bmax),
+					b_attn_chunk, b_attn_finish};
+		w[STEP_WO] = (wave_t){div_up(c->dim, f->brows_wo), b_wo_chunk,
+				      b_wo_finish};
+		w[STEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->brows_ffn1),
+					b_ffn1_chunk, b_ffn1_finish};
+		w[STEP_FFN2] = (wave_t){div_up(c->dim, f->brows_ffn2),
+					b_ffn2_chunk, b_ffn2_finish};
+	}
+	f->bwaves[n - 1] = (wave_t){div_up(c->vocab_size, f->rows_cls),
+				    b_cls_chunk, NULL};
+	f->bplan = (wave_plan_t){f, n, f->bwaves};
+	return 0;
+}
 
 forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 {
@@ -336,6 +690,13 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	f->waves[n - 1] = (wave_t){div_up(c->vocab_size, f->rows_cls),
 				   cls_chunk, NULL};
 	f->plan = (wave_plan_t){f, n, f->waves};
+	f->bmax = batch_max_from_env();
+	if (f->bmax > ctx)
+		f->bmax = ctx;
+	if (f->bmax > 0 && batch_alloc(f, chunk_bytes) < 0) {
+		forward_free(f);
+		return NULL;
+	}
 	return f;
 }
 
@@ -356,6 +717,20 @@ void forward_free(forward_t *f)
 	free(f->k_cache);
 	free(f->v_cache);
 	free(f->waves);
+	free(f->btok);
+	free(f->bx);
+	free(f->bxb);
+	free(f->bxb_q);
+	free(f->bq);
+	free(f->batt);
+	free(f->batt_q);
+	free(f->bhb);
+	free(f->bhb_q);
+	free(f->btmp);
+	free(f->bxb_aux);
+	free(f->batt_aux);
+	free(f->bhb_aux);
+	free(f->bwaves);
 	free(f);
 }
 
@@ -385,3 +760,31 @@ float *forward_token_serial(forward_t *f, int32_t token, int32_t pos)
 	wave_plan_run_serial(&f->plan);
 	return f->logits;
 }
+
+int32_t forward_batch_max(const forward_t *f) { return f->bmax; }
+
+int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
+		      int32_t pos, bool logits)
+{
+	if (n < 1 || n > f->bmax)
+		return err_set("a prefill batch of %d tokens is outside 1..%d",
+			       n, f->bmax);
+	if (pos < 0 || pos + n > f->ctx)
+		return err_set("positions %d..%d are outside the context of %d",
+			       pos, pos + n - 1, f->ctx);
+	for (int32_t k = 0; k < n; k++)
+		if (tokens[k] < 0 || tokens[k] >= f->c.vocab_size)
+			return err_set("token id %d is outside the vocabulary of %d",
+				       tokens[k], f->c.vocab_size);
+	memcpy(f->btok, tokens, (size_t)n * sizeof *tokens);
+	f->bn = n;
+	f->bpos = pos;
+	f->blogits = logits;
+	/* The plan itself never changes: a worker may still read its wave
+	 * count after the last barrier of the previous token while the
+	 * leader is here already. Chunks past this batch (attention groups,
+	 * the classifier without logits) return at once. */
+	return 0;
+}
+
+const wave_plan_t *forward_batch_plan(const forward_t *f) { return &f->bplan; }

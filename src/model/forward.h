@@ -20,6 +20,7 @@
 #ifndef EGANG_FORWARD_H
 #define EGANG_FORWARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/wave.h"
@@ -41,6 +42,24 @@ int forward_set_input(forward_t *f, int32_t token, int32_t pos);
 const wave_plan_t *forward_plan(const forward_t *f);
 /* Logits of the last run token (vocab,). */
 float *forward_logits(forward_t *f);
+
+/* Batched prefill (forward.c): the same waves over a batch of prompt
+ * tokens, matrix-matrix (kernels.h gemm_rows), each weight chunk streamed
+ * once per batch. The KV cache and the logits are the same bits as running
+ * the tokens one by one through forward_set_input, at any batch size and
+ * whatever the membership; chunk boundaries depend on the model and the
+ * maximum batch size only, and the plan never changes after forward_new.
+ *
+ * Tokens per batch at most: 128, or EGANG_PREFILL_BATCH=N (0..1024) read at
+ * forward_new; 0 turns batching off (callers then go token by token). */
+int32_t forward_batch_max(const forward_t *f);
+/* Prepares the batch plan for tokens[0..n) at positions pos..pos+n-1
+ * (1 <= n <= forward_batch_max, pos + n <= ctx). With logits, the plan ends
+ * with the classifier for the last token (forward_logits); without, it
+ * stops after the last layer. -1 if out of range. */
+int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
+		      int32_t pos, bool logits);
+const wave_plan_t *forward_batch_plan(const forward_t *f);
 
 /* Convenience: set input and run serially; returns logits or NULL. */
 float *forward_token_serial(forward_t *f, int32_t token, int32_t pos);

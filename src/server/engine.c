@@ -31,6 +31,20 @@ static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
 	return forward_logits(f);
 }
 
+/* Runs the prompt's positions pos..pos+n-1 as one prefill batch (logits of
+ * the last one when asked); 0 or -1. */
+static int prefill_batch(forward_t *f, gang_t *g, const int32_t *toks,
+			 int32_t n, int32_t pos, bool logits)
+{
+	if (forward_set_batch(f, toks, n, pos, logits) < 0)
+		return -1;
+	if (g)
+		gang_run_token(g, forward_batch_plan(f));
+	else
+		wave_plan_run_serial(forward_batch_plan(f));
+	return 0;
+}
+
 /* A control byte that is not whitespace is dropped from the text, as
  * llama2.c's safe_printf does; bytes >= 0x80 (UTF-8) are kept. */
 static size_t text_clean(char *s, size_t n)
@@ -149,7 +163,51 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	int64_t n = n_prompt;
 	char piece[512];
 	int rc = 0;
-	for (int32_t pos = 0;; pos++) {
+	/* The prompt. Positions 0..n_prompt-1 (all but the last when nothing
+	 * is to be generated, as the token loop below would) go through
+	 * prefill batches of up to forward_batch_max tokens, one gang token
+	 * (one latch, one before_token call) per batch; only the last batch
+	 * computes logits. The batches give the same KV cache and logits, bit
+	 * for bit, as the token loop (forward.h), which runs the prompt instead
+	 * when batching is off. */
+	int32_t bmax = forward_batch_max(f);
+	int32_t pos = 0;
+	float *logits = NULL;
+	bool stopped = false;
+	if (bmax > 0) {
+		int32_t end = p->n_predict > 0 ? (int32_t)n_prompt : (int32_t)n_prompt - 1;
+		while (pos < end && !stopped) {
+			int32_t nb = end - pos < bmax ? end - pos : bmax;
+			bool last = pos + nb == (int32_t)n_prompt;
+			if (p->before_token)
+				p->before_token(p->user, (uint64_t)pos);
+			if (prefill_batch(f, g, ids + pos, nb, pos, last) < 0) {
+				rc = -1;
+				stopped = true;
+				break;
+			}
+			if (last) {
+				logits = forward_logits(f);
+				t_prefill = time_now_ns();
+			}
+			/* echo the batch's prompt text (the last prompt token's
+			 * text follows the first sampled token, as below) */
+			for (int32_t q = pos; q < pos + nb && p->echo_prompt; q++) {
+				if (q + 1 >= n_prompt)
+					break;
+				int k = tokenizer_decode(tok, ids[q], ids[q + 1], piece, sizeof piece);
+				size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;
+				if (text_emit(p, piece, len)) {
+					r->stop = STOP_CANCEL;
+					stopped = true;
+					break;
+				}
+			}
+			pos += nb;
+		}
+		pos = logits ? (int32_t)n_prompt - 1 : pos;
+	}
+	for (; !stopped; pos++) {
 		if (n - n_prompt >= p->n_predict && pos >= n_prompt - 1) {
 			r->stop = STOP_LENGTH;
 			break;
@@ -158,20 +216,22 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			r->stop = STOP_CONTEXT;
 			break;
 		}
-		if (p->before_token)
-			p->before_token(p->user, (uint64_t)pos);
-		float *logits = step(f, g, ids[pos], pos);
-		if (pos >= n_prompt)
-			r->decode_steps++;
-		if (!logits) {
-			rc = -1;
-			break;
+		if (!logits) { /* the last batch's logits serve position n_prompt-1 */
+			if (p->before_token)
+				p->before_token(p->user, (uint64_t)pos);
+			logits = step(f, g, ids[pos], pos);
+			if (pos >= n_prompt)
+				r->decode_steps++;
+			if (!logits) {
+				rc = -1;
+				break;
+			}
 		}
 		int32_t next;
 		if (pos + 1 < n_prompt) {
 			next = ids[pos + 1];
 		} else {
-			if (pos + 1 == n_prompt)
+			if (pos + 1 == n_prompt && bmax == 0)
 				t_prefill = time_now_ns();
 			uint64_t h = p->logits_hash
 					     ? hash64(logits, (size_t)m->cfg.vocab_size *
@@ -190,6 +250,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 				break;
 			}
 		}
+		logits = NULL;
 		if (pos + 1 >= n_prompt || p->echo_prompt) {
 			int k = tokenizer_decode(tok, ids[pos], next, piece, sizeof piece);
 			size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;

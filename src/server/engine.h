@@ -1,8 +1,10 @@
 /* engine: one generation (prompt -> tokens -> text) on a model, run either
  * serially or on the elastic gang. Used by `egang generate` and the server.
  *
- * Positions: the prompt (BOS first) fills positions 0..n_prompt-1 one token
- * at a time; every later position samples a token. The logits of position
+ * Positions: the prompt (BOS first) fills positions 0..n_prompt-1 in
+ * prefill batches (forward.h; one gang token and one before_token call per
+ * batch, token by token when batching is off); every later position samples
+ * a token. The logits of position
  * p are a pure function of the tokens 0..p, whatever the gang's
  * membership. */
 #ifndef EGANG_ENGINE_H

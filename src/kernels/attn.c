@@ -1,0 +1,87 @@
+/* attn: causal attention of a batch of query positions of one head against
+ * the KV cache (prefill; the "matrix-matrix" block of kernels.h).
+ *
+ * Per query the arithmetic is the decode path's (forward.c attn_head):
+ *   dot_t = sum_i q[i] * k_t[i]   sequential in i, from 0, product rounded
+ *                                 then added (no FMA)
+ *   s_t   = dot_t / sqrt(hd);  softmax(s) (kernels.h);
+ *   o[i]  = sum_t s_t * v_t[i]    sequential in t, from 0, no FMA.
+ * The SIMD form keeps that order lane by lane: the dots run with one query
+ * per lane (16 queries of the batch, the keys broadcast, four keys at a
+ * time for independent chains), the weighted sum with one element i per
+ * lane. So every level gives the same bits as the scalar reference, and a
+ * batched prefill the same bits as decode.
+ *
+ * One source for the AVX-512 and AVX2 levels (attn_tmpl.h): GCC vector
+ * extensions of 16 or 8 floats inside functions with each level's target
+ * attribute. */
+#include "kernels/gemm_impl.h"
+
+#include <math.h>
+
+/* ---------------------------------------------------------- reference */
+
+void attn_rows_generic(const float *q, int64_t qs, const float *K,
+		       const float *V, int64_t kvs, float *out, int64_t os,
+		       int64_t hd, int32_t pos0, int32_t nq)
+{
+	float *s = gemm_scratch(0, (size_t)(pos0 + nq) * sizeof(float));
+	float scale = sqrtf((float)hd);
+	for (int32_t j = 0; j < nq; j++) {
+		const float *qj = q + j * qs;
+		int32_t pos = pos0 + j;
+		for (int32_t t = 0; t <= pos; t++) {
+			const float *k = K + (size_t)t * kvs;
+			float dot = 0.0f;
+			for (int64_t i = 0; i < hd; i++)
+				dot += qj[i] * k[i];
+			s[t] = dot / scale;
+		}
+		softmax(s, pos + 1);
+		float *o = out + j * os;
+		memset(o, 0, (size_t)hd * sizeof *o);
+		for (int32_t t = 0; t <= pos; t++) {
+			const float *v = V + (size_t)t * kvs;
+			float a = s[t];
+			for (int64_t i = 0; i < hd; i++)
+				o[i] += a * v[i];
+		}
+	}
+}
+
+/* --------------------------------------------------------------- SIMD */
+
+#if defined(__x86_64__)
+/* AVX-512: 16 lanes, any vector register */
+#define ATTN_W 16
+#define ATTN_SUFFIX avx512
+#define ATTN_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define ATTN_ROUNDED(v) __asm__("" : "+v"(v))
+#include "kernels/attn_tmpl.h"
+/* AVX2: 8 lanes */
+#define ATTN_W 8
+#define ATTN_SUFFIX avx2
+#define ATTN_TARGET "avx2,fma,f16c"
+#define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
+#include "kernels/attn_tmpl.h"
+#endif
+
+void attn_rows(const float *q, int64_t qs, const float *K, const float *V,
+	       int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+	       int32_t nq)
+{
+	if (nq <= 0)
+		return;
+#if defined(__x86_64__)
+	const char *isa = kernels_isa();
+	if (strcmp(isa, "avx512") == 0) {
+		attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+		return;
+	}
+	if (strcmp(isa, "avx2") == 0) {
+		attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+		return;
+	}
+#endif
+	attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+}

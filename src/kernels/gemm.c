@@ -1,0 +1,205 @@
+/* gemm: weight rows times a batch of activation rows, for prefill (the
+ * "matrix-matrix" block of kernels.h).
+ *
+ * Design. Decode streams every weight once per token; a prompt of B tokens
+ * processed together streams it once per batch. A caller's chunk is a block
+ * of weight rows (about 32 KiB) times all B tokens of the batch, so the
+ * block is read from memory once and then from cache.
+ *
+ * Every output Y[t][r] is the same bits as the decode path's
+ * vec_dot(row r, x_t) at the ISA level in use, so a batched prefill gives the
+ * same logits as token-by-token decoding, whatever the chunking and the
+ * batch size:
+ *  - Q8_0 / Q4_0 weights (true matrix-matrix kernels). vec_dot's order is
+ *    the generic's at every level (kernels_impl.h): per block the exact
+ *    integer sum, then acc = acc + (float)sumi * (dw * dx), blocks in
+ *    ascending order. The SIMD kernels keep it per output: a register holds
+ *    the same 4-element group of 8 (AVX2) or 16 (AVX-512) weight rows
+ *    (repacked per row group into thread scratch), the token's 4 activation
+ *    bytes are broadcast, and the integer dot (vpdpbusd with VNNI, or
+ *    pmaddubsw + pmaddwd on AVX2) leaves one row's exact block sum in each
+ *    lane; no horizontal sums, and the float step is the generic's, lane by
+ *    lane, with no FMA.
+ *  - F32 / F16 / BF16 weights: each ISA level has its own lane order and FMA
+ *    in vec_dot (kernels_impl.h), which the other kernels' authors may tune.
+ *    To stay bit-exact with decode at every level without depending on that
+ *    order, gemm_rows runs the level's own matvec_rows once per token over
+ *    the chunk's rows: the rows come from cache after the first token (tiled
+ *    for cache, not register-blocked). gemm_rows_generic is the generic's
+ *    vec_dot per output; the levels agree with it within the float-dot
+ *    tolerance of test_kernels.
+ *
+ * Dispatch follows kernels_isa(): the level of the matvec kernels is the
+ * level of the matrix-matrix ones. */
+#include "kernels/gemm_impl.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------- scratch */
+
+/* Two buffers per thread, behind a key whose destructor frees them when
+ * the thread exits (the gang's workers live as long as the gang). */
+typedef struct gemm_tls {
+	void *buf[2];
+	size_t cap[2];
+} gemm_tls_t;
+
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+static void tls_free(void *p)
+{
+	gemm_tls_t *s = p;
+	free(s->buf[0]);
+	free(s->buf[1]);
+	free(s);
+}
+
+static void key_make(void) { pthread_key_create(&g_key, tls_free); }
+
+void *gemm_scratch(int k, size_t bytes)
+{
+	pthread_once(&g_key_once, key_make);
+	gemm_tls_t *s = pthread_getspecific(g_key);
+	if (!s) {
+		s = calloc(1, sizeof *s);
+		if (!s || pthread_setspecific(g_key, s) != 0) {
+			free(s);
+			return NULL;
+		}
+	}
+	if (s->cap[k] < bytes) {
+		void *p = NULL;
+		size_t cap = (bytes + 4095) & ~(size_t)4095;
+		if (posix_memalign(&p, 64, cap) != 0)
+			return NULL;
+		free(s->buf[k]);
+		s->buf[k] = p;
+		s->cap[k] = cap;
+	}
+	return s->buf[k];
+}
+
+/* ------------------------------------------------------------- generic */
+
+void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
+		       float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
+		       int64_t ntok)
+{
+	size_t rb = dtype_row_bytes(wt, n);
+	for (int64_t t = 0; t < ntok; t++)
+		for (int64_t r = r0; r < r1; r++)
+			Y[t * ys + r] = vec_dot_generic(wt, (const char *)W + (size_t)r * rb,
+							(const char *)X + (size_t)t * xs, n);
+}
+
+/* ----------------------------------------------------------------- aux */
+
+size_t gemm_aux_bytes(int64_t n, int64_t ntok)
+{
+	return (size_t)(n / QK) * (size_t)ntok * (sizeof(float) + sizeof(int32_t));
+}
+
+/* aux = dx (ntok * nb floats) then sx (ntok * nb int32). */
+static void aux_prepare_generic(const uint8_t *X, size_t xs, int64_t nb,
+				int64_t ntok, float *dx, int32_t *sx)
+{
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
+			int32_t sum = 0;
+			for (int j = 0; j < QK; j++)
+				sum += (int8_t)blk[2 + j];
+			dx[k * nb + b] = fp16_to_f32_inline(ld_u16(blk));
+			sx[k * nb + b] = sum;
+		}
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The quant sum by psadbw on q + 128, minus 32 * 128. */
+__attribute__((target("avx2,fma,f16c")))
+static void aux_prepare_avx2(const uint8_t *X, size_t xs, int64_t nb,
+			     int64_t ntok, float *dx, int32_t *sx)
+{
+	const __m256i m80 = _mm256_set1_epi8((char)0x80);
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
+			__m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), m80);
+			__m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+			__m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad),
+						  _mm256_extracti128_si256(sad, 1));
+			s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+			dx[k * nb + b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(blk))));
+			sx[k * nb + b] = _mm_cvtsi128_si32(s) - 32 * 128;
+		}
+}
+#endif
+
+static bool isa_simd(void)
+{
+	return strcmp(kernels_isa(), "generic") != 0;
+}
+
+void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
+		      void *aux)
+{
+	int64_t nb = n / QK;
+	float *dx = aux;
+	int32_t *sx = (int32_t *)(dx + nb * ntok);
+#if defined(__x86_64__)
+	if (isa_simd()) {
+		aux_prepare_avx2(X, xs, nb, ntok, dx, sx);
+		return;
+	}
+#endif
+	aux_prepare_generic(X, xs, nb, ntok, dx, sx);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static gemm_quant_fn quant_kernel(void)
+{
+#if defined(__x86_64__)
+	const char *isa = kernels_isa();
+	if (strcmp(isa, "avx512") == 0)
+		return gemm_quant_avx512;
+	if (strcmp(isa, "avx2") == 0)
+		return gemm_quant_avx2;
+#endif
+	return NULL;
+}
+
+void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
+	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
+	       int64_t r1, int64_t ntok)
+{
+	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
+	if (r1 <= r0 || ntok <= 0)
+		return;
+	if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
+		gemm_quant_fn k = quant_kernel();
+		if (k && !aux) {
+			aux = gemm_scratch(0, gemm_aux_bytes(n, ntok));
+			if (aux)
+				gemm_aux_prepare(X, xs, n, ntok, (void *)aux);
+		}
+		if (k && aux) {
+			const float *dx = aux;
+			const int32_t *sx = (const int32_t *)(dx + (n / QK) * ntok);
+			k(wt, W, dtype_row_bytes(wt, n), X, xs, dx, sx, Y, ys,
+			  n / QK, r0, r1, ntok);
+			return;
+		}
+		gemm_rows_generic(wt, W, X, xs, Y, ys, n, r0, r1, ntok);
+		return;
+	}
+	for (int64_t t = 0; t < ntok; t++)
+		matvec_rows(wt, W, (const char *)X + (size_t)t * xs, Y + t * ys,
+			    n, r0, r1);
+}

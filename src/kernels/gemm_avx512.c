@@ -1,0 +1,192 @@
+/* gemm: AVX-512 VNNI level of the quantized matrix-matrix kernel (see
+ * gemm.c for the design and what is bit-exact).
+ *
+ * Per row group of 16 weight rows, the rows are repacked into thread
+ * scratch so that one 512-bit register holds element group g (4 bytes) of
+ * block b for all 16 rows, as unsigned bytes u = w + bias (gemm_impl.h),
+ * with the 16 row scales as floats. Per tile of 8 tokens and block b, each
+ * token's 4 activation bytes of group g are broadcast (an embedded
+ * broadcast of vpdpbusd) and
+ *     s_k = vpdpbusd(s_k, u_g, x_k,g)      g = 0..7
+ * leaves lane i = sum u x over the block for row i; s_k starts at
+ * -bias * sum x (the sum from the batch's aux, gemm_aux_prepare), so
+ * s_k = sum w x exactly. The float step is the generic's per lane:
+ *     acc_k = acc_k + (float)s_k * (dw * dx_k)
+ * with the product rounded before the add (no FMA). Eight independent
+ * accumulator chains keep vpdpbusd's latency hidden. */
+#include "kernels/gemm_impl.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#define T512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+#define AVX512 __attribute__((target(T512)))
+#define AVX512_INLINE static inline __attribute__((always_inline, target(T512)))
+
+#define RG 16 /* weight rows per register */
+#define TG 8  /* tokens per tile */
+
+/* FP_ROUNDED for any vector register (zmm16-31 included). */
+#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
+
+static inline int32_t ld_i32(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
+ * groups 0-3 of row 4L+i; afterwards z[g] lane L holds group g of rows
+ * 4L..4L+3, i.e. z[g] = group g of rows 0..15 in order. */
+AVX512_INLINE void transpose4(__m512i *z)
+{
+	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	z[0] = _mm512_unpacklo_epi64(t0, t2);
+	z[1] = _mm512_unpackhi_epi64(t0, t2);
+	z[2] = _mm512_unpacklo_epi64(t1, t3);
+	z[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* Rows r..r+15 (rows at or past r1 repeat row r1-1; their outputs are not
+ * stored) -> pk[b][g][row] (unsigned groups, gemm_wgroup_u) and dw[b][row].
+ * The 16 x 8 group matrix of a block is transposed in registers: 128-bit
+ * quarters of rows i, 4+i, 8+i, 12+i side by side, then transpose4. The
+ * scales come by one gather (reads stay inside each block); vcvtph2ps is
+ * bit-exact with fp16_to_f32_inline. */
+AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
+			     int64_t r1, int64_t nb, uint32_t *pk, float *dw)
+{
+	const size_t qb = gemm_qbytes(t);
+	const uint8_t *row[RG];
+	int32_t off[RG];
+	for (int i = 0; i < RG; i++) { /* rb * 16 fits: rows are < 64 KiB */
+		int64_t ri = r + i < r1 ? r + i : r1 - 1;
+		row[i] = W + (size_t)ri * rb + 2;
+		off[i] = (int32_t)((size_t)(ri - r) * rb);
+	}
+	const uint8_t *base = W + (size_t)r * rb;
+	const __m512i idx = _mm512_loadu_si512(off);
+	const __m512i m80 = _mm512_set1_epi8((char)0x80), m0f = _mm512_set1_epi8(0x0F);
+	for (int64_t b = 0; b < nb; b++) {
+		const size_t o = (size_t)b * qb;
+		__m512i *p = (__m512i *)(pk + (size_t)b * 8 * RG);
+		/* the next row group's same bytes, packed after this group's
+		 * tiles: weights come from memory once per batch, and 16
+		 * row streams are more than the hardware prefetchers follow
+		 * (a prefetch past the matrix never faults) */
+#ifndef GEMM_NO_PREFETCH /* for A/B measurements */
+		if ((o & 63) < qb)
+			for (int i = 0; i < RG; i++)
+				_mm_prefetch((const char *)row[i] + (size_t)RG * rb + o,
+					     _MM_HINT_T0);
+#endif
+		if (t == DTYPE_Q8_0) {
+			__m512i lo[4], hi[4];
+			for (int i = 0; i < 4; i++) {
+				__m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(
+					_mm256_loadu_si256((const __m256i *)(row[i] + o))),
+					_mm256_loadu_si256((const __m256i *)(row[4 + i] + o)), 1);
+				__m512i c = _mm512_inserti64x4(_mm512_castsi256_si512(
+					_mm256_loadu_si256((const __m256i *)(row[8 + i] + o))),
+					_mm256_loadu_si256((const __m256i *)(row[12 + i] + o)), 1);
+				lo[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
+				hi[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
+			}
+			transpose4(lo);
+			transpose4(hi);
+			for (int g = 0; g < 4; g++) {
+				_mm512_store_si512(p + g, _mm512_xor_si512(lo[g], m80));
+				_mm512_store_si512(p + 4 + g, _mm512_xor_si512(hi[g], m80));
+			}
+		} else {
+			__m512i z[4];
+			for (int i = 0; i < 4; i++) {
+				__m512i a = _mm512_castsi128_si512(
+					_mm_loadu_si128((const __m128i *)(row[i] + o)));
+				a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[4 + i] + o)), 1);
+				a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
+				z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
+			}
+			transpose4(z);
+			for (int g = 0; g < 4; g++) {
+				_mm512_store_si512(p + g, _mm512_and_si512(z[g], m0f));
+				_mm512_store_si512(p + 4 + g,
+						   _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f));
+			}
+		}
+		__m512i h = _mm512_i32gather_epi32(idx, base + o, 1); /* d in the low half */
+		_mm512_store_ps(dw + b * RG, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+	}
+}
+
+/* T tokens (T <= TG) x 16 rows over all blocks; token k's activations at
+ * X + k * xs, its scales and quant sums at dx + k * nb, sx + k * nb; outputs Y[k * ys + i] for the lanes i in m. */
+AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
+			size_t xs, const float *dx, const int32_t *sx, int32_t bias,
+			int64_t nb, float *Y, int64_t ys, __mmask16 m, const int T)
+{
+	__m512 acc[TG];
+	for (int k = 0; k < T; k++)
+		acc[k] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		const __m512i *wb = (const __m512i *)(pk + (size_t)b * 8 * RG);
+		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
+		__m512i s[TG];
+		for (int k = 0; k < T; k++)
+			s[k] = _mm512_set1_epi32(-bias * sx[k * nb + b]);
+		for (int g = 0; g < 8; g++) {
+			__m512i w = _mm512_load_si512(wb + g);
+			for (int k = 0; k < T; k++)
+				s[k] = _mm512_dpbusd_epi32(s[k], w,
+					_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
+		}
+		__m512 d = _mm512_load_ps(dw + b * RG);
+		for (int k = 0; k < T; k++) {
+			__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb + b]));
+			__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
+			VEC_ROUNDED(p);
+			acc[k] = _mm512_add_ps(acc[k], p);
+		}
+	}
+	for (int k = 0; k < T; k++)
+		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
+}
+
+AVX512 void gemm_quant_avx512(GEMM_QUANT_ARGS)
+{
+	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
+	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
+	if (!s1) { /* out of memory: the generic twin needs none */
+		gemm_rows_generic(t, W, X, xs, Y, ys, nb * QK, r0, r1, ntok);
+		return;
+	}
+	uint32_t *pk = (uint32_t *)s1;
+	float *dw = (float *)(s1 + pk_bytes);
+	const int32_t bias = gemm_wbias(t);
+	for (int64_t r = r0; r < r1; r += RG) {
+		pack_rows(t, W, rb, r, r1, nb, pk, dw);
+		__mmask16 m = r1 - r >= RG ? (__mmask16)0xFFFF
+					   : (__mmask16)((1u << (r1 - r)) - 1);
+		for (int64_t k = 0; k < ntok; k += TG) {
+			const uint8_t *xk = X + (size_t)k * xs;
+			float *yk = Y + k * ys + r;
+			const float *dk = dx + k * nb;
+			const int32_t *ck = sx + k * nb;
+			switch (ntok - k >= TG ? TG : (int)(ntok - k)) {
+			case 8: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 8); break;
+			case 7: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 7); break;
+			case 6: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 6); break;
+			case 5: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 5); break;
+			case 4: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 4); break;
+			case 3: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 3); break;
+			case 2: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 2); break;
+			default: tile(pk, dw, xk, xs, dk, ck, bias, nb, yk, ys, m, 1); break;
+			}
+		}
+	}
+}
+
+#endif

@@ -1,0 +1,64 @@
+/* gemm: private interface between gemm.c (entry point, generic twin,
+ * dispatch, scratch) and the per-ISA matrix-matrix kernels (gemm_avx2.c,
+ * gemm_avx512.c). See the "matrix-matrix" block of kernels.h for the
+ * contract and gemm.c for the design. */
+#ifndef EGANG_GEMM_IMPL_H
+#define EGANG_GEMM_IMPL_H
+
+#include "kernels/kernels_impl.h"
+
+/* Quantized weights (Q8_0 or Q4_0, t) rows r0..r1-1 (row stride rb bytes)
+ * against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb blocks
+ * each, with their aux (dx: scales as floats, sx: sums of the quants; token
+ * t's block b at [t * nb + b]) -> Y[t * ys + r]. Every output is the same
+ * bits as vec_dot_generic(t, row r, X + t * xs, nb * QK). */
+#define GEMM_QUANT_ARGS                                                       \
+	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *X, size_t xs,  \
+		const float *dx, const int32_t *sx, float *Y, int64_t ys,     \
+		int64_t nb, int64_t r0, int64_t r1, int64_t ntok
+typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
+
+#if defined(__x86_64__)
+void gemm_quant_avx2(GEMM_QUANT_ARGS);
+void gemm_quant_avx512(GEMM_QUANT_ARGS);
+#endif
+
+/* The calling thread's scratch buffer number k (0: aux and attention, 1:
+ * repacked weights) of at least bytes,
+ * 64-byte aligned; kept for the thread's life and freed at its exit. NULL
+ * if memory is exhausted. */
+void *gemm_scratch(int k, size_t bytes);
+
+/* Weight bytes of one Q8_0 / Q4_0 block. */
+static inline size_t gemm_qbytes(dtype_t t)
+{
+	return t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+}
+
+/* The 4 weights of group g (elements 4g..4g+3, g < 8) of block blk as
+ * unsigned bytes u = w + bias packed in a little-endian word: Q8_0
+ * w + 128 (w as stored, xor 0x80); Q4_0 the nibble n = w + 8 (elements
+ * 0-15 are the low nibbles of qs[0..15], 16-31 the high ones). */
+static inline uint32_t gemm_wgroup_u(dtype_t t, const uint8_t *blk, int g)
+{
+	uint32_t v;
+	if (t == DTYPE_Q8_0) {
+		memcpy(&v, blk + 2 + 4 * g, 4);
+		return v ^ 0x80808080u;
+	}
+	memcpy(&v, blk + 2 + 4 * (g & 3), 4);
+	return g < 4 ? v & 0x0F0F0F0Fu : (v >> 4) & 0x0F0F0F0Fu;
+}
+
+/* The same weights as signed bytes w: u with its bias removed per byte
+ * (Q8_0: u ^ 0x80; Q4_0: n in 0..15, (n + 0x78) ^ 0x80 = n - 8). */
+static inline uint32_t gemm_wgroup_s(dtype_t t, const uint8_t *blk, int g)
+{
+	uint32_t u = gemm_wgroup_u(t, blk, g);
+	return t == DTYPE_Q8_0 ? u ^ 0x80808080u : (u + 0x78787878u) ^ 0x80808080u;
+}
+
+/* The bias of gemm_wgroup_u: 128 for Q8_0, 8 for Q4_0. */
+static inline int32_t gemm_wbias(dtype_t t) { return t == DTYPE_Q8_0 ? 128 : 8; }
+
+#endif

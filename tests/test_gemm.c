@@ -1,0 +1,336 @@
+/* Tests of the matrix-matrix kernels (gemm.c): at every ISA level this CPU
+ * runs, and for every weight type, each output of gemm_rows is the same bits
+ * as the decode path's vec_dot at that level (so a batched prefill equals
+ * token-by-token decoding), quantized types are the same bits at every
+ * level, float types agree with the generic twin within the float-dot
+ * tolerance of test_kernels, and the outputs do not depend on how rows and
+ * tokens are split into calls. Ragged sizes: 105 rows (vocab 105), dim 172
+ * for float weights (quantized rows are whole blocks: 160 and 576),
+ * batches of 1, 3, 17 and 64 tokens; weights at odd addresses.
+ *
+ * `test_gemm --bench [rows n ntok reps]` times gemm_rows against ntok
+ * matvec_rows calls on the same q8_0 rows (one summary line). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "testutil.h"
+
+#include "base/base.h"
+#include "kernels/kernels.h"
+
+#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
+
+static const char *const LEVELS[] = { "generic", "avx2", "avx512" };
+
+static int levels_available(const char **out)
+{
+	int k = 0;
+	const char *keep = kernels_isa();
+	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
+		if (kernels_set_isa(LEVELS[i]) == 0)
+			out[k++] = LEVELS[i];
+	assert_int_equal(kernels_set_isa(keep), 0);
+	return k;
+}
+
+/* A test matrix and batch: W (rows, n) of type wt at an odd address, the
+ * float twin of each token, and the prepared activations X (ntok rows). */
+typedef struct fixture {
+	dtype_t wt;
+	int64_t rows, n, ntok;
+	uint8_t *wbuf, *W;
+	size_t rb, xs;
+	uint8_t *X;
+	float *xf; /* (ntok, n) */
+} fixture_t;
+
+static void fixture_make(fixture_t *f, dtype_t wt, int64_t rows, int64_t n,
+			 int64_t ntok, uint64_t seed)
+{
+	rng_t r;
+	rng_seed(&r, seed);
+	f->wt = wt;
+	f->rows = rows;
+	f->n = n;
+	f->ntok = ntok;
+	f->rb = dtype_row_bytes(wt, n);
+	f->wbuf = malloc(f->rb * (size_t)rows + 1);
+	f->W = f->wbuf + 1;
+	float *row = malloc((size_t)n * sizeof(float));
+	for (int64_t i = 0; i < rows; i++) {
+		uint8_t *w = f->W + (size_t)i * f->rb;
+		if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
+			/* raw random bytes: every quant (-128 included), scales
+			 * random positive and negative halves of moderate size */
+			for (size_t j = 0; j < f->rb; j++)
+				w[j] = (uint8_t)rng_next(&r);
+			size_t bb = dtype_info[wt].block_bytes;
+			for (size_t b = 0; b < f->rb / bb; b++) {
+				float d = (rng_float(&r) - 0.5f) * 0.02f;
+				uint16_t h = f32_to_fp16(d);
+				memcpy(w + b * bb, &h, 2);
+			}
+		} else {
+			for (int64_t j = 0; j < n; j++)
+				row[j] = rng_normal(&r) * 0.05f;
+			quantize_row(wt, row, w, n);
+		}
+	}
+	free(row);
+	dtype_t at = dtype_info[wt].act;
+	f->xs = at == DTYPE_Q8_0 ? dtype_row_bytes(DTYPE_Q8_0, n) : (size_t)n * 4;
+	f->X = malloc(f->xs * (size_t)ntok);
+	f->xf = malloc((size_t)(n * ntok) * sizeof(float));
+	for (int64_t t = 0; t < ntok; t++) {
+		float *x = f->xf + t * n;
+		for (int64_t j = 0; j < n; j++)
+			x[j] = rng_normal(&r);
+		if (t == 1) /* extremes: quants of +-127 throughout */
+			for (int64_t j = 0; j < n; j++)
+				x[j] = j % 3 ? 4.0f : -4.0f;
+		act_prepare(wt, x, f->X + (size_t)t * f->xs, n);
+	}
+}
+
+static void fixture_free(fixture_t *f)
+{
+	free(f->wbuf);
+	free(f->X);
+	free(f->xf);
+}
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+/* gemm_rows over the whole fixture at the current level, into Y (ntok,
+ * rows + 3), the padding checked to stay untouched. */
+static float *gemm_all(const fixture_t *f)
+{
+	int64_t ys = f->rows + 3;
+	float *Y = malloc((size_t)(ys * f->ntok) * sizeof(float));
+	for (int64_t i = 0; i < ys * f->ntok; i++)
+		Y[i] = -7.0f;
+	/* with the batch's aux for quantized weights (the split test below
+	 * runs without, so both paths are checked) */
+	void *aux = NULL;
+	if (dtype_info[f->wt].act == DTYPE_Q8_0) {
+		aux = malloc(gemm_aux_bytes(f->n, f->ntok));
+		gemm_aux_prepare(f->X, f->xs, f->n, f->ntok, aux);
+	}
+	gemm_rows(f->wt, f->W, f->X, f->xs, aux, Y, ys, f->n, 0, f->rows, f->ntok);
+	free(aux);
+	for (int64_t t = 0; t < f->ntok; t++)
+		for (int64_t i = f->rows; i < ys; i++)
+			assert_true(Y[t * ys + i] == -7.0f);
+	return Y;
+}
+
+static void check_type(dtype_t wt, int64_t n)
+{
+	const char *lv[3];
+	int nl = levels_available(lv);
+	const char *keep = kernels_isa();
+	static const int64_t batches[] = { 1, 3, 17, 64 };
+	for (size_t bi = 0; bi < EG_ARRAY_LEN(batches); bi++) {
+		fixture_t f;
+		fixture_make(&f, wt, 105, n, batches[bi], 1000 + bi * 7 + (uint64_t)wt);
+		int64_t ys = f.rows + 3;
+		float *ref = NULL; /* generic level */
+		for (int l = 0; l < nl; l++) {
+			assert_int_equal(kernels_set_isa(lv[l]), 0);
+			float *Y = gemm_all(&f);
+			/* every output = decode's vec_dot at this level, bit for bit */
+			for (int64_t t = 0; t < f.ntok; t++)
+				for (int64_t r = 0; r < f.rows; r++) {
+					float d = vec_dot(wt, f.W + (size_t)r * f.rb,
+							  f.X + (size_t)t * f.xs, n);
+					if (f2u(Y[t * ys + r]) != f2u(d))
+						fail_msg("%s %s n=%lld ntok=%lld: Y[%lld][%lld] = %a, "
+							 "vec_dot %a", lv[l], dtype_info[wt].name,
+							 (long long)n, (long long)f.ntok,
+							 (long long)t, (long long)r,
+							 (double)Y[t * ys + r], (double)d);
+				}
+			/* the generic twin */
+			float *G = malloc((size_t)(ys * f.ntok) * sizeof(float));
+			gemm_rows_generic(wt, f.W, f.X, f.xs, G, ys, n, 0, f.rows, f.ntok);
+			if (!ref) {
+				ref = G;
+			} else {
+				for (int64_t t = 0; t < f.ntok; t++)
+					for (int64_t r = 0; r < f.rows; r++) {
+						float a = Y[t * ys + r], g = ref[t * ys + r];
+						if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
+							assert_int_equal(f2u(a), f2u(g));
+							continue;
+						}
+						/* float types: within the float-dot bound */
+						double sabs = 0;
+						float *w = malloc((size_t)n * sizeof(float));
+						dequantize_row(wt, f.W + (size_t)r * f.rb, w, n);
+						for (int64_t j = 0; j < n; j++)
+							sabs += fabs((double)w[j] * f.xf[t * n + j]);
+						free(w);
+						assert_true(fabs((double)a - g) <= DOT_TOL(n, sabs));
+					}
+				free(G);
+			}
+			/* split invariance: rows and tokens in uneven pieces */
+			float *S = malloc((size_t)(ys * f.ntok) * sizeof(float));
+			static const int64_t rcut[] = { 0, 1, 16, 19, 64, 104, 105 };
+			int64_t t0 = 0;
+			while (t0 < f.ntok) {
+				int64_t t1 = t0 + 1 + (t0 * 5) % 9;
+				if (t1 > f.ntok)
+					t1 = f.ntok;
+				for (size_t c = 0; c + 1 < EG_ARRAY_LEN(rcut); c++)
+					gemm_rows(wt, f.W, f.X + (size_t)t0 * f.xs, f.xs, NULL,
+						  S + t0 * ys, ys, n, rcut[c], rcut[c + 1],
+						  t1 - t0);
+				t0 = t1;
+			}
+			for (int64_t t = 0; t < f.ntok; t++)
+				for (int64_t r = 0; r < f.rows; r++)
+					assert_int_equal(f2u(S[t * ys + r]), f2u(Y[t * ys + r]));
+			free(S);
+			free(Y);
+		}
+		free(ref);
+		fixture_free(&f);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
+static void test_gemm_f32(void **state) { (void)state; check_type(DTYPE_F32, 172); }
+static void test_gemm_f16(void **state) { (void)state; check_type(DTYPE_F16, 172); }
+static void test_gemm_bf16(void **state) { (void)state; check_type(DTYPE_BF16, 172); }
+static void test_gemm_q8_0(void **state)
+{
+	(void)state;
+	check_type(DTYPE_Q8_0, 160);
+	check_type(DTYPE_Q8_0, 576);
+}
+static void test_gemm_q4_0(void **state)
+{
+	(void)state;
+	check_type(DTYPE_Q4_0, 160);
+	check_type(DTYPE_Q4_0, 576);
+}
+
+/* The aux side data: the same bytes at every level, and the plain
+ * definition (scale as a float, sum of the quants). */
+static void test_gemm_aux(void **state)
+{
+	(void)state;
+	const char *lv[3];
+	int nl = levels_available(lv);
+	const char *keep = kernels_isa();
+	fixture_t f;
+	fixture_make(&f, DTYPE_Q8_0, 4, 576, 17, 11);
+	size_t nb = 576 / QK, bytes = gemm_aux_bytes(576, 17);
+	assert_int_equal(bytes, nb * 17 * 8);
+	uint8_t *ref = malloc(bytes), *a = malloc(bytes);
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		gemm_aux_prepare(f.X, f.xs, 576, 17, l ? a : ref);
+		if (l)
+			assert_memory_equal(a, ref, bytes);
+	}
+	const float *dx = (const float *)ref;
+	const int32_t *sx = (const int32_t *)(dx + nb * 17);
+	for (size_t k = 0; k < 17; k++)
+		for (size_t b = 0; b < nb; b++) {
+			const uint8_t *blk = f.X + k * f.xs + b * 34;
+			uint16_t h;
+			memcpy(&h, blk, 2);
+			int32_t sum = 0;
+			for (int j = 0; j < 32; j++)
+				sum += (int8_t)blk[2 + j];
+			assert_true(dx[k * nb + b] == fp16_to_f32(h));
+			assert_int_equal(sx[k * nb + b], sum);
+		}
+	free(ref);
+	free(a);
+	fixture_free(&f);
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
+/* Empty ranges write nothing. */
+static void test_gemm_empty(void **state)
+{
+	(void)state;
+	fixture_t f;
+	fixture_make(&f, DTYPE_Q8_0, 8, 64, 2, 5);
+	float y[16];
+	for (int i = 0; i < 16; i++)
+		y[i] = 3.0f;
+	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, NULL, y, 8, 64, 4, 4, 2);
+	gemm_rows(DTYPE_Q8_0, f.W, f.X, f.xs, NULL, y, 8, 64, 0, 8, 0);
+	for (int i = 0; i < 16; i++)
+		assert_true(y[i] == 3.0f);
+	fixture_free(&f);
+}
+
+/* ---------------------------------------------------------- benchmark */
+
+static int bench(int argc, char **argv)
+{
+	int64_t rows = argc > 2 ? atoll(argv[2]) : 1536;
+	int64_t n = argc > 3 ? atoll(argv[3]) : 576;
+	int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
+	int reps = argc > 5 ? atoi(argv[5]) : 20;
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		fixture_t f;
+		fixture_make(&f, types[ti], rows, n, ntok, 9);
+		float *Y = malloc((size_t)(rows * ntok) * sizeof(float));
+		void *aux = malloc(gemm_aux_bytes(n, ntok));
+		gemm_aux_prepare(f.X, f.xs, n, ntok, aux);
+		double best_g = 1e30, best_m = 1e30;
+		for (int k = 0; k < reps; k++) {
+			uint64_t a = time_now_ns();
+			gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, 0, rows, ntok);
+			uint64_t b = time_now_ns();
+			for (int64_t t = 0; t < ntok; t++)
+				matvec_rows(f.wt, f.W, f.X + (size_t)t * f.xs, Y + t * rows,
+					    n, 0, rows);
+			uint64_t c = time_now_ns();
+			if ((double)(b - a) < best_g)
+				best_g = (double)(b - a);
+			if ((double)(c - b) < best_m)
+				best_m = (double)(c - b);
+		}
+		double macs = (double)rows * (double)n * (double)ntok;
+		printf("bench gemm: %s %s rows=%lld n=%lld ntok=%lld gemm %.1f GMAC/s "
+		       "matvec-per-token %.1f GMAC/s ratio %.2f (min of %d)\n",
+		       kernels_isa(), dtype_info[f.wt].name, (long long)rows,
+		       (long long)n, (long long)ntok, macs / best_g, macs / best_m,
+		       best_m / best_g, reps);
+		free(aux);
+		free(Y);
+		fixture_free(&f);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	kernels_init();
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+		return bench(argc, argv);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gemm_f32),
+		cmocka_unit_test(test_gemm_f16),
+		cmocka_unit_test(test_gemm_bf16),
+		cmocka_unit_test(test_gemm_q8_0),
+		cmocka_unit_test(test_gemm_q4_0),
+		cmocka_unit_test(test_gemm_aux),
+		cmocka_unit_test(test_gemm_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
