@@ -314,13 +314,18 @@ static void write_plot(const char *dir, const int *duty, int n_duty)
 		"set ylabel 'tenant work (fraction of tenants alone)'\n"
 		"set key outside right\nset grid\n"
 		"plot ", dir);
-	for (int i = 0; i < n_duty && k < (int)sizeof script - 600; i++)
+	/* one colour per duty: the static splits as a line, elastic (preempt)
+	 * as a triangle, the knee-capped gang as a square */
+	for (int i = 0; i < n_duty && k < (int)sizeof script - 900; i++)
 		k += snprintf(script + k, sizeof script - (size_t)k,
 			"%s'%s/coschedule.csv' using ($2==%d && strstrt(strcol(1),'static')==1 ? $3 : 1/0):7 "
-			"with linespoints pt 7 title 'static, duty %d%%', "
+			"with linespoints lc %d pt 7 title 'static, duty %d%%', "
 			"'%s/coschedule.csv' using ($2==%d && strcol(1) eq 'elastic-preempt' ? $3 : 1/0):7 "
-			"with points pt 9 ps 2 title 'elastic, duty %d%%'",
-			i ? ", " : "", dir, duty[i], duty[i], dir, duty[i], duty[i]);
+			"with points lc %d pt 9 ps 2 title 'elastic, duty %d%%', "
+			"'%s/coschedule.csv' using ($2==%d && strcol(1) eq 'knee' ? $3 : 1/0):7 "
+			"with points lc %d pt 5 ps 1.5 title 'knee, duty %d%%'",
+			i ? ", " : "", dir, duty[i], i + 1, duty[i], dir, duty[i], i + 1,
+			duty[i], dir, duty[i], i + 1, duty[i]);
 	char path[512];
 	snprintf(path, sizeof path, "%s/coschedule.gp", dir);
 	FILE *f = fopen(path, "w");

@@ -9,6 +9,7 @@
 
 #define KNEE_EXPLORE_EVERY 16
 #define KNEE_ALPHA 0.2
+#define KNEE_WARM 4 /* samples per width before the knee is trusted */
 #define KNEE_TOLERANCE 0.95
 
 static uint32_t first_slots(int w)
@@ -69,12 +70,12 @@ uint32_t policy_next_mask(const policy_t *p, knee_state_t *k, int n_slots)
 	case WIDTH_STATIC:
 		return (p->static_mask & all) | 1u;
 	case WIDTH_KNEE: {
-		/* first visit every width once (widest first), then explore one
-		 * random width every KNEE_EXPLORE_EVERY tokens */
+		/* first sample every width KNEE_WARM times (widest first), then
+		 * explore one random width every KNEE_EXPLORE_EVERY tokens */
 		int w = k->knee;
 		k->exploring = 0;
 		for (int v = n_slots; v >= 1; v--)
-			if (!k->seen[v]) {
+			if (k->seen[v] < KNEE_WARM) {
 				k->exploring = v;
 				break;
 			}
@@ -101,10 +102,20 @@ void policy_observe(const policy_t *p, knee_state_t *k, uint32_t mask,
 	int w = __builtin_popcount(mask);
 	/* a token whose latch had fewer members than requested (a worker was
 	 * still waking) measures the width it ran at */
-	if (k->seen[w])
-		k->ns[w] = (1 - KNEE_ALPHA) * k->ns[w] + KNEE_ALPHA * (double)token_ns;
+	/* The first KNEE_WARM samples keep their best (the first token of a
+	 * generation also pays for waking the workers); after that a running
+	 * mean in which one slow token (a tenant's interrupt, a page fault)
+	 * counts as at most 1.5x the mean, so a width is not dropped for
+	 * dozens of tokens because of one outlier while it is sampled only
+	 * on explorations. */
+	double t = (double)token_ns;
+	if (!k->seen[w])
+		k->ns[w] = t;
+	else if (k->seen[w] < KNEE_WARM)
+		k->ns[w] = t < k->ns[w] ? t : k->ns[w];
 	else
-		k->ns[w] = (double)token_ns;
+		k->ns[w] = (1 - KNEE_ALPHA) * k->ns[w] +
+			   KNEE_ALPHA * (t < 1.5 * k->ns[w] ? t : 1.5 * k->ns[w]);
 	k->seen[w]++;
 	k->tokens++;
 	k->knee = knee_estimate(k, GANG_MAX_SLOTS);
