@@ -473,9 +473,12 @@ DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
  * and sums that are independent per lane are vectorized; every product is
  * rounded before its add (FP_ROUNDED, no FMA). */
 
+/* Lanes 0..rem-1 (none when rem <= 0: the second half of a pair load
+ * past the end). */
 AVX512_INLINE __mmask16 tail_mask(int64_t rem)
 {
-	return rem >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << rem) - 1);
+	return rem >= 16 ? (__mmask16)0xFFFF
+	       : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
 }
 
 /* ss in the generic's sequential order; o = w * (ss * x) 16 lanes at once. */
