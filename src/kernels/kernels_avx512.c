@@ -194,6 +194,14 @@ AVX512_INLINE void pf_group(const pf_rows_t *pf, const uint8_t *const *w, size_t
 		a##r##1 = _mm512_fmadd_ps(load16(t, w[r], i + 16, m1), xb, a##r##1); \
 	} while (0)
 
+/* Lanes 0..rem-1 (none when rem <= 0: the second half of a pair load
+ * past the end). */
+AVX512_INLINE __mmask16 tail_mask(int64_t rem)
+{
+	return rem >= 16 ? (__mmask16)0xFFFF
+	       : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
+}
+
 AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
 				   int64_t n, float *out, const pf_rows_t *pf)
 {
@@ -211,8 +219,7 @@ AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const flo
 	}
 	if (i < n) {
 		int64_t rem = n - i;
-		__mmask16 m0 = rem >= 16 ? 0xFFFF : (__mmask16)((1u << rem) - 1);
-		__mmask16 m1 = rem <= 16 ? 0 : (__mmask16)((1u << (rem - 16)) - 1);
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
 		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
 		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
 		FLOAT_STEP(0, x0, x1, m0, m1);
@@ -237,8 +244,7 @@ AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const flo
 	}
 	if (i < n) {
 		int64_t rem = n - i;
-		__mmask16 m0 = rem >= 16 ? 0xFFFF : (__mmask16)((1u << rem) - 1);
-		__mmask16 m1 = rem <= 16 ? 0 : (__mmask16)((1u << (rem - 16)) - 1);
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
 		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
 		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
 		FLOAT_STEP(0, x0, x1, m0, m1);
@@ -472,14 +478,6 @@ DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
 /* Same bits as the generic twins (kernels.h): only elementwise operations
  * and sums that are independent per lane are vectorized; every product is
  * rounded before its add (FP_ROUNDED, no FMA). */
-
-/* Lanes 0..rem-1 (none when rem <= 0: the second half of a pair load
- * past the end). */
-AVX512_INLINE __mmask16 tail_mask(int64_t rem)
-{
-	return rem >= 16 ? (__mmask16)0xFFFF
-	       : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
-}
 
 /* ss in the generic's sequential order; o = w * (ss * x) 16 lanes at once. */
 AVX512 static void rmsnorm_avx512(float *o, const float *x, const float *w,
