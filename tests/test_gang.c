@@ -10,7 +10,10 @@
  * with a dump of the protocol state. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 
 #include "gang/gang.h"
@@ -352,6 +355,79 @@ static void test_generations_return_cores(void **state)
 	gang_free(g);
 }
 
+/* Acquire preempt: workers run inside tokens in SCHED_FIFO, the leader at
+ * nice -20 in SCHED_OTHER (not FIFO: RT throttling, gang.c sched_apply),
+ * and the leader's nice is back where it was after gang_end. Without
+ * CAP_SYS_NICE the raise is refused and counted instead. */
+typedef struct class_probe {
+	pthread_t leader;
+	_Atomic int worker_policy, leader_policy, leader_nice;
+	_Atomic uint32_t worker_chunks;
+} class_probe_t;
+
+static void probe_chunk(void *ctx, uint32_t w, uint32_t i)
+{
+	(void)w, (void)i;
+	class_probe_t *p = ctx;
+	int pol = sched_getscheduler(0);
+	if (pthread_equal(pthread_self(), p->leader)) {
+		atomic_store(&p->leader_policy, pol);
+		atomic_store(&p->leader_nice, getpriority(PRIO_PROCESS, (id_t)gettid()));
+	} else {
+		atomic_store(&p->worker_policy, pol);
+		atomic_fetch_add(&p->worker_chunks, 1);
+	}
+	for (volatile int k = 0; k < 20000; k++) /* give a worker time to join */
+		;
+}
+
+static void test_acquire_classes(void **state)
+{
+	(void)state;
+	/* earlier tests' pinned gangs left this thread on one CPU */
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (long i = 0; i < sysconf(_SC_NPROCESSORS_ONLN) && i < CPU_SETSIZE; i++)
+		CPU_SET((int)i, &all);
+	sched_setaffinity(0, sizeof all, &all);
+	int avail[GANG_MAX_SLOTS];
+	int k = topo_cores(avail, GANG_MAX_SLOTS);
+	if (k < 2)
+		skip();
+	gang_config_t c = {.cpus = avail, .n_cpus = 2, .pin = true, .spin_us = 20,
+			   .acquire = GANG_ACQUIRE_PREEMPT};
+	gang_t *g = gang_init(&c);
+	assert_non_null(g);
+	class_probe_t p = {.leader = pthread_self(), .worker_policy = -1,
+			   .leader_policy = -1};
+	wave_t waves[1] = {{64, probe_chunk, NULL}};
+	wave_plan_t plan = {&p, 1, waves};
+	errno = 0;
+	int nice0 = getpriority(PRIO_PROCESS, (id_t)gettid());
+	assert_int_equal(errno, 0);
+	gang_request(g, gang_all(g));
+	gang_begin(g);
+	for (int i = 0; i < 200 && !atomic_load(&p.worker_chunks); i++)
+		gang_run_token(g, &plan);
+	gang_end(g);
+	gang_stats_t st;
+	gang_stats(g, &st);
+	assert_int_equal(atomic_load(&p.leader_policy), SCHED_OTHER);
+	if (st.raise_denied) {
+		print_message("note: no CAP_SYS_NICE: the raise was refused (%u)\n",
+			      st.raise_denied);
+		assert_int_equal(atomic_load(&p.leader_nice), nice0);
+	} else {
+		assert_int_equal(atomic_load(&p.leader_nice), -20);
+		assert_true(atomic_load(&p.worker_chunks) > 0);
+		assert_int_equal(atomic_load(&p.worker_policy), SCHED_FIFO);
+	}
+	/* restored: the leader's class and nice as before the generation */
+	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+	assert_int_equal(getpriority(PRIO_PROCESS, (id_t)gettid()), nice0);
+	gang_free(g);
+}
+
 /* gang_init refuses bad configurations with a message. */
 static void test_bad_config(void **state)
 {
@@ -375,6 +451,7 @@ int main(void)
 #endif
 		cmocka_unit_test(test_never_waits_on_named_core),
 		cmocka_unit_test(test_generations_return_cores),
+		cmocka_unit_test(test_acquire_classes),
 		cmocka_unit_test(test_bad_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

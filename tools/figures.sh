@@ -43,7 +43,7 @@ if [[ $what == gang || $what == all ]]; then
 fi
 if [[ $what == coschedule || $what == all ]]; then
 	$EGANG bench coschedule -m "$(model smollm-135m q8_0)" --seconds 6 --out build/coschedule
-	cp build/coschedule/coschedule.png doc/coschedule.png 2>/dev/null || true
+	cp build/coschedule/coschedule.png build/coschedule/coschedule.csv doc/ 2>/dev/null || true
 fi
 if [[ $what == switching || $what == all ]]; then
 	if [[ -r ../shared/models/stories260K.gguf ]]; then

@@ -122,7 +122,8 @@ struct gang {
 	int base_policy;
 	_Atomic uint64_t tokens, latch_changes, joins, departures, wakes;
 	_Atomic uint32_t acquire;     /* gang_acquire_t */
-	_Atomic uint32_t fifo_denied;
+	_Atomic uint32_t raise_denied;
+	int leader_nice; /* the leader's nice before acquire preempt raised it */
 	bool count_preempt;
 
 	slot_t slots[GANG_MAX_SLOTS];
@@ -189,21 +190,55 @@ static void wait_for(gang_t *g, wait_done_fn done, const void *arg,
 
 #define GANG_SCHED_EXT 7 /* SCHED_EXT (Linux 6.12+; glibc 2.36 lacks the name) */
 
+/* Acquire preempt puts the workers in SCHED_FIFO 1 but the leader at nice
+ * LEADER_NICE in SCHED_OTHER. The leader runs whenever a generation runs
+ * (at a knee of one core, alone, for as long as requests keep coming), so a
+ * FIFO leader hits RT throttling (sched_rt_runtime_us: 950 ms a second
+ * here): its core idles, or serves a tenant, for 50 ms of every second a
+ * busy leader runs, ~5% of its decode speed, which a static split, whose
+ * leader is SCHED_OTHER on a core of its own, does not pay (issue 4's
+ * duty-100 point). At nice -20 (weight 88761 against a nice-0 tenant's
+ * 1024) the leader is time-sliced for ~1% of its core instead, and the
+ * load balancer, seeing that weight, moves unpinned tenants to the other
+ * cores while the leader is busy. Workers stay FIFO: they run only inside
+ * tokens, where a worker sliced away would stall every barrier. */
+#define LEADER_NICE (-20)
+#define CLASS_LEADER_NICE (-2) /* slot.sched_policy: SCHED_OTHER at LEADER_NICE */
+
+static void leader_nice_undo(gang_t *g, slot_t *s)
+{
+	if (s->sched_policy != CLASS_LEADER_NICE)
+		return;
+	setpriority(PRIO_PROCESS, (id_t)gettid(), g->leader_nice);
+	s->sched_policy = SCHED_OTHER;
+}
+
 /* Puts the calling slot's thread in the class the acquire mode asks for
  * (no system call when it already is). */
 static void sched_apply(gang_t *g, slot_t *s)
 {
-	bool fifo = atomic_load_explicit(&g->acquire, memory_order_relaxed) ==
-		    GANG_ACQUIRE_PREEMPT;
-	int want = fifo && g->base_policy != GANG_SCHED_EXT ? SCHED_FIFO
-							    : g->base_policy;
+	bool raise = atomic_load_explicit(&g->acquire, memory_order_relaxed) ==
+			     GANG_ACQUIRE_PREEMPT &&
+		     g->base_policy != GANG_SCHED_EXT;
+	int want = !raise ? g->base_policy : s->index == 0 ? CLASS_LEADER_NICE : SCHED_FIFO;
 	if (s->sched_policy == want)
 		return;
-	struct sched_param sp = {.sched_priority = fifo ? 1 : 0};
+	leader_nice_undo(g, s);
+	if (want == CLASS_LEADER_NICE) {
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+		g->leader_nice = errno ? 0 : nice;
+		if (setpriority(PRIO_PROCESS, (id_t)gettid(), LEADER_NICE) != 0)
+			atomic_fetch_add_explicit(&g->raise_denied, 1, memory_order_relaxed);
+		/* refused: do not try again until the mode changes */
+		s->sched_policy = CLASS_LEADER_NICE;
+		return;
+	}
+	struct sched_param sp = {.sched_priority = want == SCHED_FIFO ? 1 : 0};
 	if (pthread_setschedparam(pthread_self(), want, &sp) == 0) {
 		s->sched_policy = want;
-	} else if (fifo) {
-		atomic_fetch_add_explicit(&g->fifo_denied, 1, memory_order_relaxed);
+	} else if (want == SCHED_FIFO) {
+		atomic_fetch_add_explicit(&g->raise_denied, 1, memory_order_relaxed);
 		/* do not try again until the mode changes */
 		s->sched_policy = SCHED_FIFO;
 	}
@@ -537,12 +572,8 @@ void gang_end(gang_t *g)
 {
 	assert(atomic_load(&g->epoch) & 1);
 	epoch_bump(g);
-	/* the leader holds FIFO only while a generation runs */
-	if (g->slots[0].sched_policy == SCHED_FIFO) {
-		struct sched_param sp = {0};
-		pthread_setschedparam(pthread_self(), g->base_policy, &sp);
-		g->slots[0].sched_policy = g->base_policy;
-	}
+	/* the leader holds its raised priority only while a generation runs */
+	leader_nice_undo(g, &g->slots[0]);
 }
 
 void gang_set_acquire(gang_t *g, gang_acquire_t mode)
@@ -609,7 +640,7 @@ void gang_stats(const gang_t *gc, gang_stats_t *out)
 	out->n_slots = g->n;
 	out->last_mask = LATCH_MASK(atomic_load(&g->latch));
 	out->sleepers = atomic_load(&g->sleepers);
-	out->fifo_denied = atomic_load(&g->fifo_denied);
+	out->raise_denied = atomic_load(&g->raise_denied);
 	for (int i = 0; i < g->n; i++) {
 		out->participation[i] = atomic_load(&g->slots[i].participation);
 		out->chunks[i] = atomic_load(&g->slots[i].chunks);

@@ -109,7 +109,8 @@ typedef struct gang_stats {
 	uint64_t preempted_tokens;   /* tokens in which a participant was
 					switched out involuntarily */
 	uint64_t preemptions;        /* involuntary switches inside tokens */
-	uint32_t fifo_denied;        /* SCHED_FIFO refused (acquire preempt) */
+	uint32_t raise_denied;       /* SCHED_FIFO or nice -20 refused
+					(acquire preempt) */
 	uint32_t last_mask;        /* mask of the last token */
 	uint32_t sleepers;         /* workers asleep on the futex right now */
 } gang_stats_t;
@@ -118,12 +119,13 @@ typedef struct gang_stats {
 typedef enum gang_acquire {
 	GANG_ACQUIRE_POLITE,  /* SCHED_OTHER: the scheduler decides (a running
 				 tenant may finish its slice) */
-	GANG_ACQUIRE_PREEMPT, /* SCHED_FIFO 1 for the gang's threads (leader
-				 while a generation runs, workers always):
-				 a woken worker preempts at once and is never
-				 time-sliced against tenants. Needs
-				 CAP_SYS_NICE (or an RLIMIT_RTPRIO); refused
-				 -> polite, counted in fifo_denied */
+	GANG_ACQUIRE_PREEMPT, /* workers in SCHED_FIFO 1: a woken worker
+				 preempts at once and is never time-sliced
+				 against tenants; the leader, while a
+				 generation runs, at nice -20 (not FIFO: RT
+				 throttling, gang.c sched_apply). Needs
+				 CAP_SYS_NICE (or RLIMIT_RTPRIO/NICE);
+				 refused -> polite, counted in raise_denied */
 	GANG_ACQUIRE_COUNT
 } gang_acquire_t;
 

@@ -30,8 +30,8 @@
  *                serving, TTFT and per-token latency first. Fails: tenants
  *                lose their cores mid-slice (their throughput drops); needs
  *                CAP_SYS_NICE, refused -> polite (counted in
- *                gang_stats.fifo_denied); RT throttling; the knee's
- *                exploration tokens. (Every core until issue 6's
+ *                gang_stats.raise_denied); RT throttling of the
+ *                FIFO workers; the knee's exploration tokens. (Every core until issue 6's
  *                measurement: past the knee a core only adds barrier waits.)
  *  3 throughput  half the slots (at least the leader), polite; the rest are
  *                reserved for tenants. Good: batch tenants that must keep a
