@@ -21,17 +21,24 @@
  * bf16 (a loss of 8 bits on the hot path), and the kernel is limited by
  * memory bandwidth, not by the widening.
  *
- * Performance notes (one Zen 5 vCPU, weights in L2, GB/s of weights):
- * q8_0 ~45, q4_0 ~22, f16/bf16 ~39, f32 ~37. The quantized kernels are
- * bound by per-block work, not by the dot products: building the 4-row
- * scale vectors costs ~30% and the transposed block-sum reduction ~15%
- * (measured by removing each). Tried and slower: staging a chunk's scales
- * through a stack array (store-forwarding stalls), vpgatherdd for the
- * scales (about equal for q8_0, slower for q4_0), a 256-bit form without
- * lane inserts (-10%). Software prefetch costs ~15% in cache and gains
- * 30-50% from DRAM. Going further needs an order that keeps per-lane
- * partial sums (changes the bits: the generic would have to follow) or
- * repacked weights. */
+ * Quantized matvec runs 16 rows at a time where it can (dot_rows_quant16:
+ * rows in lanes, the prefill gemm's layout transposed in registers, no
+ * horizontal sums; same bits), then the 4-row / 1-row forms below.
+ *
+ * Performance notes (one Zen 5 vCPU, GB/s of weights, `test_kernels
+ * --bench 512 2048` in L2 and `egang bench matvec --mb 64` from memory,
+ * old and new arms alternated in one run): q4_0 L2 22.6 -> 33.0, memory
+ * 12.9 -> 25.7; q8_0 L2 42.5 -> 48, memory 24.4 -> 30.6; f16/bf16 ~39-54,
+ * f32 ~37. The 16-row form's costs: the 16 row scales per block (built in
+ * integer registers, 4 x pack4; a vpgatherdd instead: q4_0 33 -> 27) and
+ * the in-register transpose; without the scales at all it would reach
+ * ~45 (q4_0). The 4-row form is bound by per-block work: building the
+ * 4-row scale vectors costs ~30% and the transposed block-sum reduction
+ * ~15% (measured by removing each). Tried and slower there: staging a
+ * chunk's scales through a stack array (store-forwarding stalls),
+ * vpgatherdd for the scales (about equal for q8_0, slower for q4_0), a
+ * 256-bit form without lane inserts (-10%). Software prefetch costs ~15% in
+ * cache and gains 30-50% from DRAM. */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
@@ -44,6 +51,9 @@
 #define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 
 /* ---------------------------------------------------------- helpers */
+
+/* FP_ROUNDED for any vector register (zmm16-31 included). */
+#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
 
 
 /* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
@@ -432,6 +442,164 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		out[0] = acc1;
 }
 
+/* ------------------------------------------- quantized, 16 rows in lanes */
+
+/* Rows r..r+15 of a quantized matrix with lane i of every vector = row i,
+ * the layout of the prefill gemm (gemm_avx512.c) built in registers from
+ * the rows as stored: per block, the 16 rows' quants are loaded in 128-bit
+ * quarters (rows i, 4+i, 8+i, 12+i side by side) and transposed 4x4 in
+ * each lane (transpose16), so vector g holds element group g (4 bytes) of
+ * every row; vpdpbusd against the activations' group g broadcast leaves
+ * each row's exact block sum in its lane (two chains, low and high half of
+ * the block, added as integers), with no horizontal sum. The row scales
+ * are read as scalars and packed 4 to an integer register (a vpgatherdd
+ * was slower); vcvtph2ps is bit-exact with fp16_to_f32_inline. The
+ * float step per lane is the generic's:
+ *     acc = acc + (float)sumi * (dw * dx)
+ * blocks in ascending order, the product rounded before the add. The
+ * activations' per-block start values (-bias * sum x) and scales are
+ * computed once per call (x16_prepare). The small loops are unrolled by
+ * pragma so the 4 (8) vectors of a block stay in registers (GCC kept them on
+ * the stack otherwise, at the cost of the whole gain). */
+#define Q16_NBMAX 512 /* blocks per row the stack arrays hold (16384 elements) */
+
+#ifndef PF16_ROW_DIST
+#define PF16_ROW_DIST 512
+#endif
+
+/* Activation block b's start value -bias * sum x (bias 128 for Q8_0, 8 for
+ * Q4_0: the weights are made unsigned) and scale as a float. */
+AVX512_INLINE void x16_prepare(dtype_t t, const uint8_t *x, int64_t nb, int32_t *cx,
+			       float *dx)
+{
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i c = corr256(t, _mm256_loadu_si256((const __m256i *)XQS(x, b)));
+		cx[b] = hsum256_epi32(c);
+		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
+	}
+}
+
+/* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
+ * dwords 0-3 of row 4L+i; afterwards z[g] lane L holds dword g of rows
+ * 4L..4L+3, i.e. z[g] = dword g of rows 0..15 in order. */
+AVX512_INLINE void transpose16(__m512i *z)
+{
+	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	z[0] = _mm512_unpacklo_epi64(t0, t2);
+	z[1] = _mm512_unpackhi_epi64(t0, t2);
+	z[2] = _mm512_unpacklo_epi64(t1, t3);
+	z[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at offset o of rows i, 4+i, 8+i, 12+i (row k at p + k * rb). */
+AVX512_INLINE __m512i quarters(const uint8_t *p, size_t rb, int i, size_t o)
+{
+	__m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + i * rb + o)));
+	a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (4 + i) * rb + o)), 1);
+	a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (8 + i) * rb + o)), 2);
+	return _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (12 + i) * rb + o)), 3);
+}
+
+/* Rows w .. w + 15 rb -> out[0..15]. Each row has a
+ * software prefetch stream PF16_ROW_DIST bytes ahead of where it is read;
+ * past the row's end it continues in the row 16 further on (the next
+ * group's row in the same lane). */
+AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
+				    const uint8_t *x, const int32_t *cx, const float *dx,
+				    int64_t nb, float *out)
+{
+	const size_t qb = qbytes(t);
+	const __m512i m0f = _mm512_set1_epi8(0x0F), m80 = _mm512_set1_epi8((char)0x80);
+	const uint8_t *q = w + 2;
+	__m512 acc = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		const size_t o = (size_t)b * qb;
+		if ((o & 63) < qb) {
+			size_t a = o + PF16_ROW_DIST;
+			const uint8_t *pa = w + a + (a >= rb ? 15 * rb : 0);
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++)
+				_mm_prefetch((const char *)pa + (size_t)i * rb, _MM_HINT_T0);
+		}
+		const uint8_t *xq = XQS(x, b);
+		__m512i sa = _mm512_set1_epi32(cx[b]), sb = _mm512_setzero_si512();
+		if (t == DTYPE_Q4_0) {
+			__m512i z[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++)
+				z[i] = quarters(q, rb, i, o);
+			transpose16(z);
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z[g], m0f),
+					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+				sb = _mm512_dpbusd_epi32(sb, _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f),
+					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
+			}
+		} else {
+			__m512i lo[4], hi[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++) {
+				lo[i] = quarters(q, rb, i, o);
+				hi[i] = quarters(q, rb, i, o + 16);
+			}
+			transpose16(lo);
+			transpose16(hi);
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				sa = _mm512_dpbusd_epi32(sa, _mm512_xor_si512(lo[g], m80),
+					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+				sb = _mm512_dpbusd_epi32(sb, _mm512_xor_si512(hi[g], m80),
+					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
+			}
+		}
+		/* the 16 row scales, packed in integer registers */
+		const uint8_t *pd = w + o;
+		__m256i hw = _mm256_set_epi64x(
+			(long long)pack4(ld_u16(pd + 12 * rb), ld_u16(pd + 13 * rb),
+					 ld_u16(pd + 14 * rb), ld_u16(pd + 15 * rb)),
+			(long long)pack4(ld_u16(pd + 8 * rb), ld_u16(pd + 9 * rb),
+					 ld_u16(pd + 10 * rb), ld_u16(pd + 11 * rb)),
+			(long long)pack4(ld_u16(pd + 4 * rb), ld_u16(pd + 5 * rb),
+					 ld_u16(pd + 6 * rb), ld_u16(pd + 7 * rb)),
+			(long long)pack4(ld_u16(pd), ld_u16(pd + rb),
+					 ld_u16(pd + 2 * rb), ld_u16(pd + 3 * rb)));
+		__m512 d = _mm512_mul_ps(_mm512_cvtph_ps(hw), _mm512_set1_ps(dx[b]));
+		__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sa, sb)), d);
+		VEC_ROUNDED(p);
+		acc = _mm512_add_ps(acc, p);
+	}
+	_mm512_storeu_ps(out, acc);
+}
+
+/* Rows r0..r1-1: groups of 16 (when the row and the range allow), then
+ * groups of 4, then single rows; every row the generic's bits. */
+AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void *xa,
+				float *y, int64_t n, int64_t r0, int64_t r1)
+{
+	const uint8_t *base = W, *x = xa;
+	const int64_t nb = n / QK;
+	const pf_rows_t pf = { rb };
+	int64_t r = r0;
+	if (r1 - r0 >= 16 && nb <= Q16_NBMAX) {
+		int32_t cx[Q16_NBMAX];
+		float dx[Q16_NBMAX];
+		x16_prepare(t, x, nb, cx, dx);
+		for (; r + 16 <= r1; r += 16)
+			dot_rows_quant16(t, base + (size_t)r * rb, rb, x, cx, dx, nb, y + r);
+	}
+	for (; r + 4 <= r1; r += 4) {
+		const uint8_t *wr[4] = { base + (size_t)r * rb, base + (size_t)(r + 1) * rb,
+					 base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb };
+		dot_rows_quant(t, wr, x, nb, y + r, 4, &pf);
+	}
+	for (; r < r1; r++) {
+		const uint8_t *wr[1] = { base + (size_t)r * rb };
+		dot_rows_quant(t, wr, x, nb, y + r, 1, NULL);
+	}
+}
+
 /* ------------------------------------------------------ entry points */
 
 #define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
@@ -462,16 +630,29 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 
 #define FLOAT4(T, wr, xa, n, out, pf) dot_rows_float4(T, wr, (const float *)(xa), n, out, pf)
 #define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
-#define QUANT4(T, wr, xa, n, out, pf) \
-	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 4, pf)
 #define QUANT1(T, wr, xa, n, out) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL)
 
 DEFINE_KERNELS(f32, DTYPE_F32, FLOAT4, FLOAT1)
 DEFINE_KERNELS(f16, DTYPE_F16, FLOAT4, FLOAT1)
 DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
-DEFINE_KERNELS(q8_0, DTYPE_Q8_0, QUANT4, QUANT1)
-DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
+
+#define DEFINE_QUANT_KERNELS(tag, T)                                            \
+	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		QUANT1(T, wr, xa, n, out);                                       \
+		return out[0];                                                   \
+	}                                                                        \
+	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
+					float *y, int64_t n, int64_t r0, int64_t r1) \
+	{                                                                        \
+		matvec_quant(T, W, rb, xa, y, n, r0, r1);                        \
+	}
+
+DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
+DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
 
 /* ------------------------------------------ forward-pass float math */
 

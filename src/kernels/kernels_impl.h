@@ -100,6 +100,13 @@ static inline uint16_t ld_u16(const void *p)
 
 static inline void st_u16(void *p, uint16_t v) { memcpy(p, &v, 2); }
 
+static inline uint32_t ld_u32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
 static inline float ld_f32(const void *p)
 {
 	float v;

@@ -534,14 +534,17 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 }
 
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
- * of 4 (the kernels' row group), at least 4, at most cap. */
+ * of the kernels' row group (16 for quantized weights, the AVX-512
+ * kernel's; 4 for float ones), at least one group, at most cap (a multiple
+ * of 16). */
 static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
 {
 	size_t rb = dtype_row_bytes(w->type, w->cols);
-	size_t r = rb ? bytes / rb : 4;
-	r = (r + 3) & ~(size_t)3;
-	if (r < 4)
-		r = 4;
+	size_t g = dtype_info[w->type].block > 1 ? 16 : 4;
+	size_t r = rb ? bytes / rb : g;
+	r = (r + g - 1) & ~(g - 1);
+	if (r < g)
+		r = g;
 	if (r > cap)
 		r = cap;
 	return (uint32_t)r;
