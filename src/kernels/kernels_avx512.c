@@ -654,6 +654,116 @@ DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
 DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
 DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
 
+/* ------------------------------------------- float rows x a token batch */
+
+/* R rows (R <= 2) x T tokens (T <= 4) of float weights, each output the
+ * same operation sequence as dot_rows_float4 / dot_rows_float1 (two
+ * 16-lane FMA accumulators over steps of 32 elements, the masked tail step,
+ * hsum512_ps(acc0 + acc1)), so the same bits as this level's matvec; the
+ * row's weights are widened once per step for all T tokens. Token k's
+ * activations at x + k * xs bytes, its outputs at y[k * ys + r]. */
+AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
+			    const uint8_t *x, size_t xs, const int T, int64_t n,
+			    float *y, int64_t ys)
+{
+	__m512 a[2][4][2];
+#pragma GCC unroll 2
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++)
+			a[r][k][0] = a[r][k][1] = _mm512_setzero_ps();
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 wv[2][2];
+#pragma GCC unroll 2
+		for (int r = 0; r < R; r++) {
+			wv[r][0] = load16(t, w[r], i, 0xFFFF);
+			wv[r][1] = load16(t, w[r], i + 16, 0xFFFF);
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++) {
+			const float *xk = (const float *)(x + (size_t)k * xs);
+			__m512 x0 = _mm512_loadu_ps(xk + i), x1 = _mm512_loadu_ps(xk + i + 16);
+#pragma GCC unroll 2
+			for (int r = 0; r < R; r++) {
+				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
+				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+			}
+		}
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
+		__m512 wv[2][2];
+#pragma GCC unroll 2
+		for (int r = 0; r < R; r++) {
+			wv[r][0] = load16(t, w[r], i, m0);
+			wv[r][1] = load16(t, w[r], i + 16, m1);
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++) {
+			const float *xk = (const float *)(x + (size_t)k * xs);
+			__m512 x0 = _mm512_maskz_loadu_ps(m0, xk + i);
+			__m512 x1 = _mm512_maskz_loadu_ps(m1, xk + i + 16);
+#pragma GCC unroll 2
+			for (int r = 0; r < R; r++) {
+				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
+				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+			}
+		}
+	}
+#pragma GCC unroll 2
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++)
+			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
+}
+
+/* Rows r0..r1-1 x ntok tokens: tiles of 4 tokens (their activations stay
+ * in L1), within a tile the rows two at a time (the chunk's rows stay in
+ * cache across tiles). */
+AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void *X,
+				size_t xs, float *Y, int64_t ys, int64_t n, int64_t r0,
+				int64_t r1, int64_t ntok)
+{
+	const uint8_t *base = W;
+	for (int64_t k = 0; k < ntok; k += 4) {
+		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
+		float *yk = Y + k * ys;
+		const int T = ntok - k >= 4 ? 4 : (int)(ntok - k);
+		int64_t r = r0;
+		for (; r + 2 <= r1; r += 2) {
+			const uint8_t *w[2] = { base + (size_t)r * rb, base + (size_t)(r + 1) * rb };
+			switch (T) {
+			case 4: mm_float(t, w, 2, xk, xs, 4, n, yk + r, ys); break;
+			case 3: mm_float(t, w, 2, xk, xs, 3, n, yk + r, ys); break;
+			case 2: mm_float(t, w, 2, xk, xs, 2, n, yk + r, ys); break;
+			default: mm_float(t, w, 2, xk, xs, 1, n, yk + r, ys); break;
+			}
+		}
+		if (r < r1) {
+			const uint8_t *w[1] = { base + (size_t)r * rb };
+			switch (T) {
+			case 4: mm_float(t, w, 1, xk, xs, 4, n, yk + r, ys); break;
+			case 3: mm_float(t, w, 1, xk, xs, 3, n, yk + r, ys); break;
+			case 2: mm_float(t, w, 1, xk, xs, 2, n, yk + r, ys); break;
+			default: mm_float(t, w, 1, xk, xs, 1, n, yk + r, ys); break;
+			}
+		}
+	}
+}
+
+#define DEFINE_MATMAT(tag, T)                                                        \
+	AVX512 static void matmat_##tag(const void *W, size_t rb, const void *X,      \
+					size_t xs, float *Y, int64_t ys, int64_t n,    \
+					int64_t r0, int64_t r1, int64_t ntok)          \
+	{                                                                             \
+		matmat_float(T, W, rb, X, xs, Y, ys, n, r0, r1, ntok);                \
+	}
+DEFINE_MATMAT(f32, DTYPE_F32)
+DEFINE_MATMAT(f16, DTYPE_F16)
+DEFINE_MATMAT(bf16, DTYPE_BF16)
+
 /* ------------------------------------------ forward-pass float math */
 
 /* Same bits as the generic twins (kernels.h): only elementwise operations
@@ -834,6 +944,11 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0,
 		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.matmat = {
+		[DTYPE_F32] = matmat_f32,
+		[DTYPE_F16] = matmat_f16,
+		[DTYPE_BF16] = matmat_bf16,
 	},
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
