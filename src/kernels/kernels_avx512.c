@@ -464,7 +464,9 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 #define Q16_NBMAX 512 /* blocks per row the stack arrays hold (16384 elements) */
 
 #ifndef PF16_ROW_DIST
-#define PF16_ROW_DIST 256 /* 2 cores, tinyllama q4_0: 256 35.5-36 tok/s, 512 29-33, 1024 28, 128 34; 1 core: equal */
+/* decode of tinyllama-1.1b q4_0 on 2 cores, tok/s: 128 34, 256 35.5-36,
+ * 512 29-33, 1024 28; on 1 core 256 and 512 were equal */
+#define PF16_ROW_DIST 256
 #endif
 
 /* Activation block b's start value -bias * sum x (bias 128 for Q8_0, 8 for
