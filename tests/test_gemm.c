@@ -8,8 +8,9 @@
  * for float weights (quantized rows are whole blocks: 160 and 576),
  * batches of 1, 3, 17 and 64 tokens; weights at odd addresses.
  *
- * `test_gemm --bench [rows n ntok reps]` times gemm_rows against ntok
- * matvec_rows calls on the same q8_0 rows (one summary line). */
+ * `test_gemm --bench [rows n ntok reps]` times gemm_rows (in 32 KiB row
+ * chunks, as the prefill waves) against ntok matvec_rows calls on the same
+ * rows, for q8_0, q4_0, f16 and f32 (one summary line each). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -284,17 +285,26 @@ static int bench(int argc, char **argv)
 	int64_t n = argc > 3 ? atoll(argv[3]) : 576;
 	int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
 	int reps = argc > 5 ? atoi(argv[5]) : 20;
-	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0 };
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_F32 };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
 		fixture_t f;
 		fixture_make(&f, types[ti], rows, n, ntok, 9);
 		float *Y = malloc((size_t)(rows * ntok) * sizeof(float));
-		void *aux = malloc(gemm_aux_bytes(n, ntok));
-		gemm_aux_prepare(f.X, f.xs, n, ntok, aux);
+		void *aux = NULL;
+		if (dtype_info[f.wt].act == DTYPE_Q8_0) {
+			aux = malloc(gemm_aux_bytes(n, ntok));
+			gemm_aux_prepare(f.X, f.xs, n, ntok, aux);
+		}
+		/* chunks of about 32 KiB of weights, 16 rows at least, as
+		 * forward.c's batch waves */
+		int64_t chunk = (int64_t)((32u << 10) / f.rb);
+		chunk = chunk < 16 ? 16 : (chunk + 15) & ~(int64_t)15;
 		double best_g = 1e30, best_m = 1e30;
 		for (int k = 0; k < reps; k++) {
 			uint64_t a = time_now_ns();
-			gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, 0, rows, ntok);
+			for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+				gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, r0,
+					  r0 + chunk < rows ? r0 + chunk : rows, ntok);
 			uint64_t b = time_now_ns();
 			for (int64_t t = 0; t < ntok; t++)
 				matvec_rows(f.wt, f.W, f.X + (size_t)t * f.xs, Y + t * rows,

@@ -374,8 +374,9 @@ static void time_matvec(dtype_t t, const uint8_t *W, int64_t rows, int64_t n,
 			const void *xa, float *y, int reps, double *best, double *med)
 {
 	size_t rb = dtype_row_bytes(t, n);
+	int64_t grp = dtype_info[t].block > 1 ? 16 : 4; /* as forward.c's rows_per_chunk */
 	int64_t chunk = (int64_t)((32u << 10) / rb);
-	chunk = chunk < 4 ? 4 : (chunk + 3) & ~(int64_t)3;
+	chunk = chunk < grp ? grp : (chunk + grp - 1) & ~(grp - 1);
 	double *g = malloc((size_t)reps * sizeof *g);
 	for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
 		double t0 = thread_cpu_s();

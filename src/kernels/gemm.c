@@ -22,12 +22,13 @@
  *    lane, with no FMA.
  *  - F32 / F16 / BF16 weights: each ISA level has its own lane order and FMA
  *    in vec_dot (kernels_impl.h), which the other kernels' authors may tune.
- *    To stay bit-exact with decode at every level without depending on that
- *    order, gemm_rows runs the level's own matvec_rows once per token over
- *    the chunk's rows: the rows come from cache after the first token (tiled
- *    for cache, not register-blocked). gemm_rows_generic is the generic's
- *    vec_dot per output; the levels agree with it within the float-dot
- *    tolerance of test_kernels.
+ *    A level that has a matmat kernel (kernels_impl.h; AVX-512: 2 rows x 4
+ *    tokens register-blocked, written next to its matvec with the same
+ *    per-output sequence) runs it; otherwise gemm_rows runs the level's own
+ *    matvec_rows once per token over the chunk's rows: the rows come from
+ *    cache after the first token (tiled for cache, not register-blocked).
+ *    gemm_rows_generic is the generic's vec_dot per output; the levels
+ *    agree with it within the float-dot tolerance of test_kernels.
  *
  * Dispatch follows kernels_isa(): the level of the matvec kernels is the
  * level of the matrix-matrix ones. */
@@ -197,6 +198,11 @@ void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 			return;
 		}
 		gemm_rows_generic(wt, W, X, xs, Y, ys, n, r0, r1, ntok);
+		return;
+	}
+	matmat_fn mm = kernels_matmat(wt);
+	if (mm) {
+		mm(W, dtype_row_bytes(wt, n), X, xs, Y, ys, n, r0, r1, ntok);
 		return;
 	}
 	for (int64_t t = 0; t < ntok; t++)

@@ -44,10 +44,12 @@ AVX2_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 		uint32_t *p = pk + (size_t)b * 8 * 2 * RG;
 		for (int i = 0; i < RG; i++) {
 			const uint8_t *blk = row[i] + (size_t)b * qb;
+#pragma GCC unroll 8
 			for (int g = 0; g < 8; g++)
 				p[g * 2 * RG + RG + i] = gemm_wgroup_s(t, blk, g);
 			dw[b * RG + i] = fp16_to_f32_inline(ld_u16(blk));
 		}
+#pragma GCC unroll 8
 		for (int g = 0; g < 8; g++) {
 			__m256i w = _mm256_load_si256((const __m256i *)(p + g * 2 * RG + RG));
 			_mm256_store_si256((__m256i *)(p + g * 2 * RG), _mm256_abs_epi8(w));
@@ -61,17 +63,21 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 {
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc[TG];
+#pragma GCC unroll 8
 	for (int k = 0; k < T; k++)
 		acc[k] = _mm256_setzero_ps();
 	for (int64_t b = 0; b < nb; b++) {
 		const __m256i *wb = (const __m256i *)(pk + (size_t)b * 8 * 2 * RG);
 		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
 		__m256i s[TG];
+#pragma GCC unroll 8
 		for (int k = 0; k < T; k++)
 			s[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
 		for (int g = 0; g < 8; g++) {
 			__m256i wa = _mm256_load_si256(wb + 2 * g);
 			__m256i ws = _mm256_load_si256(wb + 2 * g + 1);
+#pragma GCC unroll 8
 			for (int k = 0; k < T; k++) {
 				__m256i x = _mm256_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g));
 				__m256i p = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(x, ws));
@@ -79,6 +85,7 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 			}
 		}
 		__m256 d = _mm256_load_ps(dw + b * RG);
+#pragma GCC unroll 8
 		for (int k = 0; k < T; k++) {
 			__m256 dk = _mm256_mul_ps(d, _mm256_set1_ps(dx[k * nb + b]));
 			__m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(s[k]), dk);
@@ -86,6 +93,7 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 			acc[k] = _mm256_add_ps(acc[k], p);
 		}
 	}
+#pragma GCC unroll 8
 	for (int k = 0; k < T; k++) {
 		if (nrows == RG) {
 			_mm256_storeu_ps(Y + k * ys, acc[k]);

@@ -317,6 +317,7 @@ static void isa_tables_build(void)
 				t->vec_dot[k] = s->vec_dot[k];
 			if (s->matvec[k])
 				t->matvec[k] = s->matvec[k];
+			t->matmat[k] = s->matmat[k]; /* NULL stays NULL */
 		}
 		if (s->quantize_q8_0)
 			t->quantize_q8_0 = s->quantize_q8_0;
@@ -421,6 +422,8 @@ static inline const kernel_ops_t *ops_get(void)
 }
 
 const char *kernels_isa(void) { return ops_get()->name; }
+
+matmat_fn kernels_matmat(dtype_t t) { return ops_get()->matmat[t]; }
 
 /* ------------------------------------------------- public entry points */
 

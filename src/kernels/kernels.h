@@ -141,8 +141,9 @@ void swiglu(float *o, const float *a, const float *b, int64_t n);
  * vec_dot(wt, row r, X + t * xs, n) at the level in use (decode's matvec),
  * whatever r0, r1, ntok and the other rows and tokens (chunking- and
  * batching-invariant). Q8_0 / Q4_0: register-blocked SIMD kernels (AVX2,
- * AVX-512 VNNI); float types: the level's matvec_rows per token over the
- * rows, which stay in cache. Thread-safe; uses per-thread scratch. */
+ * AVX-512 VNNI); float types: the level's register-blocked matmat where it
+ * has one (AVX-512), else its matvec_rows per token over the rows, which
+ * stay in cache. Thread-safe; uses per-thread scratch. */
 void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
 	       int64_t r1, int64_t ntok);

@@ -21,17 +21,26 @@
  * bf16 (a loss of 8 bits on the hot path), and the kernel is limited by
  * memory bandwidth, not by the widening.
  *
- * Performance notes (one Zen 5 vCPU, weights in L2, GB/s of weights):
- * q8_0 ~45, q4_0 ~22, f16/bf16 ~39, f32 ~37. The quantized kernels are
- * bound by per-block work, not by the dot products: building the 4-row
- * scale vectors costs ~30% and the transposed block-sum reduction ~15%
- * (measured by removing each). Tried and slower: staging a chunk's scales
- * through a stack array (store-forwarding stalls), vpgatherdd for the
- * scales (about equal for q8_0, slower for q4_0), a 256-bit form without
- * lane inserts (-10%). Software prefetch costs ~15% in cache and gains
- * 30-50% from DRAM. Going further needs an order that keeps per-lane
- * partial sums (changes the bits: the generic would have to follow) or
- * repacked weights. */
+ * Quantized matvec runs 16 rows at a time where it can (dot_rows_quant16:
+ * rows in lanes, the prefill gemm's layout transposed in registers, no
+ * horizontal sums; same bits), then the 4-row / 1-row forms below.
+ *
+ * Performance notes (one Zen 5 vCPU, GB/s of weights, `test_kernels
+ * --bench 512 2048` in L2 and `egang bench matvec --mb 64` from memory,
+ * old and new arms alternated in one run): q4_0 L2 22.6 -> 33.0, memory
+ * 12.9 -> 25.7; q8_0 L2 42.5 -> 48, memory 24.4 -> 30.6; f16/bf16 ~39-54,
+ * f32 ~37. The 16-row form's costs: the 16 row scales per block (built in
+ * integer registers, 4 x pack4; a vpgatherdd instead: q4_0 33 -> 27) and
+ * the in-register transpose; without the scales at all it would reach
+ * ~45 (q4_0). The 4-row form is bound by per-block work: building the
+ * 4-row scale vectors costs ~30% and the transposed block-sum reduction
+ * ~15% (measured by removing each). Tried and slower there: staging a
+ * chunk's scales through a stack array (store-forwarding stalls),
+ * vpgatherdd for the scales (about equal for q8_0, slower for q4_0), a
+ * 256-bit form without lane inserts (-10%). Software prefetch costs ~15% in
+ * cache and gains 30-50% from DRAM. Float matmat (prefill, 2 rows x 4
+ * tokens; `test_gemm --bench`): f16 36 -> 70 GMAC/s at n = 576, 42 at
+ * n = 1536 (4 rows x 2 tokens: 65 and 58). */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
@@ -44,6 +53,9 @@
 #define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 
 /* ---------------------------------------------------------- helpers */
+
+/* FP_ROUNDED for any vector register (zmm16-31 included). */
+#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
 
 
 /* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
@@ -432,6 +444,166 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		out[0] = acc1;
 }
 
+/* ------------------------------------------- quantized, 16 rows in lanes */
+
+/* Rows r..r+15 of a quantized matrix with lane i of every vector = row i,
+ * the layout of the prefill gemm (gemm_avx512.c) built in registers from
+ * the rows as stored: per block, the 16 rows' quants are loaded in 128-bit
+ * quarters (rows i, 4+i, 8+i, 12+i side by side) and transposed 4x4 in
+ * each lane (transpose16), so vector g holds element group g (4 bytes) of
+ * every row; vpdpbusd against the activations' group g broadcast leaves
+ * each row's exact block sum in its lane (two chains, low and high half of
+ * the block, added as integers), with no horizontal sum. The row scales
+ * are read as scalars and packed 4 to an integer register (a vpgatherdd
+ * was slower); vcvtph2ps is bit-exact with fp16_to_f32_inline. The
+ * float step per lane is the generic's:
+ *     acc = acc + (float)sumi * (dw * dx)
+ * blocks in ascending order, the product rounded before the add. The
+ * activations' per-block start values (-bias * sum x) and scales are
+ * computed once per call (x16_prepare). The small loops are unrolled by
+ * pragma so the 4 (8) vectors of a block stay in registers (GCC kept them on
+ * the stack otherwise, at the cost of the whole gain). */
+#define Q16_NBMAX 512 /* blocks per row the stack arrays hold (16384 elements) */
+
+#ifndef PF16_ROW_DIST
+/* decode of tinyllama-1.1b q4_0 on 2 cores, tok/s: 128 34, 256 35.5-36,
+ * 512 29-33, 1024 28; on 1 core 256 and 512 were equal */
+#define PF16_ROW_DIST 256
+#endif
+
+/* Activation block b's start value -bias * sum x (bias 128 for Q8_0, 8 for
+ * Q4_0: the weights are made unsigned) and scale as a float. */
+AVX512_INLINE void x16_prepare(dtype_t t, const uint8_t *x, int64_t nb, int32_t *cx,
+			       float *dx)
+{
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i c = corr256(t, _mm256_loadu_si256((const __m256i *)XQS(x, b)));
+		cx[b] = hsum256_epi32(c);
+		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
+	}
+}
+
+/* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
+ * dwords 0-3 of row 4L+i; afterwards z[g] lane L holds dword g of rows
+ * 4L..4L+3, i.e. z[g] = dword g of rows 0..15 in order. */
+AVX512_INLINE void transpose16(__m512i *z)
+{
+	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+	z[0] = _mm512_unpacklo_epi64(t0, t2);
+	z[1] = _mm512_unpackhi_epi64(t0, t2);
+	z[2] = _mm512_unpacklo_epi64(t1, t3);
+	z[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at offset o of rows i, 4+i, 8+i, 12+i (row k at p + k * rb). */
+AVX512_INLINE __m512i quarters(const uint8_t *p, size_t rb, int i, size_t o)
+{
+	__m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + i * rb + o)));
+	a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (4 + i) * rb + o)), 1);
+	a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (8 + i) * rb + o)), 2);
+	return _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(p + (12 + i) * rb + o)), 3);
+}
+
+/* Rows w .. w + 15 rb -> out[0..15]. Each row has a
+ * software prefetch stream PF16_ROW_DIST bytes ahead of where it is read;
+ * past the row's end it continues in the row 16 further on (the next
+ * group's row in the same lane). */
+AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
+				    const uint8_t *x, const int32_t *cx, const float *dx,
+				    int64_t nb, float *out)
+{
+	const size_t qb = qbytes(t);
+	const __m512i m0f = _mm512_set1_epi8(0x0F), m80 = _mm512_set1_epi8((char)0x80);
+	const uint8_t *q = w + 2;
+	__m512 acc = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		const size_t o = (size_t)b * qb;
+		if ((o & 63) < qb) {
+			size_t a = o + PF16_ROW_DIST;
+			const uint8_t *pa = w + a + (a >= rb ? 15 * rb : 0);
+#pragma GCC unroll 16
+			for (int i = 0; i < 16; i++)
+				_mm_prefetch((const char *)pa + (size_t)i * rb, _MM_HINT_T0);
+		}
+		const uint8_t *xq = XQS(x, b);
+		__m512i sa = _mm512_set1_epi32(cx[b]), sb = _mm512_setzero_si512();
+		if (t == DTYPE_Q4_0) {
+			__m512i z[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++)
+				z[i] = quarters(q, rb, i, o);
+			transpose16(z);
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z[g], m0f),
+					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+				sb = _mm512_dpbusd_epi32(sb, _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f),
+					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
+			}
+		} else {
+			__m512i lo[4], hi[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++) {
+				lo[i] = quarters(q, rb, i, o);
+				hi[i] = quarters(q, rb, i, o + 16);
+			}
+			transpose16(lo);
+			transpose16(hi);
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				sa = _mm512_dpbusd_epi32(sa, _mm512_xor_si512(lo[g], m80),
+					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+				sb = _mm512_dpbusd_epi32(sb, _mm512_xor_si512(hi[g], m80),
+					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
+			}
+		}
+		/* the 16 row scales, packed in integer registers */
+		const uint8_t *pd = w + o;
+		__m256i hw = _mm256_set_epi64x(
+			(long long)pack4(ld_u16(pd + 12 * rb), ld_u16(pd + 13 * rb),
+					 ld_u16(pd + 14 * rb), ld_u16(pd + 15 * rb)),
+			(long long)pack4(ld_u16(pd + 8 * rb), ld_u16(pd + 9 * rb),
+					 ld_u16(pd + 10 * rb), ld_u16(pd + 11 * rb)),
+			(long long)pack4(ld_u16(pd + 4 * rb), ld_u16(pd + 5 * rb),
+					 ld_u16(pd + 6 * rb), ld_u16(pd + 7 * rb)),
+			(long long)pack4(ld_u16(pd), ld_u16(pd + rb),
+					 ld_u16(pd + 2 * rb), ld_u16(pd + 3 * rb)));
+		__m512 d = _mm512_mul_ps(_mm512_cvtph_ps(hw), _mm512_set1_ps(dx[b]));
+		__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sa, sb)), d);
+		VEC_ROUNDED(p);
+		acc = _mm512_add_ps(acc, p);
+	}
+	_mm512_storeu_ps(out, acc);
+}
+
+/* Rows r0..r1-1: groups of 16 (when the row and the range allow), then
+ * groups of 4, then single rows; every row the generic's bits. */
+AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void *xa,
+				float *y, int64_t n, int64_t r0, int64_t r1)
+{
+	const uint8_t *base = W, *x = xa;
+	const int64_t nb = n / QK;
+	const pf_rows_t pf = { rb };
+	int64_t r = r0;
+	if (r1 - r0 >= 16 && nb <= Q16_NBMAX) {
+		int32_t cx[Q16_NBMAX];
+		float dx[Q16_NBMAX];
+		x16_prepare(t, x, nb, cx, dx);
+		for (; r + 16 <= r1; r += 16)
+			dot_rows_quant16(t, base + (size_t)r * rb, rb, x, cx, dx, nb, y + r);
+	}
+	for (; r + 4 <= r1; r += 4) {
+		const uint8_t *wr[4] = { base + (size_t)r * rb, base + (size_t)(r + 1) * rb,
+					 base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb };
+		dot_rows_quant(t, wr, x, nb, y + r, 4, &pf);
+	}
+	for (; r < r1; r++) {
+		const uint8_t *wr[1] = { base + (size_t)r * rb };
+		dot_rows_quant(t, wr, x, nb, y + r, 1, NULL);
+	}
+}
+
 /* ------------------------------------------------------ entry points */
 
 #define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
@@ -462,16 +634,139 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 
 #define FLOAT4(T, wr, xa, n, out, pf) dot_rows_float4(T, wr, (const float *)(xa), n, out, pf)
 #define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
-#define QUANT4(T, wr, xa, n, out, pf) \
-	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 4, pf)
 #define QUANT1(T, wr, xa, n, out) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL)
 
 DEFINE_KERNELS(f32, DTYPE_F32, FLOAT4, FLOAT1)
 DEFINE_KERNELS(f16, DTYPE_F16, FLOAT4, FLOAT1)
 DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
-DEFINE_KERNELS(q8_0, DTYPE_Q8_0, QUANT4, QUANT1)
-DEFINE_KERNELS(q4_0, DTYPE_Q4_0, QUANT4, QUANT1)
+
+#define DEFINE_QUANT_KERNELS(tag, T)                                            \
+	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		QUANT1(T, wr, xa, n, out);                                       \
+		return out[0];                                                   \
+	}                                                                        \
+	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
+					float *y, int64_t n, int64_t r0, int64_t r1) \
+	{                                                                        \
+		matvec_quant(T, W, rb, xa, y, n, r0, r1);                        \
+	}
+
+DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
+DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
+
+/* ------------------------------------------- float rows x a token batch */
+
+/* R rows (R <= 2) x T tokens (T <= 4) of float weights, each output the
+ * same operation sequence as dot_rows_float4 / dot_rows_float1 (two
+ * 16-lane FMA accumulators over steps of 32 elements, the masked tail step,
+ * hsum512_ps(acc0 + acc1)), so the same bits as this level's matvec; the
+ * row's weights are widened once per step for all T tokens. Token k's
+ * activations at x + k * xs bytes, its outputs at y[k * ys + r]. */
+AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
+			    const uint8_t *x, size_t xs, const int T, int64_t n,
+			    float *y, int64_t ys)
+{
+	__m512 a[2][4][2];
+#pragma GCC unroll 2
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++)
+			a[r][k][0] = a[r][k][1] = _mm512_setzero_ps();
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 wv[2][2];
+#pragma GCC unroll 2
+		for (int r = 0; r < R; r++) {
+			wv[r][0] = load16(t, w[r], i, 0xFFFF);
+			wv[r][1] = load16(t, w[r], i + 16, 0xFFFF);
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++) {
+			const float *xk = (const float *)(x + (size_t)k * xs);
+			__m512 x0 = _mm512_loadu_ps(xk + i), x1 = _mm512_loadu_ps(xk + i + 16);
+#pragma GCC unroll 2
+			for (int r = 0; r < R; r++) {
+				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
+				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+			}
+		}
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
+		__m512 wv[2][2];
+#pragma GCC unroll 2
+		for (int r = 0; r < R; r++) {
+			wv[r][0] = load16(t, w[r], i, m0);
+			wv[r][1] = load16(t, w[r], i + 16, m1);
+		}
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++) {
+			const float *xk = (const float *)(x + (size_t)k * xs);
+			__m512 x0 = _mm512_maskz_loadu_ps(m0, xk + i);
+			__m512 x1 = _mm512_maskz_loadu_ps(m1, xk + i + 16);
+#pragma GCC unroll 2
+			for (int r = 0; r < R; r++) {
+				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
+				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+			}
+		}
+	}
+#pragma GCC unroll 2
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int k = 0; k < T; k++)
+			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
+}
+
+/* Rows r0..r1-1 x ntok tokens: tiles of 4 tokens (their activations stay
+ * in L1), within a tile the rows two at a time (the chunk's rows stay in
+ * cache across tiles). */
+AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void *X,
+				size_t xs, float *Y, int64_t ys, int64_t n, int64_t r0,
+				int64_t r1, int64_t ntok)
+{
+	const uint8_t *base = W;
+	for (int64_t k = 0; k < ntok; k += 4) {
+		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
+		float *yk = Y + k * ys;
+		const int T = ntok - k >= 4 ? 4 : (int)(ntok - k);
+		int64_t r = r0;
+		for (; r + 2 <= r1; r += 2) {
+			const uint8_t *w[2] = { base + (size_t)r * rb, base + (size_t)(r + 1) * rb };
+			switch (T) {
+			case 4: mm_float(t, w, 2, xk, xs, 4, n, yk + r, ys); break;
+			case 3: mm_float(t, w, 2, xk, xs, 3, n, yk + r, ys); break;
+			case 2: mm_float(t, w, 2, xk, xs, 2, n, yk + r, ys); break;
+			default: mm_float(t, w, 2, xk, xs, 1, n, yk + r, ys); break;
+			}
+		}
+		if (r < r1) {
+			const uint8_t *w[1] = { base + (size_t)r * rb };
+			switch (T) {
+			case 4: mm_float(t, w, 1, xk, xs, 4, n, yk + r, ys); break;
+			case 3: mm_float(t, w, 1, xk, xs, 3, n, yk + r, ys); break;
+			case 2: mm_float(t, w, 1, xk, xs, 2, n, yk + r, ys); break;
+			default: mm_float(t, w, 1, xk, xs, 1, n, yk + r, ys); break;
+			}
+		}
+	}
+}
+
+#define DEFINE_MATMAT(tag, T)                                                        \
+	AVX512 static void matmat_##tag(const void *W, size_t rb, const void *X,      \
+					size_t xs, float *Y, int64_t ys, int64_t n,    \
+					int64_t r0, int64_t r1, int64_t ntok)          \
+	{                                                                             \
+		matmat_float(T, W, rb, X, xs, Y, ys, n, r0, r1, ntok);                \
+	}
+DEFINE_MATMAT(f32, DTYPE_F32)
+DEFINE_MATMAT(f16, DTYPE_F16)
+DEFINE_MATMAT(bf16, DTYPE_BF16)
 
 /* ------------------------------------------ forward-pass float math */
 
@@ -653,6 +948,11 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0,
 		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.matmat = {
+		[DTYPE_F32] = matmat_f32,
+		[DTYPE_F16] = matmat_f16,
+		[DTYPE_BF16] = matmat_bf16,
 	},
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,

@@ -61,10 +61,19 @@ typedef float (*vec_dot_fn)(const void *w, const void *xa, int64_t n);
 typedef void (*matvec_fn)(const void *W, size_t rb, const void *xa, float *y,
 			  int64_t n, int64_t r0, int64_t r1);
 
+/* Float weights W rows r0..r1-1 (row stride rb bytes) x ntok float
+ * activation rows (token k at X + k * xs bytes) -> Y[k * ys + r]; every
+ * output the same bits as the level's matvec of that row and token. */
+typedef void (*matmat_fn)(const void *W, size_t rb, const void *X, size_t xs,
+			  float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
+			  int64_t ntok);
+
 typedef struct kernel_ops {
 	const char *name;
 	vec_dot_fn vec_dot[DTYPE_COUNT];
 	matvec_fn matvec[DTYPE_COUNT];
+	/* F32 / F16 / BF16 only; NULL: gemm_rows runs matvec per token */
+	matmat_fn matmat[DTYPE_COUNT];
 	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
 	void (*quantize_q8_0)(const float *x, void *y, int64_t n);
 	/* Row conversions (halves at any byte address); bit-exact with the
@@ -83,6 +92,9 @@ typedef struct kernel_ops {
 			  int64_t stride, int n_pos, int hd, float *scores);
 } kernel_ops_t;
 
+/* The level in use's matmat for float type t, or NULL. */
+matmat_fn kernels_matmat(dtype_t t);
+
 extern const kernel_ops_t kops_generic;
 #if defined(__x86_64__)
 extern const kernel_ops_t kops_avx2;
@@ -99,6 +111,13 @@ static inline uint16_t ld_u16(const void *p)
 }
 
 static inline void st_u16(void *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static inline uint32_t ld_u32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
 
 static inline float ld_f32(const void *p)
 {
