@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -569,6 +570,23 @@ static uint32_t div_up(int64_t a, uint32_t b) { return (uint32_t)((a + b - 1) / 
 
 /* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
  * about `bytes` of weights, at least 16. */
+/* The default decode chunk of one matrix: at most `bytes`, and small
+ * enough that the matrix has at least two chunks per online CPU (so a
+ * small matrix on a many-core machine still feeds every member: 256 KiB
+ * chunks would give smollm-135m's 576 x 576 q8_0 matrices two chunks),
+ * but never below 32 KiB. ncpu 0: `bytes` as given (an explicit size).
+ * Chunking never changes a row's bits, only who computes it. */
+static uint32_t spread_bytes(const tensor_t *w, uint32_t bytes, int ncpu)
+{
+	if (ncpu <= 0)
+		return bytes;
+	size_t total = dtype_row_bytes(w->type, w->cols) * (size_t)w->rows;
+	size_t even = total / (2 * (size_t)ncpu);
+	if (even < (32u << 10))
+		even = 32u << 10;
+	return even < bytes ? (uint32_t)even : bytes;
+}
+
 static uint32_t batch_rows_per_chunk(const tensor_t *w, uint32_t bytes)
 {
 	size_t rb = dtype_row_bytes(w->type, w->cols);
@@ -656,6 +674,7 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	if (ctx <= 0 || ctx > c->ctx)
 		ctx = c->ctx;
 	uint32_t batch_bytes = chunk_bytes ? chunk_bytes : BATCH_CHUNK_BYTES;
+	bool spread = !chunk_bytes; /* default sizes adapt to the machine */
 	if (!chunk_bytes)
 		chunk_bytes = dtype_info[m->layers[0].wq.type].block > 1 ? DECODE_CHUNK_Q
 									  : DECODE_CHUNK_F;
@@ -685,11 +704,14 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		return NULL;
 	}
 	const layer_t *y = &m->layers[0];
-	f->rows_qkv = rows_per_chunk(&y->wq, chunk_bytes, 1u << 20);
-	f->rows_wo = rows_per_chunk(&y->wo, chunk_bytes, 256);
-	f->rows_ffn1 = rows_per_chunk(&y->w_gate, chunk_bytes / 2, 256);
-	f->rows_ffn2 = rows_per_chunk(&y->w_down, chunk_bytes, 256);
-	f->rows_cls = rows_per_chunk(&m->output, chunk_bytes, 1u << 20);
+	int ncpu = spread ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 0;
+	f->rows_qkv = rows_per_chunk(&y->wq, spread_bytes(&y->wq, chunk_bytes, ncpu), 1u << 20);
+	f->rows_wo = rows_per_chunk(&y->wo, spread_bytes(&y->wo, chunk_bytes, ncpu), 256);
+	f->rows_ffn1 = rows_per_chunk(&y->w_gate,
+				      spread_bytes(&y->w_gate, chunk_bytes / 2, ncpu), 256);
+	f->rows_ffn2 = rows_per_chunk(&y->w_down, spread_bytes(&y->w_down, chunk_bytes, ncpu), 256);
+	f->rows_cls = rows_per_chunk(&m->output, spread_bytes(&m->output, chunk_bytes, ncpu),
+				     1u << 20);
 
 	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
 	f->waves = calloc(n, sizeof *f->waves);
