@@ -25,9 +25,13 @@
  *
  * Inert by construction. bpf_tail_call() into an empty slot or past the
  * array's end does not jump and raises no error: execution continues after
- * the call, where the default action runs (the kernel's idle-CPU selection,
- * the global FIFO, and consuming the policies' own queues so nothing queued
- * under a previous index is stranded). Because a failed tail call is silent,
+ * the call, where the default action runs (the kernel's idle-CPU selection
+ * and one FIFO, DSQ_TENANT, drained after DSQ_GANG, so nothing queued under
+ * a previous index is stranded). Not SCX_DSQ_GLOBAL: the kernel consumes
+ * the global queue before it calls ops.dispatch, so with CPU-bound tasks
+ * always on it the default dispatch never ran and a task left in a
+ * policy's queue by the previous index starved until the watchdog ejected
+ * the scheduler ("runnable task stall", seen under QEMU). Because a failed tail call is silent,
  * both sides count: each target counts its transfer at entry
  * (`xfer[index][callback]`), each caller counts a fall-through after the
  * call (`fall[min(index, EGANG_SLOTS)][callback]`); the two sums together
@@ -244,7 +248,7 @@ static __always_inline void pol_enqueue(struct task_struct *p, u64 enq_flags,
 {
 	struct egang_krec *r = enter(EGANG_CB_ENQUEUE);
 	if (!r) {
-		scx_bpf_dispatch(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+		scx_bpf_dispatch(p, DSQ_TENANT, SCX_SLICE_DFL, enq_flags);
 		return;
 	}
 	if (is_gang(p)) {
@@ -327,7 +331,7 @@ void BPF_PROG(egang_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 idx = read_index();
 	bpf_tail_call(ctx, &enq_progs, idx);
 	count_fall(idx, EGANG_CB_ENQUEUE);
-	scx_bpf_dispatch(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+	scx_bpf_dispatch(p, DSQ_TENANT, SCX_SLICE_DFL, enq_flags);
 }
 
 SEC("struct_ops/egang_dispatch")

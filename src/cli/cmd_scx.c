@@ -108,7 +108,8 @@ static int do_status(const policy_lib_t *lib)
 		tx += x;
 		tf += f;
 		bool populated = s < EGANG_SLOTS && c.krec[s].kind != EGANG_KIND_NONE;
-		if (!populated && !x && !f && !(s < lib->n))
+		/* the out-of-range line always: scripts read its count */
+		if (!populated && !x && !f && !(s < lib->n) && s < EGANG_SLOTS)
 			continue;
 		if (s == EGANG_SLOTS)
 			printf("slot=out_of_range transfers=0 fallthroughs=%llu\n",
