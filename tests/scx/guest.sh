@@ -31,9 +31,12 @@ check() { # check NAME CMD...
 finish() {
 	echo "scx-guest: done"
 	sync
-	poweroff -f
-	sleep 5
+	# reboot, not poweroff: this kernel has no power-off method (poweroff
+	# halts and QEMU would sit until its timeout), and with -no-reboot
+	# QEMU exits on a reboot. run.sh also ends QEMU once it reads "done".
 	reboot -f
+	sleep 5
+	poweroff -f
 }
 field() { # field SLOT KEY: a number from `egang scx status`
 	egang scx status 2>/dev/null | grep "^slot=$1 " | tr ' ' '\n' |

@@ -28,7 +28,19 @@ rc=0
 timeout "${SCX_TIMEOUT:-3600}" qemu-system-x86_64 -machine pc -cpu max -smp 4 -m 2048 \
 	-kernel build/kernel/bzImage -initrd "$out/initramfs.cpio.gz" \
 	-append "console=ttyS0 panic=-1 oops=panic loglevel=4 ${SCX_GUEST_ARGS:-}" \
-	-display none -monitor none -serial "file:$log" -no-reboot || rc=$?
+	-display none -monitor none -serial "file:$log" -no-reboot &
+qemu=$!
+# the guest reboots when done (QEMU exits: -no-reboot); should it halt
+# instead, end QEMU once its last line is on the console
+while kill -0 $qemu 2>/dev/null; do
+	if grep -q 'scx-guest: done' "$log"; then
+		sleep 10
+		kill $qemu 2>/dev/null || true
+		break
+	fi
+	sleep 2
+done
+wait $qemu || rc=$?
 tr -d '\r' < "$log" > "$log.txt"
 grep -E '^(PASS|FAIL|SKIP|FIGURE|INFO):' "$log.txt" || true
 pass=$(grep -c '^PASS:' "$log.txt" || true)
