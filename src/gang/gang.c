@@ -228,6 +228,7 @@ static void sched_apply(gang_t *g, slot_t *s)
 		errno = 0;
 		int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
 		g->leader_nice = errno ? 0 : nice;
+		/* relaxed: a statistic, read by gang_stats; orders nothing */
 		if (setpriority(PRIO_PROCESS, (id_t)gettid(), LEADER_NICE) != 0)
 			atomic_fetch_add_explicit(&g->raise_denied, 1, memory_order_relaxed);
 		/* refused: do not try again until the mode changes */
@@ -238,6 +239,7 @@ static void sched_apply(gang_t *g, slot_t *s)
 	if (pthread_setschedparam(pthread_self(), want, &sp) == 0) {
 		s->sched_policy = want;
 	} else if (want == SCHED_FIFO) {
+		/* relaxed: a statistic, as above */
 		atomic_fetch_add_explicit(&g->raise_denied, 1, memory_order_relaxed);
 		/* do not try again until the mode changes */
 		s->sched_policy = SCHED_FIFO;

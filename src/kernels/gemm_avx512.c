@@ -26,6 +26,8 @@
 
 #include <immintrin.h>
 
+#include "kernels/avx512_lanes.h"
+
 #define T512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
 #define AVX512 __attribute__((target(T512)))
 #define AVX512_INLINE static inline __attribute__((always_inline, target(T512)))
@@ -33,8 +35,6 @@
 #define RG 16 /* weight rows per register */
 #define TG 8  /* tokens per tile */
 
-/* FP_ROUNDED for any vector register (zmm16-31 included). */
-#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
 
 static inline int32_t ld_i32(const uint8_t *p)
 {
@@ -43,23 +43,10 @@ static inline int32_t ld_i32(const uint8_t *p)
 	return v;
 }
 
-/* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
- * groups 0-3 of row 4L+i; afterwards z[g] lane L holds group g of rows
- * 4L..4L+3, i.e. z[g] = group g of rows 0..15 in order. */
-AVX512_INLINE void transpose4(__m512i *z)
-{
-	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-	z[0] = _mm512_unpacklo_epi64(t0, t2);
-	z[1] = _mm512_unpackhi_epi64(t0, t2);
-	z[2] = _mm512_unpacklo_epi64(t1, t3);
-	z[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
 /* Rows r..r+15 (rows at or past r1 repeat row r1-1; their outputs are not
  * stored) -> pk[b][g][row] (unsigned groups, gemm_wgroup_u) and dw[b][row].
  * The 16 x 8 group matrix of a block is transposed in registers: 128-bit
- * quarters of rows i, 4+i, 8+i, 12+i side by side, then transpose4. The
+ * quarters of rows i, 4+i, 8+i, 12+i side by side, then transpose_lanes4. The
  * scales come by one gather (reads stay inside each block); vcvtph2ps is
  * bit-exact with fp16_to_f32_inline. */
 AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
@@ -103,8 +90,8 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 				lo[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
 				hi[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
 			}
-			transpose4(lo);
-			transpose4(hi);
+			transpose_lanes4(lo);
+			transpose_lanes4(hi);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
 				_mm512_store_si512(p + g, _mm512_xor_si512(lo[g], m80));
@@ -120,7 +107,7 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 				a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
 				z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
 			}
-			transpose4(z);
+			transpose_lanes4(z);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
 				_mm512_store_si512(p + g, _mm512_and_si512(z[g], m0f));

@@ -46,6 +46,8 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+
+#include "kernels/avx512_lanes.h"
 #include <math.h>
 
 #define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c"
@@ -54,8 +56,6 @@
 
 /* ---------------------------------------------------------- helpers */
 
-/* FP_ROUNDED for any vector register (zmm16-31 included). */
-#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
 
 
 /* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
@@ -450,7 +450,7 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
  * the layout of the prefill gemm (gemm_avx512.c) built in registers from
  * the rows as stored: per block, the 16 rows' quants are loaded in 128-bit
  * quarters (rows i, 4+i, 8+i, 12+i side by side) and transposed 4x4 in
- * each lane (transpose16), so vector g holds element group g (4 bytes) of
+ * each lane (transpose_lanes4), so vector g holds element group g (4 bytes) of
  * every row; vpdpbusd against the activations' group g broadcast leaves
  * each row's exact block sum in its lane (two chains, low and high half of
  * the block, added as integers), with no horizontal sum. The row scales
@@ -489,19 +489,6 @@ AVX512_INLINE void x16_prepare(dtype_t t, const uint8_t *x, int64_t nb, int32_t 
 		cx[b] = hsum256_epi32(c);
 		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
 	}
-}
-
-/* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
- * dwords 0-3 of row 4L+i; afterwards z[g] lane L holds dword g of rows
- * 4L..4L+3, i.e. z[g] = dword g of rows 0..15 in order. */
-AVX512_INLINE void transpose16(__m512i *z)
-{
-	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-	z[0] = _mm512_unpacklo_epi64(t0, t2);
-	z[1] = _mm512_unpackhi_epi64(t0, t2);
-	z[2] = _mm512_unpacklo_epi64(t1, t3);
-	z[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
 /* 16 bytes at offset o of rows i, 4+i, 8+i, 12+i (row k at p + k * rb). */
@@ -549,7 +536,7 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 #pragma GCC unroll 4
 			for (int i = 0; i < 4; i++)
 				z[i] = quarters(q, rb, i, o);
-			transpose16(z);
+			transpose_lanes4(z);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
 				sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z[g], m0f),
@@ -564,8 +551,8 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 				lo[i] = quarters(q, rb, i, o);
 				hi[i] = quarters(q, rb, i, o + 16);
 			}
-			transpose16(lo);
-			transpose16(hi);
+			transpose_lanes4(lo);
+			transpose_lanes4(hi);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
 				sa = _mm512_dpbusd_epi32(sa, _mm512_xor_si512(lo[g], m80),
@@ -622,14 +609,17 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 
 /* ------------------------------------------------------ entry points */
 
-#define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
+#define DEFINE_DOT(tag, T, ROWS1)                                               \
 	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
 	{                                                                        \
 		const uint8_t *wr[1] = { w };                                    \
 		float out[1];                                                    \
 		ROWS1(T, wr, xa, n, out);                                        \
 		return out[0];                                                   \
-	}                                                                        \
+	}
+
+#define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
+	DEFINE_DOT(tag, T, ROWS1)                                                \
 	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
 					float *y, int64_t n, int64_t r0, int64_t r1) \
 	{                                                                        \
@@ -657,14 +647,9 @@ DEFINE_KERNELS(f32, DTYPE_F32, FLOAT4, FLOAT1)
 DEFINE_KERNELS(f16, DTYPE_F16, FLOAT4, FLOAT1)
 DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
 
+/* quantized: matvec_quant (16-row groups first) */
 #define DEFINE_QUANT_KERNELS(tag, T)                                            \
-	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
-	{                                                                        \
-		const uint8_t *wr[1] = { w };                                    \
-		float out[1];                                                    \
-		QUANT1(T, wr, xa, n, out);                                       \
-		return out[0];                                                   \
-	}                                                                        \
+	DEFINE_DOT(tag, T, QUANT1)                                               \
 	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
 					float *y, int64_t n, int64_t r0, int64_t r1) \
 	{                                                                        \
