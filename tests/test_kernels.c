@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "kernels/kernels.h"
+#include "model/sampler.h"
 
 /* Float-weight dot products: generic and SIMD use different (each fixed)
  * summation orders, and SIMD uses FMA. Each order's error is at most about
@@ -864,6 +865,48 @@ static int bench_main(int rows, int cols, int reps)
 	return 0;
 }
 
+/* sampler_argmax (two SIMD passes) against the one-pass loop that defines
+ * it, on random logits with ties, NaNs, signed zeros and infinities. */
+static int32_t argmax_ref(const float *x, int32_t n)
+{
+	int32_t best = 0;
+	for (int32_t i = 1; i < n; i++)
+		if (x[i] > x[best])
+			best = i;
+	return best;
+}
+
+static void test_argmax(void **state)
+{
+	(void)state;
+	rng_t r;
+	rng_seed(&r, 11);
+	static const int32_t ns[] = { 1, 2, 7, 8, 9, 17, 105, 49152 };
+	float *x = malloc(49152 * sizeof *x);
+	for (size_t k = 0; k < EG_ARRAY_LEN(ns); k++) {
+		int32_t n = ns[k];
+		for (int mode = 0; mode < 7; mode++) {
+			for (int32_t i = 0; i < n; i++) {
+				float v = rng_normal(&r);
+				uint64_t u = rng_next(&r);
+				switch (mode) {
+				case 1: v = floorf(v); break;                  /* ties */
+				case 2: if (u % 5 == 0) v = NAN; break;        /* NaNs */
+				case 3: v = (u & 1) ? 0.0f : -0.0f; break;     /* zeros */
+				case 4: v = -INFINITY; break;
+				case 5: if (u % 97 == 0) v = INFINITY; break;
+				case 6: if (i == 0) v = NAN; break;            /* NaN first */
+				}
+				x[i] = v;
+			}
+			int32_t a = argmax_ref(x, n), b = sampler_argmax(x, n);
+			if (a != b)
+				fail_msg("argmax n=%d mode %d: %d, the loop says %d", n, mode, b, a);
+		}
+	}
+	free(x);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--isa") == 0) {
@@ -891,6 +934,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
+		cmocka_unit_test(test_argmax),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
