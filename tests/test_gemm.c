@@ -181,24 +181,39 @@ static void check_type(dtype_t wt, int64_t n)
 					}
 				free(G);
 			}
-			/* split invariance: rows and tokens in uneven pieces */
-			float *S = malloc((size_t)(ys * f.ntok) * sizeof(float));
-			static const int64_t rcut[] = { 0, 1, 16, 19, 64, 104, 105 };
-			int64_t t0 = 0;
-			while (t0 < f.ntok) {
-				int64_t t1 = t0 + 1 + (t0 * 5) % 9;
-				if (t1 > f.ntok)
-					t1 = f.ntok;
-				for (size_t c = 0; c + 1 < EG_ARRAY_LEN(rcut); c++)
-					gemm_rows(wt, f.W, f.X + (size_t)t0 * f.xs, f.xs, NULL,
-						  S + t0 * ys, ys, n, rcut[c], rcut[c + 1],
-						  t1 - t0);
-				t0 = t1;
+			/* split invariance: rows and tokens in uneven pieces; for
+			 * quantized weights also from their packed copy (pack16:
+			 * 96 of the 105 rows), the same bits */
+			uint8_t *P = NULL;
+			if (pack16_bytes(wt, f.rows, n)) {
+				P = malloc(pack16_bytes(wt, f.rows, n));
+				pack16(wt, f.W, f.rows, n, P);
 			}
-			for (int64_t t = 0; t < f.ntok; t++)
-				for (int64_t r = 0; r < f.rows; r++)
-					assert_int_equal(f2u(S[t * ys + r]), f2u(Y[t * ys + r]));
-			free(S);
+			for (int packed = 0; packed < (P ? 2 : 1); packed++) {
+				float *S = malloc((size_t)(ys * f.ntok) * sizeof(float));
+				static const int64_t rcut[] = { 0, 1, 16, 19, 64, 104, 105 };
+				int64_t t0 = 0;
+				while (t0 < f.ntok) {
+					int64_t t1 = t0 + 1 + (t0 * 5) % 9;
+					if (t1 > f.ntok)
+						t1 = f.ntok;
+					for (size_t c = 0; c + 1 < EG_ARRAY_LEN(rcut); c++)
+						gemm_rows_packed(wt, f.W, packed ? P : NULL, f.rows,
+								 f.X + (size_t)t0 * f.xs, f.xs, NULL,
+								 S + t0 * ys, ys, n, rcut[c],
+								 rcut[c + 1], t1 - t0);
+					t0 = t1;
+				}
+				for (int64_t t = 0; t < f.ntok; t++)
+					for (int64_t r = 0; r < f.rows; r++)
+						if (f2u(S[t * ys + r]) != f2u(Y[t * ys + r]))
+							fail_msg("%s %s n=%lld%s: split Y[%lld][%lld] differs",
+								 lv[l], dtype_info[wt].name, (long long)n,
+								 packed ? " packed" : "", (long long)t,
+								 (long long)r);
+				free(S);
+			}
+			free(P);
 			free(Y);
 		}
 		free(ref);

@@ -575,6 +575,86 @@ static void test_dot_quant_extremes(void **state)
 	}
 }
 
+/* Packed copies (pack16): matvec_range over any row range, with the
+ * packed copy or without one, gives every row the generic's bits, at every
+ * level (the ones without a packed kernel read the rows as stored); odd
+ * block counts (the last pair of blocks half empty), row counts that leave
+ * unpacked rows, ranges that start and end inside a group, extreme bytes. */
+static void test_pack16(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 32, 96, 576, 2048 };
+	static const int64_t rowss[] = { 16, 40, 105 };
+	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0 };
+	rng_t r;
+	rng_seed(&r, 1616);
+	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 0);
+	assert_int_equal(pack16_bytes(DTYPE_Q8_0, 15, 64), 0);
+	assert_int_equal(pack16_group_bytes(DTYPE_Q8_0, 96), 2 * 64 + 3 * 512);
+	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
+	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
+	const char *lv[3];
+	int k = levels_available(lv);
+	const char *keep = kernels_isa();
+	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
+		dtype_t t = ts[it];
+		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
+			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
+				int64_t n = ns[in], rows = rowss[ir];
+				size_t rb = dtype_row_bytes(t, n);
+				uint8_t *w = malloc(rb * (size_t)rows + 1);
+				for (size_t i = 0; i < rb * (size_t)rows; i++)
+					w[i] = (uint8_t)rng_next(&r);
+				/* sane scales; every 5th block's quants -128 / 0xFF */
+				for (int64_t b = 0; b < rows * (n / QK); b++) {
+					uint8_t *blk = w + (size_t)b * dtype_info[t].block_bytes;
+					uint16_t d = f32_to_fp16((float)(rng_normal(&r) * 0.01));
+					memcpy(blk, &d, 2);
+					if (b % 5 == 0)
+						memset(blk + 2, t == DTYPE_Q8_0 ? 0x80 : 0xFF,
+						       dtype_info[t].block_bytes - 2);
+				}
+				float *x = malloc((size_t)n * sizeof *x);
+				fill_normal(&r, x, n, 1.0f);
+				void *xa = malloc(dtype_row_bytes(DTYPE_Q8_0, n));
+				act_prepare(t, x, xa, n);
+				size_t pb = pack16_bytes(t, rows, n);
+				uint8_t *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
+				pack16(t, w, rows, n, P);
+				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				for (int64_t i = 0; i < rows; i++)
+					ref[i] = vec_dot_generic(t, w + (size_t)i * rb, xa, n);
+				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 16, 32 },
+							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
+				for (int l = 0; l < k; l++) {
+					assert_int_equal(kernels_set_isa(lv[l]), 0);
+					for (size_t c = 0; c < EG_ARRAY_LEN(cuts); c++) {
+						int64_t r0 = cuts[c][0], r1 = cuts[c][1];
+						if (r1 > rows || r0 >= r1)
+							continue;
+						for (int withp = 0; withp < 2; withp++) {
+							memset(y, 0xA5, (size_t)rows * sizeof *y);
+							matvec_range(t, w, withp ? P : NULL, rows, xa, y, n, r0, r1);
+							if (memcmp(y, ref + r0, (size_t)(r1 - r0) * sizeof *y))
+								fail_msg("%s %s n=%lld rows=%lld [%lld,%lld) %s differs from generic",
+									 lv[l], dtype_info[t].name, (long long)n,
+									 (long long)rows, (long long)r0, (long long)r1,
+									 withp ? "packed" : "unpacked");
+						}
+					}
+				}
+				assert_int_equal(kernels_set_isa(keep), 0);
+				free(w);
+				free(x);
+				free(xa);
+				free(P);
+				free(ref);
+				free(y);
+			}
+		}
+	}
+}
+
 /* ------------------------------------------------ forward-pass math */
 
 static void test_rmsnorm(void **state)
@@ -929,6 +1009,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dot_float_types),
 		cmocka_unit_test(test_dot_quant_types),
 		cmocka_unit_test(test_dot_quant_extremes),
+		cmocka_unit_test(test_pack16),
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_rope),

@@ -180,6 +180,13 @@ void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
 	       int64_t r1, int64_t ntok)
 {
+	gemm_rows_packed(wt, W, NULL, 0, X, xs, aux, Y, ys, n, r0, r1, ntok);
+}
+
+void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
+		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
+		      int64_t n, int64_t r0, int64_t r1, int64_t ntok)
+{
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	if (r1 <= r0 || ntok <= 0)
 		return;
@@ -193,8 +200,10 @@ void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 		if (k && aux) {
 			const float *dx = aux;
 			const int32_t *sx = (const int32_t *)(dx + (n / QK) * ntok);
-			k(wt, W, dtype_row_bytes(wt, n), X, xs, dx, sx, Y, ys,
-			  n / QK, r0, r1, ntok);
+			if (!pack16_bytes(wt, rows, n))
+				P = NULL;
+			k(wt, W, dtype_row_bytes(wt, n), P, rows & ~(int64_t)15, X, xs, dx, sx,
+			  Y, ys, n / QK, r0, r1, ntok);
 			return;
 		}
 		gemm_rows_generic(wt, W, X, xs, Y, ys, n, r0, r1, ntok);

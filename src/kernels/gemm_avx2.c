@@ -108,6 +108,8 @@ AVX2_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 AVX2 void gemm_quant_avx2(GEMM_QUANT_ARGS)
 {
 	(void)sx; /* the sign trick needs no correction */
+	(void)P; /* the rows as stored */
+	(void)np;
 	size_t pk_bytes = (size_t)nb * 8 * 2 * RG * 4;
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
 	if (!s1) { /* out of memory: the generic twin needs none */

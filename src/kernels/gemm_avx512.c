@@ -120,6 +120,44 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 	}
 }
 
+/* The same pk and dw from a packed group (pack16): its vectors are
+ * already the groups of 4 bytes, rows in lanes; Q8_0 already unsigned,
+ * Q4_0 nibbles split here. The next group (gb bytes on) is prefetched
+ * as one linear stream. */
+AVX512_INLINE void pack_rows_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t nb,
+				 uint32_t *pk, float *dw)
+{
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const uint8_t *q = G, *sc = G;
+	for (int64_t b = 0; b < nb; b++) {
+		if (!(b & 1)) {
+			sc = q;
+			q += 64;
+		}
+		__m512i *p = (__m512i *)(pk + (size_t)b * 8 * RG);
+#ifndef GEMM_NO_PREFETCH
+		for (size_t k = 0; k < qv; k += 64)
+			_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
+#endif
+		if (t == DTYPE_Q8_0) {
+#pragma GCC unroll 8
+			for (int g = 0; g < 8; g++)
+				_mm512_store_si512(p + g, _mm512_loadu_si512((const void *)(q + 64 * g)));
+		} else {
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				__m512i z = _mm512_loadu_si512((const void *)(q + 64 * g));
+				_mm512_store_si512(p + g, _mm512_and_si512(z, m0f));
+				_mm512_store_si512(p + 4 + g, _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f));
+			}
+		}
+		q += qv;
+		_mm512_store_ps(dw + b * RG, _mm512_cvtph_ps(_mm256_loadu_si256(
+						     (const __m256i *)(sc + 32 * (b & 1)))));
+	}
+}
+
 /* T tokens (T <= TG) x 16 rows over all blocks; token k's activations at
  * X + k * xs, its scales and quant sums at dx + k * nb, sx + k * nb; outputs Y[k * ys + i] for the lanes i in m. */
 AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
@@ -170,8 +208,12 @@ AVX512 void gemm_quant_avx512(GEMM_QUANT_ARGS)
 	uint32_t *pk = (uint32_t *)s1;
 	float *dw = (float *)(s1 + pk_bytes);
 	const int32_t bias = gemm_wbias(t);
+	const size_t gb = P ? pack16_group_bytes(t, nb * QK) : 0;
 	for (int64_t r = r0; r < r1; r += RG) {
-		pack_rows(t, W, rb, r, r1, nb, pk, dw);
+		if (P && r % RG == 0 && r + RG <= np)
+			pack_rows_p16(t, P + (size_t)(r / RG) * gb, gb, nb, pk, dw);
+		else
+			pack_rows(t, W, rb, r, r1, nb, pk, dw);
 		__mmask16 m = r1 - r >= RG ? (__mmask16)0xFFFF
 					   : (__mmask16)((1u << (r1 - r)) - 1);
 		for (int64_t k = 0; k < ntok; k += TG) {

@@ -11,11 +11,14 @@
  * against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb blocks
  * each, with their aux (dx: scales as floats, sx: sums of the quants; token
  * t's block b at [t * nb + b]) -> Y[t * ys + r]. Every output is the same
- * bits as vec_dot_generic(t, row r, X + t * xs, nb * QK). */
+ * bits as vec_dot_generic(t, row r, X + t * xs, nb * QK). P: W's packed
+ * copy of rows 0..np-1 (pack16, kernels.h), or NULL; a level may read the
+ * whole groups there instead of the rows. */
 #define GEMM_QUANT_ARGS                                                       \
-	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *X, size_t xs,  \
-		const float *dx, const int32_t *sx, float *Y, int64_t ys,     \
-		int64_t nb, int64_t r0, int64_t r1, int64_t ntok
+	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *P, int64_t np, \
+		const uint8_t *X, size_t xs, const float *dx,                 \
+		const int32_t *sx, float *Y, int64_t ys, int64_t nb,          \
+		int64_t r0, int64_t r1, int64_t ntok
 typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
 
 #if defined(__x86_64__)

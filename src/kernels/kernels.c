@@ -318,6 +318,7 @@ static void isa_tables_build(void)
 			if (s->matvec[k])
 				t->matvec[k] = s->matvec[k];
 			t->matmat[k] = s->matmat[k]; /* NULL stays NULL */
+			t->matvec_p16[k] = s->matvec_p16[k];
 		}
 		if (s->quantize_q8_0)
 			t->quantize_q8_0 = s->quantize_q8_0;
@@ -507,6 +508,83 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 	if (r1 <= r0)
 		return;
 	ops_get()->matvec[wt](W, dtype_row_bytes(wt, n), xa, y, n, r0, r1);
+}
+
+/* ------------------------------------------------------------ pack16 */
+
+size_t pack16_group_bytes(dtype_t t, int64_t n)
+{
+	if ((t != DTYPE_Q8_0 && t != DTYPE_Q4_0) || n <= 0 || n % QK)
+		return 0;
+	size_t nb = (size_t)(n / QK), qv = t == DTYPE_Q8_0 ? 512 : 256;
+	return (nb + 1) / 2 * 64 + nb * qv;
+}
+
+size_t pack16_bytes(dtype_t t, int64_t rows, int64_t n)
+{
+	return rows < 16 ? 0 : (size_t)(rows / 16) * pack16_group_bytes(t, n);
+}
+
+void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
+{
+	const size_t rb = dtype_row_bytes(t, n), gb = pack16_group_bytes(t, n);
+	const size_t qb = dtype_info[t].block_bytes - 2; /* quant bytes a block */
+	const int64_t nb = n / QK;
+	const uint8_t bias = t == DTYPE_Q8_0 ? 0x80 : 0;
+	for (int64_t g = 0; g < rows / 16; g++) {
+		const uint8_t *w = (const uint8_t *)W + (size_t)g * 16 * rb;
+		uint8_t *o = (uint8_t *)P + (size_t)g * gb;
+		for (int64_t b = 0; b < nb; b += 2) {
+			memset(o, 0, 64);
+			for (int64_t k = 0; k < 2 && b + k < nb; k++)
+				for (int i = 0; i < 16; i++)
+					memcpy(o + 32 * k + 2 * i,
+					       w + (size_t)i * rb + (size_t)(b + k) * (qb + 2), 2);
+			o += 64;
+			for (int64_t k = 0; k < 2 && b + k < nb; k++) {
+				for (size_t v = 0; v < qb / 4; v++)
+					for (int i = 0; i < 16; i++)
+						for (int j = 0; j < 4; j++)
+							o[64 * v + 4 * (size_t)i + (size_t)j] = (uint8_t)(
+								w[(size_t)i * rb + (size_t)(b + k) * (qb + 2) + 2 +
+								  4 * v + (size_t)j] ^ bias);
+				o += 16 * qb;
+			}
+		}
+	}
+}
+
+int pack16_used(dtype_t t, int64_t n)
+{
+	return (unsigned)t < DTYPE_COUNT && ops_get()->matvec_p16[t] &&
+	       pack16_group_bytes(t, n) && n / QK <= P16_NBMAX;
+}
+
+void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
+		  const void *xa, float *y, int64_t n, int64_t r0, int64_t r1)
+{
+	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
+	if (r1 <= r0)
+		return;
+	const kernel_ops_t *ops = ops_get();
+	const size_t rb = dtype_row_bytes(wt, n);
+	const uint8_t *w = (const uint8_t *)W + (size_t)r0 * rb;
+	int64_t a = r1, b = r1;
+	if (P && pack16_used(wt, n)) {
+		a = (r0 + 15) & ~(int64_t)15; /* the whole packed groups [a, b) */
+		b = (r1 < rows ? r1 : rows) & ~(int64_t)15;
+		if (a > r1)
+			a = r1;
+		if (b < a)
+			b = a;
+	}
+	if (a > r0)
+		ops->matvec[wt](w, rb, xa, y, n, 0, a - r0);
+	if (b > a)
+		ops->matvec_p16[wt]((const uint8_t *)P + (size_t)(a / 16) * pack16_group_bytes(wt, n),
+				    xa, y + (a - r0), n, (b - a) / 16);
+	if (r1 > b)
+		ops->matvec[wt](w + (size_t)(b - r0) * rb, rb, xa, y + (b - r0), n, 0, r1 - b);
 }
 
 /* ------------------------------------------ forward-pass math (generic) */

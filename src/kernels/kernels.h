@@ -90,6 +90,43 @@ float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 		 int64_t n, int64_t r0, int64_t r1);
 
+/* ---- quantized weights packed 16 rows at a time (decode matvec) ----
+ *
+ * The AVX-512 matvec puts 16 rows in the 16 dword lanes of a register
+ * (kernels_avx512.c). From the rows as stored that costs per block 32
+ * 128-bit loads with lane inserts, two 4x4 transposes and 16 scalar scale
+ * loads; a packed copy holds each group of 16 rows already in that order,
+ * so a block is a few aligned 512-bit loads and one 256-bit load of the 16
+ * scales, in one linear stream per group (the hardware prefetcher's best
+ * case; per-row streams of long rows are its worst). Packing moves bytes
+ * only: the packed matvec computes the same integer block sums and the
+ * same float steps as the other forms, so every row keeps its bits.
+ *
+ * Layout of Q8_0 / Q4_0 rows 0 .. 16 G - 1 (G = rows / 16 groups; the last
+ * rows % 16 rows are not packed), n elements a row, nb = n / 32 blocks:
+ * group g at g * pack16_group_bytes(t, n); inside a group, blocks in pairs
+ * (b, b + 1): 64 bytes of scales (the 16 rows' fp16 d of block b, then of
+ * block b + 1; the second half unused when b + 1 = nb), then the quants of
+ * block b, then of block b + 1. The quants of one block are vectors of 64
+ * bytes, vector v holding bytes 4v .. 4v + 3 of every row's qs, row i at
+ * 4 i: Q8_0 8 vectors with the bytes made unsigned (q + 128, what vpdpbusd
+ * wants), Q4_0 4 vectors of the nibble bytes as stored. */
+size_t pack16_group_bytes(dtype_t t, int64_t n);
+/* Bytes of the packed copy of a (rows, n) matrix; 0 when t is not Q8_0 /
+ * Q4_0, n is not a positive multiple of 32 or rows < 16. */
+size_t pack16_bytes(dtype_t t, int64_t rows, int64_t n);
+/* Packs the whole groups of W (rows, n; rows dtype_row_bytes apart) into P
+ * (pack16_bytes of them). */
+void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P);
+/* Whether the level in use reads packed copies of type t with n elements a
+ * row (else matvec_range reads W). */
+int pack16_used(dtype_t t, int64_t n);
+/* y[0 .. r1 - r0) = rows r0 .. r1 - 1 of W (rows, n) @ xa: as matvec_rows
+ * (the same bits), with the rows' whole groups read from P, W's packed
+ * copy (NULL: none), when the level in use has a packed kernel. */
+void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
+		  const void *xa, float *y, int64_t n, int64_t r0, int64_t r1);
+
 /* The forward pass's float math. Each has a scalar *_generic twin written
  * to match llama2.c's run.c operation for operation, and the dispatched
  * version gives the SAME BITS at every ISA level (tests/test_kernels.c
@@ -147,6 +184,11 @@ void swiglu(float *o, const float *a, const float *b, int64_t n);
 void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
 	       int64_t r1, int64_t ntok);
+/* gemm_rows with W's packed copy P (pack16 of W's `rows` rows; NULL:
+ * none), which the AVX-512 level reads for the whole groups; the same bits. */
+void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
+		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
+		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);
 /* Side data of ntok Q8_0 activation rows of n elements for gemm_rows (per
  * token and block: the scale as a float and the sum of the quants):
  * gemm_aux_bytes(n, ntok) bytes at aux. */

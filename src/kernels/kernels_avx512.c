@@ -580,6 +580,67 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 	_mm512_storeu_ps(out, acc);
 }
 
+/* Packed groups (pack16, kernels.h): the same lanes and the same float
+ * steps as dot_rows_quant16, the bytes already in vector order. One
+ * software prefetch stream P16_PF_DIST bytes ahead of the quants being
+ * read, through the group's end into the next group (contiguous). */
+#ifndef P16_PF_DIST
+#define P16_PF_DIST 1024
+#endif
+AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y,
+			      int64_t n, int64_t ng)
+{
+	const uint8_t *x = xa;
+	const int64_t nb = n / QK;
+	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+	int32_t cx[P16_NBMAX];
+	float dx[P16_NBMAX];
+	x16_prepare(t, x, nb, cx, dx);
+	const uint8_t *p = P, *sc = P;
+	for (int64_t g = 0; g < ng; g++) {
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t b = 0; b < nb; b++) {
+			if (!(b & 1)) { /* a pair's scales */
+				sc = p;
+				_mm_prefetch((const char *)p + P16_PF_DIST, _MM_HINT_T0);
+				p += 64;
+			}
+			const uint8_t *xq = XQS(x, b);
+			__m512i sa = _mm512_set1_epi32(cx[b]), sb = _mm512_setzero_si512();
+			if (t == DTYPE_Q4_0) {
+#pragma GCC unroll 4
+				for (int v = 0; v < 4; v++) {
+					_mm_prefetch((const char *)p + 64 * v + P16_PF_DIST, _MM_HINT_T0);
+					__m512i z = _mm512_loadu_si512((const void *)(p + 64 * v));
+					sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z, m0f),
+						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
+					sb = _mm512_dpbusd_epi32(sb, _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f),
+						_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * v)));
+				}
+			} else {
+#pragma GCC unroll 4
+				for (int v = 0; v < 4; v++) {
+					_mm_prefetch((const char *)p + 64 * v + P16_PF_DIST, _MM_HINT_T0);
+					_mm_prefetch((const char *)p + 256 + 64 * v + P16_PF_DIST, _MM_HINT_T0);
+					sa = _mm512_dpbusd_epi32(sa, _mm512_loadu_si512((const void *)(p + 64 * v)),
+						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
+					sb = _mm512_dpbusd_epi32(sb, _mm512_loadu_si512((const void *)(p + 256 + 64 * v)),
+						_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * v)));
+				}
+			}
+			p += qv;
+			__m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+							 (const __m256i *)(sc + 32 * (b & 1)))),
+						 _mm512_set1_ps(dx[b]));
+			__m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sa, sb)), d);
+			VEC_ROUNDED(pr);
+			acc = _mm512_add_ps(acc, pr);
+		}
+		_mm512_storeu_ps(y + 16 * g, acc);
+	}
+}
+
 /* Rows r0..r1-1: groups of 16 (when the row and the range allow), then
  * groups of 4, then single rows; every row the generic's bits. */
 AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void *xa,
@@ -658,6 +719,18 @@ DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
 
 DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
 DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
+
+AVX512 static void matvec_p16_q8_0(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng)
+{
+	matvec_p16(DTYPE_Q8_0, P, xa, y, n, ng);
+}
+
+AVX512 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng)
+{
+	matvec_p16(DTYPE_Q4_0, P, xa, y, n, ng);
+}
 
 /* ------------------------------------------- float rows x a token batch */
 
@@ -1004,6 +1077,10 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0,
 		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.matvec_p16 = {
+		[DTYPE_Q8_0] = matvec_p16_q8_0,
+		[DTYPE_Q4_0] = matvec_p16_q4_0,
 	},
 	.matmat = {
 		[DTYPE_F32] = matmat_f32,

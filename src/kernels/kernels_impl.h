@@ -68,10 +68,18 @@ typedef void (*matmat_fn)(const void *W, size_t rb, const void *X, size_t xs,
 			  float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
 			  int64_t ntok);
 
+/* Packed groups (pack16): ng groups of 16 rows from P @ xa -> y[0 .. 16 ng). */
+typedef void (*matvec_p16_fn)(const void *P, const void *xa, float *y, int64_t n,
+			      int64_t ng);
+/* The most blocks per row a packed kernel takes (16384 elements). */
+#define P16_NBMAX 512
+
 typedef struct kernel_ops {
 	const char *name;
 	vec_dot_fn vec_dot[DTYPE_COUNT];
 	matvec_fn matvec[DTYPE_COUNT];
+	/* Q8_0 / Q4_0 only; NULL: no packed form at this level */
+	matvec_p16_fn matvec_p16[DTYPE_COUNT];
 	/* F32 / F16 / BF16 only; NULL: gemm_rows runs matvec per token */
 	matmat_fn matmat[DTYPE_COUNT];
 	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */

@@ -99,6 +99,13 @@ static inline const void *act_for(dtype_t t, const float *x, const void *xq)
 	return dtype_info[t].act == DTYPE_Q8_0 ? xq : (const void *)x;
 }
 
+/* y[0 .. r1 - r0) = rows r0 .. r1 - 1 of w @ xa, from w's packed copy
+ * where it has one (the same bits either way). */
+static inline void mv(const tensor_t *w, const void *xa, float *y, int64_t r0, int64_t r1)
+{
+	matvec_range(w->type, w->data, w->packed, w->rows, xa, y, w->cols, r0, r1);
+}
+
 /* Prepares the Q8_0 twin of x (n) if matrix type t needs it. */
 static inline void act_fill(dtype_t t, const float *x, void *xq, int64_t n)
 {
@@ -171,9 +178,8 @@ static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		if (lo >= hi)
 			continue;
 		const tensor_t *w = part[p].w;
-		matvec_rows(w->type, w->data, act_for(w->type, f->xb, f->xb_q),
-			    part[p].out, c->dim,
-			    lo - part[p].base, hi - part[p].base);
+		mv(w, act_for(w->type, f->xb, f->xb_q), part[p].out + (lo - part[p].base),
+		   lo - part[p].base, hi - part[p].base);
 		if (part[p].b)
 			for (int64_t r = lo - part[p].base; r < hi - part[p].base; r++)
 				part[p].out[r] += part[p].b[r];
@@ -234,9 +240,7 @@ static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	float tmp[256];
 	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
 	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
-	matvec_rows(w->type, (const char *)w->data +
-				     (size_t)r0 * dtype_row_bytes(w->type, w->cols),
-		    act_for(w->type, f->att, f->att_q), tmp, w->cols, 0, r1 - r0);
+	mv(w, act_for(w->type, f->att, f->att_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
 }
@@ -257,13 +261,8 @@ static void ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1;
 	float up[256];
 	rows_of(chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
-	matvec_rows(y->w_gate.type, y->w_gate.data,
-		    act_for(y->w_gate.type, f->xb, f->xb_q), f->hb, f->c.dim,
-		    r0, r1);
-	matvec_rows(y->w_up.type, (const char *)y->w_up.data +
-					  (size_t)r0 * dtype_row_bytes(y->w_up.type, y->w_up.cols),
-		    act_for(y->w_up.type, f->xb, f->xb_q), up, f->c.dim, 0,
-		    r1 - r0);
+	mv(&y->w_gate, act_for(y->w_gate.type, f->xb, f->xb_q), f->hb + r0, r0, r1);
+	mv(&y->w_up, act_for(y->w_up.type, f->xb, f->xb_q), up, r0, r1);
 	swiglu(f->hb + r0, f->hb + r0, up, r1 - r0);
 }
 
@@ -283,9 +282,7 @@ static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1;
 	float tmp[256];
 	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
-	matvec_rows(w->type, (const char *)w->data +
-				     (size_t)r0 * dtype_row_bytes(w->type, w->cols),
-		    act_for(w->type, f->hb, f->hb_q), tmp, w->cols, 0, r1 - r0);
+	mv(w, act_for(w->type, f->hb, f->hb_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
 }
@@ -310,8 +307,7 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const tensor_t *w = &f->m->output;
 	int64_t r0, r1;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	matvec_rows(w->type, w->data, act_for(w->type, f->xb, f->xb_q),
-		    f->logits, w->cols, r0, r1);
+	mv(w, act_for(w->type, f->xb, f->xb_q), f->logits + r0, r0, r1);
 }
 
 /* ---- batched prefill: the same waves over bn tokens ----
@@ -403,9 +399,9 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		int64_t ys = part[p].ys;
 		lo -= part[p].base;
 		hi -= part[p].base;
-		gemm_rows(w->type, w->data, b_act(w->type, f->bxb, f->bxb_q),
-			  act_row(w->type, c->dim), f->bxb_aux, part[p].out, ys, c->dim, lo, hi,
-			  f->bn);
+		gemm_rows_packed(w->type, w->data, w->packed, w->rows,
+				 b_act(w->type, f->bxb, f->bxb_q), act_row(w->type, c->dim),
+				 f->bxb_aux, part[p].out, ys, c->dim, lo, hi, f->bn);
 		if (part[p].b)
 			for (int32_t k = 0; k < f->bn; k++)
 				for (int64_t r = lo; r < hi; r++)
@@ -468,8 +464,8 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
-	gemm_rows(w->type, w->data, b_act(w->type, in, in_q), act_row(w->type, w->cols),
-		  aux, f->btmp, d, w->cols, r0, r1, f->bn);
+	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(w->type, in, in_q),
+			 act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		for (int64_t r = r0; r < r1; r++)
 			f->bx[k * d + r] += f->btmp[k * d + r];
@@ -495,10 +491,11 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const layer_t *y = layer_of(f, wave);
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
-	gemm_rows(y->w_gate.type, y->w_gate.data, b_act(y->w_gate.type, f->bxb, f->bxb_q),
-		  act_row(y->w_gate.type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
-	gemm_rows(y->w_up.type, y->w_up.data, b_act(y->w_up.type, f->bxb, f->bxb_q),
-		  act_row(y->w_up.type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
+	const tensor_t *g = &y->w_gate, *u = &y->w_up;
+	gemm_rows_packed(g->type, g->data, g->packed, g->rows, b_act(g->type, f->bxb, f->bxb_q),
+			 act_row(g->type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
+	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(u->type, f->bxb, f->bxb_q),
+			 act_row(u->type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
 		       r1 - r0);
@@ -543,10 +540,8 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (!f->blogits)
 		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	matvec_rows(w->type, w->data,
-		    act_for(w->type, f->bxb + k * d,
-			    (char *)f->bxb_q + k * act_row(w->type, d)),
-		    f->logits, w->cols, r0, r1);
+	mv(w, act_for(w->type, f->bxb + k * d, (char *)f->bxb_q + k * act_row(w->type, d)),
+	   f->logits + r0, r0, r1);
 }
 
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple

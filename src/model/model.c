@@ -36,6 +36,8 @@ void model_free(model_t *m)
 		munmap(m->map, m->map_len);
 	if (m->wmem)
 		munmap(m->wmem, m->wmem_len);
+	if (m->pmem)
+		munmap(m->pmem, m->pmem_len);
 	free(m->layers);
 	free(m->owned);
 	free(m->name_owned);
@@ -163,37 +165,37 @@ static model_t *load_llama2c(const char *path, const char *tok_path, int fd,
 #define TAKE(count) (p += (count), p - (count))
 	int64_t q = c.n_heads * (int64_t)c.head_dim;
 	m->tok_embd = (tensor_t){DTYPE_F32, (int64_t)V, (int64_t)D,
-				 TAKE(V * D)};
+				 TAKE(V * D), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].attn_norm = TAKE(D);
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].wq = (tensor_t){DTYPE_F32, q, (int64_t)D,
-					     TAKE(D * D)};
+					     TAKE(D * D), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].wk = (tensor_t){DTYPE_F32, (int64_t)KV,
-					     (int64_t)D, TAKE(D * KV)};
+					     (int64_t)D, TAKE(D * KV), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].wv = (tensor_t){DTYPE_F32, (int64_t)KV,
-					     (int64_t)D, TAKE(D * KV)};
+					     (int64_t)D, TAKE(D * KV), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].wo = (tensor_t){DTYPE_F32, (int64_t)D, q,
-					     TAKE(D * D)};
+					     TAKE(D * D), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].ffn_norm = TAKE(D);
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].w_gate = (tensor_t){DTYPE_F32, (int64_t)H,
-						 (int64_t)D, TAKE(H * D)};
+						 (int64_t)D, TAKE(H * D), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].w_down = (tensor_t){DTYPE_F32, (int64_t)D,
-						 (int64_t)H, TAKE(D * H)};
+						 (int64_t)H, TAKE(D * H), NULL};
 	for (uint64_t l = 0; l < L; l++)
 		m->layers[l].w_up = (tensor_t){DTYPE_F32, (int64_t)H,
-					       (int64_t)D, TAKE(H * D)};
+					       (int64_t)D, TAKE(H * D), NULL};
 	m->output_norm = TAKE(D);
 	p += (uint64_t)c.ctx * (uint64_t)c.head_dim; /* legacy RoPE tables */
 	m->output = shared ? m->tok_embd
 			   : (tensor_t){DTYPE_F32, (int64_t)V, (int64_t)D,
-					TAKE(V * D)};
+					TAKE(V * D), NULL};
 #undef TAKE
 	if (!tok_path) {
 		err_set("%s: a llama2.c checkpoint needs a tokenizer "
@@ -239,7 +241,7 @@ static int take_matrix(gguf_loader_t *ld, const char *name, int64_t rows,
 			       "dims), expected [%lld, %lld]", ld->file, name,
 			       (long long)t->ne[0], (long long)t->ne[1],
 			       t->n_dims, (long long)cols, (long long)rows);
-	*out = (tensor_t){t->type, rows, cols, t->data};
+	*out = (tensor_t){t->type, rows, cols, t->data, NULL};
 	return 1;
 }
 
@@ -596,6 +598,123 @@ out:
 	return rc;
 }
 
+/* The matrices the decode matvec reads that the level in use can read
+ * packed (pack16): each layer's seven and the classifier. */
+static size_t pack_targets(model_t *m, tensor_t **out, size_t cap)
+{
+	size_t n = 0;
+	tensor_t *t = &m->output;
+	if (pack16_used(t->type, t->cols) && pack16_bytes(t->type, t->rows, t->cols) && n < cap)
+		out[n++] = t;
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		layer_t *y = &m->layers[l];
+		tensor_t *ts[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_down, &y->w_up};
+		for (int i = 0; i < 7; i++)
+			if (pack16_used(ts[i]->type, ts[i]->cols) &&
+			    pack16_bytes(ts[i]->type, ts[i]->rows, ts[i]->cols) && n < cap)
+				out[n++] = ts[i];
+	}
+	return n;
+}
+
+/* Packs the quantized matrices 16 rows at a time for the AVX-512 decode
+ * matvec (kernels.h, "packed 16 rows at a time"): one more copy of them in
+ * anonymous memory (huge pages where allowed), next to the rows as stored,
+ * which the prefill gemm, the embedding lookup and the other levels keep
+ * reading. Measured in README.md ("Decode speed"). Skipped, with a log line
+ * when the copy does not fit in MemAvailable with 1 GiB to spare, or
+ * silently when EGANG_PACK=0 or nothing is packable (float weights, no
+ * AVX-512). Never fails the load. */
+static bool pack_wanted(void)
+{
+	const char *e = getenv("EGANG_PACK");
+	return !(e && !strcmp(e, "0"));
+}
+
+/* Every matrix the decode matvec and the prefill gemm read has a packed
+ * copy that covers it (all quantized, rows a multiple of 16)? */
+static bool pack_covers_all(model_t *m)
+{
+	if (!pack_wanted())
+		return false;
+	size_t cap = 1 + 7 * (size_t)m->cfg.n_layers;
+	tensor_t **ts = malloc(cap * sizeof *ts);
+	size_t nt = ts ? pack_targets(m, ts, cap) : 0;
+	bool all = nt == cap;
+	for (size_t i = 0; all && i < nt; i++)
+		all = ts[i]->rows % 16 == 0;
+	free(ts);
+	return all;
+}
+
+static void weights_pack(model_t *m, const char *path)
+{
+	if (!pack_wanted())
+		return;
+	size_t cap = 1 + 7 * (size_t)m->cfg.n_layers;
+	tensor_t **ts = malloc(cap * sizeof *ts);
+	size_t nt = ts ? pack_targets(m, ts, cap) : 0, bytes = 0;
+	for (size_t i = 0; i < nt; i++)
+		bytes += pack16_bytes(ts[i]->type, ts[i]->rows, ts[i]->cols);
+	uint64_t avail = mem_available();
+	if (!nt) {
+		free(ts);
+		return;
+	}
+	if (avail && bytes + (1ull << 30) > avail) {
+		log_info("%s: %.1f MB of packed weights would not fit in available memory; "
+			 "decode reads the rows as stored", base_name(path), (double)bytes / 1e6);
+		free(ts);
+		return;
+	}
+	const size_t huge = 2u << 20;
+	size_t len = bytes + huge;
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (map == MAP_FAILED) {
+		log_info("%s: mmap of %.1f MB for packed weights failed; decode reads the rows as stored",
+			 base_name(path), (double)bytes / 1e6);
+		free(ts);
+		return;
+	}
+	uint8_t *base = (uint8_t *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (thp_usable())
+		(void)madvise(base, bytes, MADV_HUGEPAGE);
+	bool show = !log_quiet && bytes >= (256u << 20) && isatty(2);
+	uint64_t t0 = time_now_ns(), last = t0;
+	size_t off = 0;
+	for (size_t i = 0; i < nt; i++) {
+		tensor_t *t = ts[i];
+		pack16(t->type, t->data, t->rows, t->cols, base + off);
+		t->packed = base + off;
+		if (!m->weights_copied) {
+			/* rows read through the file mapping: drop them from
+			 * this process (the page cache keeps them; a later read
+			 * faults them back in) so RSS counts the packed copy */
+			long pg = sysconf(_SC_PAGESIZE);
+			uintptr_t a = ((uintptr_t)t->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+			uintptr_t e = ((uintptr_t)t->data + (uintptr_t)tensor_bytes(t)) &
+				      ~((uintptr_t)pg - 1);
+			if (e > a)
+				(void)madvise((void *)a, e - a, MADV_DONTNEED);
+		}
+		off += pack16_bytes(t->type, t->rows, t->cols);
+		uint64_t now = time_now_ns();
+		if (show && (now - last > 100000000ull || i + 1 == nt)) {
+			fprintf(stderr, "\rpacking weights for the decode matvec: %5.1f%%",
+				100.0 * (double)off / (double)bytes);
+			last = now;
+		}
+	}
+	if (show)
+		fputc('\n', stderr);
+	m->pmem = map;
+	m->pmem_len = len;
+	m->packed_bytes = bytes;
+	m->pack_s = (double)(time_now_ns() - t0) / 1e9;
+	free(ts);
+}
+
 model_t *model_load(const char *path, const char *tok_path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -628,6 +747,12 @@ model_t *model_load(const char *path, const char *tok_path)
 		kernels_init();
 		model_weights_t mode = weights_mode();
 		const char *why = "";
+		/* When every matrix decode and prefill read gets a packed copy
+		 * (which is in huge pages itself), a huge-page copy of the rows
+		 * as stored would only double the memory: AUTO leaves them in
+		 * the file mapping. */
+		if (mode == MODEL_WEIGHTS_AUTO && pack_covers_all(m))
+			mode = MODEL_WEIGHTS_MAP;
 		if (mode != MODEL_WEIGHTS_MAP && !weights_to_huge(m, mode, &why) &&
 		    mode == MODEL_WEIGHTS_HUGE)
 			log_info("%s: weights stay in the file mapping: %s",
@@ -636,6 +761,7 @@ model_t *model_load(const char *path, const char *tok_path)
 			log_info("%s: %.1f MB of weights copied into huge pages in %.2f s",
 				 base_name(path), (double)m->weights_bytes / 1e6,
 				 m->weights_load_s);
+		weights_pack(m, path);
 	}
 	return m;
 }

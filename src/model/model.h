@@ -49,6 +49,10 @@ typedef struct tensor {
 	dtype_t type;
 	int64_t rows, cols;
 	const void *data; /* (rows, cols) */
+	/* its whole groups of 16 rows packed for the decode matvec (pack16
+	 * in kernels.h; model_load), or NULL; data stays valid and is what
+	 * everything else reads */
+	const void *packed;
 } tensor_t;
 
 typedef struct layer {
@@ -81,12 +85,18 @@ typedef struct model {
 	bool weights_copied;
 	size_t weights_bytes;     /* the span copied (0 when mapped) */
 	double weights_load_s;    /* seconds the copy took */
+	/* The packed copies of the quantized matrices for the decode matvec
+	 * (model_load; EGANG_PACK=0 turns them off): bytes and seconds. */
+	size_t packed_bytes;
+	double pack_s;
 	/* private: the mapping and owned float copies */
 	gguf_t *gguf;
 	void *map;
 	size_t map_len;
 	void *wmem;       /* the anonymous weight copy, or NULL */
 	size_t wmem_len;
+	void *pmem;       /* the packed copies (tensor_t.packed), or NULL */
+	size_t pmem_len;
 	float *owned; /* norms and biases converted to f32 */
 	char *name_owned;
 } model_t;
