@@ -663,14 +663,25 @@ DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
 
 /* ------------------------------------------- float rows x a token batch */
 
-/* An empty asm that says it changes v: the compiler must hold v in a
- * register and cannot fold its load into the FMAs that use it as a memory
- * operand. GCC 12 did fold them (the activations in the 2 x 4 kernel, the
- * f32 weights in a 4 x 3 one), so each vector was loaded once per use and
- * the loop was bound by loads: `test_gemm --bench 1024 2048 128`, f32,
- * 2 x 4, 32 -> 46 GMAC/s with the activations held. No arithmetic
- * changes. */
+/* IN_REGISTER(v), GCC: an empty asm that says it changes v, so the
+ * compiler must hold v in a register and cannot fold its load into the
+ * FMAs that use it as a memory operand. GCC 12 did fold them (the
+ * activations in the 2 x 4 kernel, the f32 weights in a 4 x 3 one), so each
+ * vector was loaded once per use and the loop was bound by loads:
+ * `test_gemm --bench 1024 2048 128`, f32, 2 x 4, 32 -> 46 GMAC/s with the
+ * activations held. Clang did not fold them, but with the asm it stored
+ * every weight vector to the stack as well (f16 54 GMAC/s instead of 83),
+ * so there it is nothing. MM_UNROLL: clang left the loops of mm_float
+ * rolled under `#pragma GCC unroll` (accumulators on the stack, f16 36
+ * GMAC/s) and unrolls them fully with its own pragma. No arithmetic
+ * changes either way. */
+#if defined(__clang__)
+#define IN_REGISTER(v) ((void)0)
+#define MM_UNROLL _Pragma("unroll")
+#else
 #define IN_REGISTER(v) __asm__("" : "+v"(v))
+#define MM_UNROLL _Pragma("GCC unroll 4")
+#endif
 
 /* R rows (R <= 4) x T tokens (T <= 3) of float weights, each output the
  * same operation sequence as dot_rows_float4 / dot_rows_float1 (two
@@ -688,27 +699,27 @@ AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
 			    float *y, int64_t ys)
 {
 	__m512 a[4][3][2];
-#pragma GCC unroll 4
+MM_UNROLL
 	for (int r = 0; r < R; r++)
-#pragma GCC unroll 3
+MM_UNROLL
 		for (int k = 0; k < T; k++)
 			a[r][k][0] = a[r][k][1] = _mm512_setzero_ps();
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-#pragma GCC unroll 2
+MM_UNROLL
 		for (int h = 0; h < 2; h++) {
 			__m512 wv[4];
-#pragma GCC unroll 4
+MM_UNROLL
 			for (int r = 0; r < R; r++)
 				wv[r] = load16(t, w[r], i + 16 * h, 0xFFFF);
-#pragma GCC unroll 4
+MM_UNROLL
 			for (int r = 0; r < R; r++)
 				IN_REGISTER(wv[r]);
-#pragma GCC unroll 4
+MM_UNROLL
 			for (int k = 0; k < T; k++) {
 				__m512 xv = _mm512_loadu_ps((const float *)(x + (size_t)k * xs) + i + 16 * h);
 				IN_REGISTER(xv);
-#pragma GCC unroll 4
+MM_UNROLL
 				for (int r = 0; r < R; r++)
 					a[r][k][h] = _mm512_fmadd_ps(wv[r], xv, a[r][k][h]);
 			}
@@ -716,26 +727,26 @@ AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
 	}
 	if (i < n) {
 		int64_t rem = n - i;
-#pragma GCC unroll 2
+MM_UNROLL
 		for (int h = 0; h < 2; h++) {
 			__mmask16 m = tail_mask(rem - 16 * h);
 			__m512 wv[4];
-#pragma GCC unroll 4
+MM_UNROLL
 			for (int r = 0; r < R; r++)
 				wv[r] = load16(t, w[r], i + 16 * h, m);
-#pragma GCC unroll 4
+MM_UNROLL
 			for (int k = 0; k < T; k++) {
 				__m512 xv = _mm512_maskz_loadu_ps(
 					m, (const float *)(x + (size_t)k * xs) + i + 16 * h);
-#pragma GCC unroll 4
+MM_UNROLL
 				for (int r = 0; r < R; r++)
 					a[r][k][h] = _mm512_fmadd_ps(wv[r], xv, a[r][k][h]);
 			}
 		}
 	}
-#pragma GCC unroll 4
+MM_UNROLL
 	for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+MM_UNROLL
 		for (int k = 0; k < T; k++)
 			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
 }
@@ -749,7 +760,7 @@ AVX512_INLINE void mm_tile(dtype_t t, const uint8_t *base, size_t rb, const int 
 	int64_t r = r0;
 	for (; r + R <= r1; r += R) {
 		const uint8_t *w[4];
-#pragma GCC unroll 4
+MM_UNROLL
 		for (int q = 0; q < R; q++)
 			w[q] = base + (size_t)(r + q) * rb;
 		mm_float(t, w, R, xk, xs, T, n, yk + r, ys);
