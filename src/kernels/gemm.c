@@ -22,7 +22,7 @@
  *    lane, with no FMA.
  *  - F32 / F16 / BF16 weights: each ISA level has its own lane order and FMA
  *    in vec_dot (kernels_impl.h), which the other kernels' authors may tune.
- *    A level that has a matmat kernel (kernels_impl.h; AVX-512: 2 rows x 4
+ *    A level that has a matmat kernel (kernels_impl.h; AVX-512: 4 rows x 3
  *    tokens register-blocked, written next to its matvec with the same
  *    per-output sequence) runs it; otherwise gemm_rows runs the level's own
  *    matvec_rows once per token over the chunk's rows: the rows come from

@@ -38,9 +38,11 @@
  * chunk's scales through a stack array (store-forwarding stalls),
  * vpgatherdd for the scales (about equal for q8_0, slower for q4_0), a
  * 256-bit form without lane inserts (-10%). Software prefetch costs ~15% in
- * cache and gains 30-50% from DRAM. Float matmat (prefill, 2 rows x 4
- * tokens; `test_gemm --bench`): f16 36 -> 70 GMAC/s at n = 576, 42 at
- * n = 1536 (4 rows x 2 tokens: 65 and 58). */
+ * cache and gains 30-50% from DRAM. Float matmat (prefill; `test_gemm
+ * --bench`): 2 rows x 4 tokens f16 36 -> 70 GMAC/s at n = 576, 42 at
+ * n = 1536 (4 rows x 2 tokens: 65 and 58); then 4 rows x 3 tokens with the
+ * loads held in registers, f16 42 -> 77 at n = 1536 and 41 -> 72 at
+ * n = 5632 (matmat_float has the figures). */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
@@ -734,100 +736,138 @@ AVX512 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int6
 
 /* ------------------------------------------- float rows x a token batch */
 
-/* R rows (R <= 2) x T tokens (T <= 4) of float weights, each output the
+/* IN_REGISTER(v), GCC: an empty asm that says it changes v, so the
+ * compiler must hold v in a register and cannot fold its load into the
+ * FMAs that use it as a memory operand. GCC 12 did fold them (the
+ * activations in the 2 x 4 kernel, the f32 weights in a 4 x 3 one), so each
+ * vector was loaded once per use and the loop was bound by loads:
+ * `test_gemm --bench 1024 2048 128`, f32, 2 x 4, 32 -> 46 GMAC/s with the
+ * activations held. Clang did not fold them, but with the asm it stored
+ * every weight vector to the stack as well (f16 54 GMAC/s instead of 83),
+ * so there it is nothing. MM_UNROLL: clang left the loops of mm_float
+ * rolled under `#pragma GCC unroll` (accumulators on the stack, f16 36
+ * GMAC/s) and unrolls them fully with its own pragma. No arithmetic
+ * changes either way. */
+#if defined(__clang__)
+#define IN_REGISTER(v) ((void)0)
+#define MM_UNROLL _Pragma("unroll")
+#else
+#define IN_REGISTER(v) __asm__("" : "+v"(v))
+#define MM_UNROLL _Pragma("GCC unroll 4")
+#endif
+
+/* R rows (R <= 4) x T tokens (T <= 3) of float weights, each output the
  * same operation sequence as dot_rows_float4 / dot_rows_float1 (two
  * 16-lane FMA accumulators over steps of 32 elements, the masked tail step,
- * hsum512_ps(acc0 + acc1)), so the same bits as this level's matvec; the
- * row's weights are widened once per step for all T tokens. Token k's
- * activations at x + k * xs bytes, its outputs at y[k * ys + r]. */
+ * hsum512_ps(acc0 + acc1)), so the same bits as this level's matvec. The
+ * two accumulators of an output are independent chains, so a step runs one
+ * half at a time: R weight vectors (widened once for all T tokens), then
+ * per token one activation vector and R FMAs. 4 x 3: 24 accumulators, 4
+ * weight and 1 activation registers; per 32 elements 8 weight and 6
+ * activation loads for 24 FMAs (2 x 4 with both halves at once: 4 + 8 for
+ * 16). Token k's activations at x + k * xs bytes, its outputs at
+ * y[k * ys + r]. */
 AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
 			    const uint8_t *x, size_t xs, const int T, int64_t n,
 			    float *y, int64_t ys)
 {
-	__m512 a[2][4][2];
-#pragma GCC unroll 2
+	__m512 a[4][3][2];
+MM_UNROLL
 	for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+MM_UNROLL
 		for (int k = 0; k < T; k++)
 			a[r][k][0] = a[r][k][1] = _mm512_setzero_ps();
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-		__m512 wv[2][2];
-#pragma GCC unroll 2
-		for (int r = 0; r < R; r++) {
-			wv[r][0] = load16(t, w[r], i, 0xFFFF);
-			wv[r][1] = load16(t, w[r], i + 16, 0xFFFF);
-		}
-#pragma GCC unroll 4
-		for (int k = 0; k < T; k++) {
-			const float *xk = (const float *)(x + (size_t)k * xs);
-			__m512 x0 = _mm512_loadu_ps(xk + i), x1 = _mm512_loadu_ps(xk + i + 16);
-#pragma GCC unroll 2
-			for (int r = 0; r < R; r++) {
-				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
-				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+MM_UNROLL
+		for (int h = 0; h < 2; h++) {
+			__m512 wv[4];
+MM_UNROLL
+			for (int r = 0; r < R; r++)
+				wv[r] = load16(t, w[r], i + 16 * h, 0xFFFF);
+MM_UNROLL
+			for (int r = 0; r < R; r++)
+				IN_REGISTER(wv[r]);
+MM_UNROLL
+			for (int k = 0; k < T; k++) {
+				__m512 xv = _mm512_loadu_ps((const float *)(x + (size_t)k * xs) + i + 16 * h);
+				IN_REGISTER(xv);
+MM_UNROLL
+				for (int r = 0; r < R; r++)
+					a[r][k][h] = _mm512_fmadd_ps(wv[r], xv, a[r][k][h]);
 			}
 		}
 	}
 	if (i < n) {
 		int64_t rem = n - i;
-		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
-		__m512 wv[2][2];
-#pragma GCC unroll 2
-		for (int r = 0; r < R; r++) {
-			wv[r][0] = load16(t, w[r], i, m0);
-			wv[r][1] = load16(t, w[r], i + 16, m1);
-		}
-#pragma GCC unroll 4
-		for (int k = 0; k < T; k++) {
-			const float *xk = (const float *)(x + (size_t)k * xs);
-			__m512 x0 = _mm512_maskz_loadu_ps(m0, xk + i);
-			__m512 x1 = _mm512_maskz_loadu_ps(m1, xk + i + 16);
-#pragma GCC unroll 2
-			for (int r = 0; r < R; r++) {
-				a[r][k][0] = _mm512_fmadd_ps(wv[r][0], x0, a[r][k][0]);
-				a[r][k][1] = _mm512_fmadd_ps(wv[r][1], x1, a[r][k][1]);
+MM_UNROLL
+		for (int h = 0; h < 2; h++) {
+			__mmask16 m = tail_mask(rem - 16 * h);
+			__m512 wv[4];
+MM_UNROLL
+			for (int r = 0; r < R; r++)
+				wv[r] = load16(t, w[r], i + 16 * h, m);
+MM_UNROLL
+			for (int k = 0; k < T; k++) {
+				__m512 xv = _mm512_maskz_loadu_ps(
+					m, (const float *)(x + (size_t)k * xs) + i + 16 * h);
+MM_UNROLL
+				for (int r = 0; r < R; r++)
+					a[r][k][h] = _mm512_fmadd_ps(wv[r], xv, a[r][k][h]);
 			}
 		}
 	}
-#pragma GCC unroll 2
+MM_UNROLL
 	for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+MM_UNROLL
 		for (int k = 0; k < T; k++)
 			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
 }
 
-/* Rows r0..r1-1 x ntok tokens: tiles of 4 tokens (their activations stay
- * in L1), within a tile the rows two at a time (the chunk's rows stay in
- * cache across tiles). */
+/* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
+ * rows (a matrix's last rows). */
+AVX512_INLINE void mm_tile(dtype_t t, const uint8_t *base, size_t rb, const int R,
+			   const uint8_t *xk, size_t xs, const int T, int64_t n,
+			   float *yk, int64_t ys, int64_t r0, int64_t r1)
+{
+	int64_t r = r0;
+	for (; r + R <= r1; r += R) {
+		const uint8_t *w[4];
+MM_UNROLL
+		for (int q = 0; q < R; q++)
+			w[q] = base + (size_t)(r + q) * rb;
+		mm_float(t, w, R, xk, xs, T, n, yk + r, ys);
+	}
+	for (; r < r1; r++) {
+		const uint8_t *w[1] = { base + (size_t)r * rb };
+		mm_float(t, w, 1, xk, xs, T, n, yk + r, ys);
+	}
+}
+
+/* Rows r0..r1-1 x ntok tokens: tiles of 3 tokens (their activations stay
+ * in the 48 KiB L1 for n up to ~3000, in L2 above), within a tile the rows 4 at a time (the
+ * chunk's rows stay in L2 across tiles). Shapes, `test_gemm --bench`
+ * GMAC/s on one core, rows x n = 1024 x 2048 / 512 x 5632 / 1536 x 576 /
+ * 576 x 1536, 128 tokens, alternated in one run: f16 2 x 4 (before)
+ * 40 / 41 / 70 / 42, 4 x 3 76 / 72 / 92 / 77, 2 x 4 with the loads held
+ * in registers 62 / 59 / 86 / 65; bf16 2 x 4 64 / 41 / 41 / 67, 4 x 3
+ * 86 / 71 / 86 / 88; f32 2 x 4 32 / 35 / 54 / 36, 2 x 4 held 48 / 37 /
+ * 71 / 53, 4 x 3 held 53 / 45 / 80 / 56. 3 x 4 (loads not held): f16
+ * 40 / 41 / 71 / 41, no gain. */
 AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void *X,
 				size_t xs, float *Y, int64_t ys, int64_t n, int64_t r0,
 				int64_t r1, int64_t ntok)
 {
 	const uint8_t *base = W;
-	for (int64_t k = 0; k < ntok; k += 4) {
+	for (int64_t k = 0; k < ntok; k += 3) {
 		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
 		float *yk = Y + k * ys;
-		const int T = ntok - k >= 4 ? 4 : (int)(ntok - k);
-		int64_t r = r0;
-		for (; r + 2 <= r1; r += 2) {
-			const uint8_t *w[2] = { base + (size_t)r * rb, base + (size_t)(r + 1) * rb };
-			switch (T) {
-			case 4: mm_float(t, w, 2, xk, xs, 4, n, yk + r, ys); break;
-			case 3: mm_float(t, w, 2, xk, xs, 3, n, yk + r, ys); break;
-			case 2: mm_float(t, w, 2, xk, xs, 2, n, yk + r, ys); break;
-			default: mm_float(t, w, 2, xk, xs, 1, n, yk + r, ys); break;
-			}
-		}
-		if (r < r1) {
-			const uint8_t *w[1] = { base + (size_t)r * rb };
-			switch (T) {
-			case 4: mm_float(t, w, 1, xk, xs, 4, n, yk + r, ys); break;
-			case 3: mm_float(t, w, 1, xk, xs, 3, n, yk + r, ys); break;
-			case 2: mm_float(t, w, 1, xk, xs, 2, n, yk + r, ys); break;
-			default: mm_float(t, w, 1, xk, xs, 1, n, yk + r, ys); break;
-			}
-		}
+		if (ntok - k >= 3)
+			mm_tile(t, base, rb, 4, xk, xs, 3, n, yk, ys, r0, r1);
+		else if (ntok - k == 2)
+			mm_tile(t, base, rb, 4, xk, xs, 2, n, yk, ys, r0, r1);
+		else
+			mm_tile(t, base, rb, 4, xk, xs, 1, n, yk, ys, r0, r1);
 	}
 }
 

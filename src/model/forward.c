@@ -609,7 +609,27 @@ static int32_t batch_max_from_env(void)
 	return (int32_t)v;
 }
 
-/* The batch buffers and wave table; -1 if memory is short. */
+/* Zeroed memory for n elements of size bytes, aligned to a cache line
+ * (NULL if short). */
+static void *calloc_lines(size_t n, size_t size)
+{
+	void *p = NULL;
+	size_t bytes = n * size;
+	if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+		return NULL;
+	memset(p, 0, bytes);
+	return p;
+}
+
+/* The batch buffers and wave table; -1 if memory is short. The float
+ * activation rows start on cache lines (calloc's large blocks start 16
+ * bytes past a page): a chunk's outputs are a multiple of 16 rows, so two
+ * chunks that run at once on two cores no longer write into one line of a
+ * token's row, and where a row's length is a multiple of 16 the float
+ * gemm's 64-byte activation loads no longer straddle lines. `bench
+ * prefill`, f16, 256 tokens, medians, alternated with calloc: smollm-135m
+ * 2 cores 762 -> 812 tok/s, 1 core 557 -> 572; tinyllama-1.1b 2 cores
+ * 109 -> 114 and 117 -> 121. (The KV cache aligned as well: +1%, noise.) */
 static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 {
 	const model_config_t *c = &f->c;
@@ -618,15 +638,15 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	/* Q8_0 rows take 34/32 of a float row's elements in bytes: 2 per
 	 * element bounds them */
 	f->btok = calloc(B, sizeof *f->btok);
-	f->bx = calloc(B * d, sizeof(float));
-	f->bxb = calloc(B * d, sizeof(float));
+	f->bx = calloc_lines(B * d, sizeof(float));
+	f->bxb = calloc_lines(B * d, sizeof(float));
 	f->bxb_q = calloc(B * d * 2 + 64, 1);
-	f->bq = calloc(B * Q, sizeof(float));
-	f->batt = calloc(B * Q, sizeof(float));
+	f->bq = calloc_lines(B * Q, sizeof(float));
+	f->batt = calloc_lines(B * Q, sizeof(float));
 	f->batt_q = calloc(B * Q * 2 + 64, 1);
-	f->bhb = calloc(B * H, sizeof(float));
+	f->bhb = calloc_lines(B * H, sizeof(float));
 	f->bhb_q = calloc(B * H * 2 + 64, 1);
-	f->btmp = calloc(B * big, sizeof(float));
+	f->btmp = calloc_lines(B * big, sizeof(float));
 	f->bxb_aux = calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
 	f->batt_aux = calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
 	f->bhb_aux = calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);

@@ -31,6 +31,10 @@ static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
 	return forward_logits(f);
 }
 
+/* Tokens in the first prefill batch of a generation on a gang with workers
+ * (engine_generate). */
+#define FIRST_BATCH 4
+
 /* Runs the prompt's positions pos..pos+n-1 as one prefill batch (logits of
  * the last one when asked); 0 or -1. */
 static int prefill_batch(forward_t *f, gang_t *g, const int32_t *toks,
@@ -176,8 +180,25 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	bool stopped = false;
 	if (bmax > 0) {
 		int32_t end = p->n_predict > 0 ? (int32_t)n_prompt : (int32_t)n_prompt - 1;
+		/* The first batch is small when workers are requested:
+		 * gang_begin has only just woken them, and a worker joins at
+		 * the first token after its ack (gang.h, I4), so a full first
+		 * batch ran on the leader alone: half of a 256-token prompt
+		 * (tinyllama-1.1b f16, 2 cores: the worker was absent for the
+		 * first 3.2 s of every 5.2 s prompt in `perf record`). A
+		 * batch of FIRST_BATCH tokens outlasts the worker's wake-up
+		 * (~0.1 ms) even on stories260K. `bench prefill --cores 0,1`,
+		 * 256 tokens, tok/s, first batch 128 (as before) / 1 / 4 / 8 /
+		 * 32, the same run: tinyllama-1.1b f16 53.2 / 75.4 / - / 74.5 /
+		 * 69.8; smollm-135m f16 437 / 603 / - / 591 / (16) 583;
+		 * stories260K 25953 / 31683 / 31995 / 31805. One core: no
+		 * change (no worker to wait for). */
+		int32_t first = g && (gang_requested(g) & ~1u) && FIRST_BATCH < bmax
+					? FIRST_BATCH
+					: bmax;
 		while (pos < end && !stopped) {
-			int32_t nb = end - pos < bmax ? end - pos : bmax;
+			int32_t most = pos == 0 ? first : bmax;
+			int32_t nb = end - pos < most ? end - pos : most;
 			bool last = pos + nb == (int32_t)n_prompt;
 			if (p->before_token)
 				p->before_token(p->user, (uint64_t)pos);
