@@ -64,7 +64,9 @@ SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)
 .PHONY: all deps test test-run test-large verify-long torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
-# ./egang points at the last release build (never a sanitizer or debug one)
+# ./egang points at the release build of the last `make` (never a sanitizer or
+# debug one); phony, so `make` after `make CC=clang` points it back at gcc's
+.PHONY: egang
 egang: $(B)/egang
 ifeq ($(VARIANT),release)
 	@ln -sf $(B)/egang egang
