@@ -329,7 +329,7 @@ if start_server auth -m "$MODEL" --ctx 64 --api-key s3cret -q; then
 fi
 
 # ---- chat (ChatML vocabulary), queue full, cancel on disconnect ----
-if start_server chat -m "$CHAT" --ctx 512 --max-queue 1 --cores 0 -q; then
+if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 	st=$(post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0}')
 	c=$(json_get "$TMP/r.json" 'j["object"]+"|"+j["choices"][0]["message"]["role"]+"|"+str(type(j["choices"][0]["message"]["content"])==str)')
 	[[ $st == 200 && $c == "chat.completion|assistant|True" ]] && pass "chat completion (ChatML)" || fail "chat completion" "$st $c $(head -c 200 "$TMP/r.json")"
@@ -360,9 +360,11 @@ if start_server chat -m "$CHAT" --ctx 512 --max-queue 1 --cores 0 -q; then
 	done
 	[[ $n429 -ge 1 && $nok -ge 1 && $other -eq 0 ]] && pass "full queue: $nok x 200, $n429 x 429 with JSON errors" || fail "full queue" "$nok ok $n429 busy $other other"
 	# a client that goes away mid-generation cancels it, streaming or not
-	# (a non-streaming one sees nothing before the end)
+	# (a non-streaming one sees nothing before the end). 2000 tokens of
+	# this one-layer model take seconds; 500 could end inside the
+	# client's half second on a fast core, leaving nothing to cancel.
 	cancelled() { curl -s --max-time 10 "$URL/metrics" | awk '/^egang_generations_cancelled_total/ {print $2}'; }
-	for body in '{"prompt":"Once","max_tokens":500,"stream":true}' '{"prompt":"Once","max_tokens":500}'; do
+	for body in '{"prompt":"Once","max_tokens":2000,"stream":true}' '{"prompt":"Once","max_tokens":2000}'; do
 		c0=$(cancelled)
 		curl -sN --max-time 0.5 -o /dev/null -d "$body" "$URL/v1/completions"
 		ok=0
@@ -374,7 +376,7 @@ if start_server chat -m "$CHAT" --ctx 512 --max-queue 1 --cores 0 -q; then
 		[[ $ok -eq 1 ]] && pass "a client that disconnects cancels its generation ($body)" || fail "cancel on disconnect ($body)" "$c0 -> $c1"
 	done
 	# SIGTERM with a stream in flight
-	curl -sN --max-time 30 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":500,"stream":true}' "$URL/v1/completions" &
+	curl -sN --max-time 30 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":2000,"stream":true}' "$URL/v1/completions" &
 	CURL=$!
 	sleep 0.5
 	stop_server chat
