@@ -43,12 +43,21 @@ rc=$?
 if [[ $rc -eq 0 && $(grep -c '^bench matvec: .* L2 generic [0-9.]*/[0-9.]*.* huge pages [0-9.]*/[0-9.]*, 4 KiB pages [0-9.]*/' $TMP/mv) -eq 2 ]]
 then pass "bench matvec: one line per type"
 else fail "bench matvec: one line per type" "rc=$rc $(cat $TMP/mv $TMP/mv.err | head -4)"; fi
+# the packed (pack16) figure: on q8_0 where the level in use has the packed
+# kernel (AVX-512), never on f16
+if grep -q '(avx512)' $TMP/mv; then want_packed=1; else want_packed=0; fi
+if [[ $(grep -c '^bench matvec: q8_0 .*, packed [0-9.]*/[0-9.]*$' $TMP/mv) -eq $want_packed &&
+      $(grep -c '^bench matvec: f16 .*packed' $TMP/mv) -eq 0 ]]
+then pass "bench matvec: packed figure where decode reads packed weights"
+else fail "bench matvec: packed figure where decode reads packed weights" "$(cat $TMP/mv)"; fi
 "$EGANG" bench matvec --types q4_0 --n 96 --mb 8 --reps 2 --json >$TMP/mvj 2>&1
 if python3 -c '
 import json, sys
 o = [json.loads(l) for l in open(sys.argv[1])]
 assert len(o) == 1 and o[0]["type"] == "q4_0" and o[0]["n"] == 96
 assert o[0]["l2_gb_s"]["generic"]["best"] > 0 and o[0]["huge_gb_s"]["median"] > 0
+p = o[0]["packed_gb_s"]
+assert (p["median"] > 0) if o[0]["isa"] == "avx512" else p is None
 ' $TMP/mvj 2>$TMP/mvj.err; then pass "bench matvec --json"
 else fail "bench matvec --json" "$(cat $TMP/mvj $TMP/mvj.err | head -5)"; fi
 expect_exit "bench matvec bad type" 2 "--types: 'q5_k' is not" "$EGANG" bench matvec --types q5_k

@@ -312,11 +312,13 @@ int cmd_bench_membw(int argc, char **argv)
 /* ---- bench matvec: the matvec kernels against that limit ----
  *
  * For each weight type: a matrix of rows of --n elements is multiplied by
- * one prepared activation vector in chunks of about 32 KiB of weights (as
- * forward.c chunks a wave), on one pinned core, (a) from a 1 MiB matrix
- * that stays in L2 (the kernel's compute rate, at every ISA level this CPU
- * has), (b) from a --mb MiB matrix in huge pages and (c) the same in 4 KiB
- * pages (MADV_NOHUGEPAGE), at the level in use: GB/s of weights. Time is the
+ * one prepared activation vector in chunks of about 32 KiB of weights, on
+ * one pinned core, (a) from a 1 MiB matrix that stays in L2 (the kernel's
+ * compute rate, at every ISA level this CPU has), (b) from a --mb MiB
+ * matrix in huge pages and (c) the same in 4 KiB pages (MADV_NOHUGEPAGE),
+ * at the level in use, and (d) for Q8_0 / Q4_0 where the level has a packed
+ * kernel, from the huge-page matrix's pack16 copy (what decode reads) in
+ * chunks of 256 KiB (forward.c's decode chunk): GB/s of weights. Time is the
  * thread's CPU time, so a shared machine's descheduling does not count
  * (its contention for memory still does). Matrices hold random quants with
  * a fixed scale (random halves for float types), made without the
@@ -327,7 +329,9 @@ static const char matvec_help[] =
 	"\n"
 	"GB/s of weights streamed by the matvec kernels on one pinned core: from a\n"
 	"1 MiB matrix (in L2) at every ISA level this CPU has, and from a matrix of\n"
-	"N MiB in huge pages and in 4 KiB pages at the level in use. Best and\n"
+	"N MiB in huge pages and in 4 KiB pages at the level in use, and for\n"
+	"q8_0/q4_0 from that matrix packed 16 rows at a time (what decode reads,\n"
+	"in decode's 256 KiB chunks) where the level has a packed kernel. Best and\n"
 	"median over R repetitions of the thread's CPU time. Compare with\n"
 	"`egang bench membw` (one core).\n"
 	"\n"
@@ -369,19 +373,22 @@ static void fill_weights(dtype_t t, uint8_t *w, size_t bytes, rng_t *r)
 	}
 }
 
-/* GB/s (best, median) of matvec over W (rows x n) in 32 KiB chunks. */
-static void time_matvec(dtype_t t, const uint8_t *W, int64_t rows, int64_t n,
-			const void *xa, float *y, int reps, double *best, double *med)
+/* GB/s (best, median) of matvec over W (rows x n; P: its pack16 copy or
+ * NULL) in chunks of about chunk_kib KiB. */
+static void time_matvec(dtype_t t, const uint8_t *W, const void *P, int64_t rows,
+			int64_t n, size_t chunk_kib, const void *xa, float *y, int reps,
+			double *best, double *med)
 {
 	size_t rb = dtype_row_bytes(t, n);
 	int64_t grp = dtype_info[t].block > 1 ? 16 : 4; /* as forward.c's rows_per_chunk */
-	int64_t chunk = (int64_t)((32u << 10) / rb);
+	int64_t chunk = (int64_t)((chunk_kib << 10) / rb);
 	chunk = chunk < grp ? grp : (chunk + grp - 1) & ~(grp - 1);
 	double *g = malloc((size_t)reps * sizeof *g);
 	for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
 		double t0 = thread_cpu_s();
 		for (int64_t r0 = 0; r0 < rows; r0 += chunk)
-			matvec_rows(t, W, xa, y, n, r0, r0 + chunk < rows ? r0 + chunk : rows);
+			matvec_range(t, W, P, rows, xa, y + r0, n, r0,
+				     r0 + chunk < rows ? r0 + chunk : rows);
 		double dt = thread_cpu_s() - t0;
 		if (r >= 0)
 			g[r] = (double)rows * (double)rb / (dt > 0 ? dt : 1e-9) / 1e9;
@@ -510,14 +517,15 @@ int cmd_bench_matvec(int argc, char **argv)
 			if (kernels_set_isa(levels[l]) < 0)
 				continue;
 			double best, med;
-			time_matvec(t, ws, rows_s, n, xa, y, (int)reps, &best, &med);
+			time_matvec(t, ws, NULL, rows_s, n, 32, xa, y, (int)reps, &best, &med);
 			o += (size_t)snprintf(l2 + o, sizeof l2 - o, " %s %.1f/%.1f", levels[l], best, med);
 			oj += (size_t)snprintf(l2j + oj, sizeof l2j - oj, "%s\"%s\":{\"best\":%.2f,\"median\":%.2f}",
 					       oj ? "," : "", levels[l], best, med);
 		}
 		kernels_set_isa(in_use);
 		munmap(map, len);
-		double dram[2][2] = {{0}};
+		double dram[2][2] = {{0}}, packed[2] = {0};
+		const bool pk = pack16_used(t, n);
 		for (int huge = 1; huge >= 0 && rc == EXIT_OK; huge--) {
 			if (tty)
 				fprintf(stderr, "\rbench matvec: %s, %lld MiB in %s pages ...",
@@ -529,24 +537,49 @@ int cmd_bench_matvec(int argc, char **argv)
 				break;
 			}
 			fill_weights(t, wl, (size_t)rows_l * rb, &r);
-			time_matvec(t, wl, rows_l, n, xa, y, (int)reps, &dram[huge][0], &dram[huge][1]);
+			time_matvec(t, wl, NULL, rows_l, n, 32, xa, y, (int)reps, &dram[huge][0],
+				    &dram[huge][1]);
+			if (huge && pk) {
+				void *pmap;
+				size_t plen, pb = pack16_bytes(t, rows_l, n);
+				uint8_t *P = alloc_aligned(pb, true, &pmap, &plen);
+				if (P) {
+					if (tty)
+						fprintf(stderr, "\rbench matvec: %s, %lld MiB packed ...",
+							dtype_info[t].name, (long long)mb);
+					pack16(t, wl, rows_l, n, P);
+					time_matvec(t, wl, P, rows_l & ~(int64_t)15, n, 256, xa, y,
+						    (int)reps, &packed[0], &packed[1]);
+					munmap(pmap, plen);
+				}
+			}
 			munmap(map, len);
 		}
 		if (tty)
 			fputs("\r\033[K", stderr);
 		if (rc == EXIT_OK) {
+			char pbuf[96] = "";
+			if (pk && json)
+				snprintf(pbuf, sizeof pbuf, "{\"best\":%.2f,\"median\":%.2f}",
+					 packed[0], packed[1]);
+			else if (json)
+				snprintf(pbuf, sizeof pbuf, "null");
+			else if (pk)
+				snprintf(pbuf, sizeof pbuf, ", packed %.1f/%.1f", packed[0], packed[1]);
 			if (json)
 				printf("{\"bench\":\"matvec\",\"type\":\"%s\",\"n\":%lld,\"cpu\":%d,"
 				       "\"l2_gb_s\":{%s},\"isa\":\"%s\",\"mb\":%lld,"
 				       "\"huge_gb_s\":{\"best\":%.2f,\"median\":%.2f},"
-				       "\"small_pages_gb_s\":{\"best\":%.2f,\"median\":%.2f}}\n",
+				       "\"small_pages_gb_s\":{\"best\":%.2f,\"median\":%.2f},"
+				       "\"packed_gb_s\":%s}\n",
 				       dtype_info[t].name, (long long)n, cpus[0], l2j, in_use,
-				       (long long)mb, dram[1][0], dram[1][1], dram[0][0], dram[0][1]);
+				       (long long)mb, dram[1][0], dram[1][1], dram[0][0], dram[0][1],
+				       pbuf);
 			else
 				printf("bench matvec: %-4s n=%lld cpu=%d GB/s best/median: L2%s; "
-				       "%lld MiB (%s) huge pages %.1f/%.1f, 4 KiB pages %.1f/%.1f\n",
+				       "%lld MiB (%s) huge pages %.1f/%.1f, 4 KiB pages %.1f/%.1f%s\n",
 				       dtype_info[t].name, (long long)n, cpus[0], l2, (long long)mb,
-				       in_use, dram[1][0], dram[1][1], dram[0][0], dram[0][1]);
+				       in_use, dram[1][0], dram[1][1], dram[0][0], dram[0][1], pbuf);
 			fflush(stdout);
 		}
 		free(x);

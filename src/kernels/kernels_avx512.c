@@ -583,12 +583,16 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 }
 
 /* Packed groups (pack16, kernels.h): the same lanes and the same float
- * steps as dot_rows_quant16, the bytes already in vector order. One
- * software prefetch stream P16_PF_DIST bytes ahead of the quants being
- * read, through the group's end into the next group (contiguous). */
-#ifndef P16_PF_DIST
-#define P16_PF_DIST 1024
-#endif
+ * steps as dot_rows_quant16, the bytes already in vector order: one linear
+ * stream, left to the hardware prefetcher. A software prefetch stream was
+ * measured and dropped (2026-12-03, decode tok/s, arms alternated in one
+ * run): 1024 bytes ahead against none, tinyllama-1.1b q4_0 one core
+ * 37.1-37.8 vs 37.9-39.0, smollm-135m q4_0 one core 349-369 vs 381-419,
+ * tinyllama-1.1b q8_0 two cores 45.3-47.2 vs 46.0-46.9; `bench matvec`
+ * from memory q4_0 26-30 GB/s with it, 40-42 without (the prefetches
+ * compete with the q4_0 kernel's ALU work); with prefetch, 512 and 4096
+ * bytes ahead were slower than 1024 and 2048 no better, and a second far
+ * stream into L2 or the L2 hint were slower. */
 AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y,
 			      int64_t n, int64_t ng)
 {
@@ -605,7 +609,6 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 		for (int64_t b = 0; b < nb; b++) {
 			if (!(b & 1)) { /* a pair's scales */
 				sc = p;
-				_mm_prefetch((const char *)p + P16_PF_DIST, _MM_HINT_T0);
 				p += 64;
 			}
 			const uint8_t *xq = XQS(x, b);
@@ -613,7 +616,6 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 			if (t == DTYPE_Q4_0) {
 #pragma GCC unroll 4
 				for (int v = 0; v < 4; v++) {
-					_mm_prefetch((const char *)p + 64 * v + P16_PF_DIST, _MM_HINT_T0);
 					__m512i z = _mm512_loadu_si512((const void *)(p + 64 * v));
 					sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z, m0f),
 						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
@@ -623,8 +625,6 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 			} else {
 #pragma GCC unroll 4
 				for (int v = 0; v < 4; v++) {
-					_mm_prefetch((const char *)p + 64 * v + P16_PF_DIST, _MM_HINT_T0);
-					_mm_prefetch((const char *)p + 256 + 64 * v + P16_PF_DIST, _MM_HINT_T0);
 					sa = _mm512_dpbusd_epi32(sa, _mm512_loadu_si512((const void *)(p + 64 * v)),
 						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
 					sb = _mm512_dpbusd_epi32(sb, _mm512_loadu_si512((const void *)(p + 256 + 64 * v)),
