@@ -428,6 +428,53 @@ static void test_acquire_classes(void **state)
 	gang_free(g);
 }
 
+/* The acquire mode changes in the middle of a generation (a policy written
+ * after gang_begin): the leader follows it at the next token, nice -20
+ * under preempt, its own nice again under polite, and as before after
+ * gang_end. */
+static void test_acquire_midgeneration(void **state)
+{
+	(void)state;
+	int avail[GANG_MAX_SLOTS];
+	int k = topo_cores(avail, GANG_MAX_SLOTS);
+	if (k < 1)
+		skip();
+	gang_config_t c = {.cpus = avail, .n_cpus = 1, .pin = false, .spin_us = 20,
+			   .acquire = GANG_ACQUIRE_POLITE};
+	gang_t *g = gang_init(&c);
+	assert_non_null(g);
+	class_probe_t p = {.leader = pthread_self(), .worker_policy = -1,
+			   .leader_policy = -1};
+	wave_t waves[1] = {{1, probe_chunk, NULL}};
+	wave_plan_t plan = {&p, 1, waves};
+	errno = 0;
+	int nice0 = getpriority(PRIO_PROCESS, (id_t)gettid());
+	assert_int_equal(errno, 0);
+	gang_request(g, gang_all(g));
+	gang_begin(g);
+	gang_run_token(g, &plan);
+	assert_int_equal(atomic_load(&p.leader_nice), nice0);
+	gang_set_acquire(g, GANG_ACQUIRE_PREEMPT);
+	gang_run_token(g, &plan);
+	gang_stats_t st;
+	gang_stats(g, &st);
+	assert_int_equal(atomic_load(&p.leader_policy), SCHED_OTHER);
+	if (st.raise_denied)
+		print_message("note: no CAP_SYS_NICE: the raise was refused (%u)\n",
+			      st.raise_denied);
+	else
+		assert_int_equal(atomic_load(&p.leader_nice), -20);
+	gang_set_acquire(g, GANG_ACQUIRE_POLITE);
+	gang_run_token(g, &plan);
+	assert_int_equal(atomic_load(&p.leader_nice), nice0);
+	gang_set_acquire(g, GANG_ACQUIRE_PREEMPT);
+	gang_run_token(g, &plan);
+	gang_end(g);
+	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
+	assert_int_equal(getpriority(PRIO_PROCESS, (id_t)gettid()), nice0);
+	gang_free(g);
+}
+
 /* gang_init refuses bad configurations with a message. */
 static void test_bad_config(void **state)
 {
@@ -452,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_never_waits_on_named_core),
 		cmocka_unit_test(test_generations_return_cores),
 		cmocka_unit_test(test_acquire_classes),
+		cmocka_unit_test(test_acquire_midgeneration),
 		cmocka_unit_test(test_bad_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

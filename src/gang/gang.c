@@ -588,6 +588,13 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
 {
 	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_relaxed);
 	assert(e & 1);
+	/* 0. the leader's class follows the acquire mode from token to token
+	 * (no system call unless the mode changed): a policy that switches to
+	 * preempt in the middle of a generation must raise the leader too, or
+	 * it shares its core with a tenant half and half and every barrier
+	 * waits for it (egang generate under `compare-llamacpp --busy` ran at
+	 * half speed: the policy arrives after gang_begin) */
+	sched_apply(g, &g->slots[0]);
 	/* 1. take every requested slot that is ready (never wait) */
 	uint32_t req = atomic_load_explicit(&g->requested, memory_order_seq_cst);
 	uint32_t mask = 1;
