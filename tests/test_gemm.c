@@ -181,9 +181,10 @@ static void check_type(dtype_t wt, int64_t n)
 					}
 				free(G);
 			}
-			/* split invariance: rows and tokens in uneven pieces; for
-			 * quantized weights also from their packed copy (pack16:
-			 * 96 of the 105 rows), the same bits */
+			/* split invariance: rows and tokens in uneven pieces; where
+			 * the type and n have a packed layout, also from the packed
+			 * copy (pack16: 96 of the 105 quantized rows, 104 float
+			 * ones), the same bits */
 			uint8_t *P = NULL;
 			if (pack16_bytes(wt, f.rows, n)) {
 				P = malloc(pack16_bytes(wt, f.rows, n));
@@ -223,11 +224,14 @@ static void check_type(dtype_t wt, int64_t n)
 }
 
 /* Float rows: a tail of 12 elements (the second half of the last step
- * empty) and of 20 (both halves partly masked). */
+ * empty) and of 20 (both halves partly masked); 96 and 576 whole steps,
+ * which the packed layout takes. */
 static void check_float(dtype_t wt)
 {
 	check_type(wt, 172);
 	check_type(wt, 180);
+	check_type(wt, 96);
+	check_type(wt, 576);
 }
 
 static void test_gemm_f32(void **state) { (void)state; check_float(DTYPE_F32); }

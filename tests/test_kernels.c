@@ -588,7 +588,10 @@ static void test_pack16(void **state)
 	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0 };
 	rng_t r;
 	rng_seed(&r, 1616);
-	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 0);
+	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 64 * 64 * 2);
+	assert_int_equal(pack16_bytes(DTYPE_F16, 3, 64), 0);
+	assert_int_equal(pack16_group_bytes(DTYPE_BF16, 172), 0);
+	assert_int_equal(pack16_group_rows(DTYPE_F32), 4);
 	assert_int_equal(pack16_bytes(DTYPE_Q8_0, 15, 64), 0);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q8_0, 96), 2 * 64 + 3 * 512);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
@@ -644,6 +647,71 @@ static void test_pack16(void **state)
 					}
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
+				free(w);
+				free(x);
+				free(xa);
+				free(P);
+				free(ref);
+				free(y);
+			}
+		}
+	}
+}
+
+/* Float rows packed 4 at a time: matvec_range over any cut of the rows,
+ * from the packed copy or not, gives the bits of the level's own matvec
+ * of the whole matrix as stored (a float row's bits are per level). */
+static void test_pack16_float(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 32, 96, 172, 576, 2048 };
+	static const int64_t rowss[] = { 4, 7, 40, 105 };
+	static const dtype_t ts[] = { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+	rng_t r;
+	rng_seed(&r, 4444);
+	const char *lv[3];
+	int k = levels_available(lv);
+	const char *keep = kernels_isa();
+	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
+		dtype_t t = ts[it];
+		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
+			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
+				int64_t n = ns[in], rows = rowss[ir];
+				size_t rb = dtype_row_bytes(t, n);
+				float *wf = malloc((size_t)(rows * n) * sizeof *wf);
+				fill_normal(&r, wf, rows * n, 0.05f);
+				uint8_t *w = malloc(rb * (size_t)rows);
+				for (int64_t i = 0; i < rows; i++)
+					quantize_row(t, wf + i * n, w + (size_t)i * rb, n);
+				float *x = malloc((size_t)n * sizeof *x);
+				fill_normal(&r, x, n, 1.0f);
+				void *xa = malloc((size_t)n * sizeof(float));
+				act_prepare(t, x, xa, n);
+				size_t pb = pack16_bytes(t, rows, n);
+				assert_int_equal(pb, n % 32 || rows < 4 ? 0 : (size_t)(rows / 4) * 4 * rb);
+				uint8_t *P = pb ? aligned_alloc(64, (pb + 63) & ~(size_t)63) : NULL;
+				if (P)
+					pack16(t, w, rows, n, P);
+				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 4, 32 },
+							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
+				for (int l = 0; l < k; l++) {
+					assert_int_equal(kernels_set_isa(lv[l]), 0);
+					matvec_range(t, w, NULL, rows, xa, ref, n, 0, rows);
+					for (size_t c = 0; c < EG_ARRAY_LEN(cuts); c++) {
+						int64_t r0 = cuts[c][0], r1 = cuts[c][1];
+						if (r1 > rows || r0 >= r1)
+							continue;
+						memset(y, 0xA5, (size_t)rows * sizeof *y);
+						matvec_range(t, w, P, rows, xa, y, n, r0, r1);
+						if (memcmp(y, ref + r0, (size_t)(r1 - r0) * sizeof *y))
+							fail_msg("%s %s n=%lld rows=%lld [%lld,%lld) packed differs from unpacked",
+								 lv[l], dtype_info[t].name, (long long)n,
+								 (long long)rows, (long long)r0, (long long)r1);
+					}
+				}
+				assert_int_equal(kernels_set_isa(keep), 0);
+				free(wf);
 				free(w);
 				free(x);
 				free(xa);
@@ -1010,6 +1078,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dot_quant_types),
 		cmocka_unit_test(test_dot_quant_extremes),
 		cmocka_unit_test(test_pack16),
+		cmocka_unit_test(test_pack16_float),
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_rope),

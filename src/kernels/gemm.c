@@ -210,6 +210,25 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		return;
 	}
 	matmat_fn mm = kernels_matmat(wt);
+	matmat_p16_fn mp = kernels_matmat_p16(wt);
+	if (mm && mp && P && pack16_used(wt, n) && pack16_bytes(wt, rows, n)) {
+		/* rows [r0, a) and [b, r1) as stored, the whole groups [a, b)
+		 * from the packed copy */
+		const size_t rb = dtype_row_bytes(wt, n);
+		int64_t a = (r0 + 3) / 4 * 4, b = (r1 < rows ? r1 : rows) / 4 * 4;
+		if (a > r1)
+			a = r1;
+		if (b < a)
+			b = a;
+		if (a > r0)
+			mm(W, rb, X, xs, Y, ys, n, r0, a, ntok);
+		if (b > a)
+			mp((const uint8_t *)P + (size_t)(a / 4) * pack16_group_bytes(wt, n), X, xs,
+			   Y + a, ys, n, (b - a) / 4, ntok);
+		if (r1 > b)
+			mm(W, rb, X, xs, Y, ys, n, b, r1, ntok);
+		return;
+	}
 	if (mm) {
 		mm(W, dtype_row_bytes(wt, n), X, xs, Y, ys, n, r0, r1, ntok);
 		return;

@@ -319,6 +319,7 @@ static void isa_tables_build(void)
 				t->matvec[k] = s->matvec[k];
 			t->matmat[k] = s->matmat[k]; /* NULL stays NULL */
 			t->matvec_p16[k] = s->matvec_p16[k];
+			t->matmat_p16[k] = s->matmat_p16[k];
 		}
 		if (s->quantize_q8_0)
 			t->quantize_q8_0 = s->quantize_q8_0;
@@ -425,6 +426,7 @@ static inline const kernel_ops_t *ops_get(void)
 const char *kernels_isa(void) { return ops_get()->name; }
 
 matmat_fn kernels_matmat(dtype_t t) { return ops_get()->matmat[t]; }
+matmat_p16_fn kernels_matmat_p16(dtype_t t) { return ops_get()->matmat_p16[t]; }
 
 /* ------------------------------------------------- public entry points */
 
@@ -512,9 +514,23 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 
 /* ------------------------------------------------------------ pack16 */
 
+static bool is_float(dtype_t t)
+{
+	return t == DTYPE_F32 || t == DTYPE_F16 || t == DTYPE_BF16;
+}
+
+int pack16_group_rows(dtype_t t)
+{
+	return is_float(t) ? 4 : 16;
+}
+
 size_t pack16_group_bytes(dtype_t t, int64_t n)
 {
-	if ((t != DTYPE_Q8_0 && t != DTYPE_Q4_0) || n <= 0 || n % QK)
+	if (n <= 0 || n % QK || (unsigned)t >= DTYPE_COUNT)
+		return 0;
+	if (is_float(t))
+		return 4 * dtype_row_bytes(t, n);
+	if (t != DTYPE_Q8_0 && t != DTYPE_Q4_0)
 		return 0;
 	size_t nb = (size_t)(n / QK), qv = t == DTYPE_Q8_0 ? 512 : 256;
 	return (nb + 1) / 2 * 64 + nb * qv;
@@ -522,12 +538,26 @@ size_t pack16_group_bytes(dtype_t t, int64_t n)
 
 size_t pack16_bytes(dtype_t t, int64_t rows, int64_t n)
 {
-	return rows < 16 ? 0 : (size_t)(rows / 16) * pack16_group_bytes(t, n);
+	if ((unsigned)t >= DTYPE_COUNT)
+		return 0;
+	int64_t g = pack16_group_rows(t);
+	return rows < g ? 0 : (size_t)(rows / g) * pack16_group_bytes(t, n);
 }
 
 void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 {
 	const size_t rb = dtype_row_bytes(t, n), gb = pack16_group_bytes(t, n);
+	if (is_float(t)) { /* per step of 32 elements, the 4 rows' steps */
+		const size_t sb = rb / (size_t)(n / QK);
+		for (int64_t g = 0; g < rows / 4; g++) {
+			const uint8_t *w = (const uint8_t *)W + (size_t)g * 4 * rb;
+			uint8_t *o = (uint8_t *)P + (size_t)g * gb;
+			for (int64_t k = 0; k < n / QK; k++)
+				for (int i = 0; i < 4; i++, o += sb)
+					memcpy(o, w + (size_t)i * rb + (size_t)k * sb, sb);
+		}
+		return;
+	}
 	const size_t qb = dtype_info[t].block_bytes - 2; /* quant bytes a block */
 	const int64_t nb = n / QK;
 	const uint8_t bias = t == DTYPE_Q8_0 ? 0x80 : 0;
@@ -554,10 +584,21 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 	}
 }
 
+/* Float rows are read packed only while a group of 4 is at most this many
+ * bytes. Decode tok/s, packed against EGANG_PACK=0, alternated in one run
+ * (2026-12-03): smollm-135m f16 (groups of 4.5 and 12 KiB) one core
+ * 124-132 against 82-94, two cores 135-158 against 118-131; tinyllama-1.1b
+ * f16 (16 and 44 KiB) two cores 18.1-20.4 against 21.7-22.6, and 19.8-21.6
+ * with a software prefetch stream 2-4 KiB ahead: there four row streams,
+ * each prefetched 2 KiB ahead, keep more reads in flight than one stream. */
+#define PACK_FLOAT_GROUP_MAX (12u << 10)
+
 int pack16_used(dtype_t t, int64_t n)
 {
-	return (unsigned)t < DTYPE_COUNT && ops_get()->matvec_p16[t] &&
-	       pack16_group_bytes(t, n) && n / QK <= P16_NBMAX;
+	if ((unsigned)t >= DTYPE_COUNT || !ops_get()->matvec_p16[t])
+		return 0;
+	size_t gb = pack16_group_bytes(t, n);
+	return is_float(t) ? gb && gb <= PACK_FLOAT_GROUP_MAX : gb && n / QK <= P16_NBMAX;
 }
 
 void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
@@ -570,9 +611,10 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 	const size_t rb = dtype_row_bytes(wt, n);
 	const uint8_t *w = (const uint8_t *)W + (size_t)r0 * rb;
 	int64_t a = r1, b = r1;
+	const int64_t G = pack16_group_rows(wt);
 	if (P && pack16_used(wt, n)) {
-		a = (r0 + 15) & ~(int64_t)15; /* the whole packed groups [a, b) */
-		b = (r1 < rows ? r1 : rows) & ~(int64_t)15;
+		a = (r0 + G - 1) / G * G; /* the whole packed groups [a, b) */
+		b = (r1 < rows ? r1 : rows) / G * G;
 		if (a > r1)
 			a = r1;
 		if (b < a)
@@ -581,8 +623,8 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 	if (a > r0)
 		ops->matvec[wt](w, rb, xa, y, n, 0, a - r0);
 	if (b > a)
-		ops->matvec_p16[wt]((const uint8_t *)P + (size_t)(a / 16) * pack16_group_bytes(wt, n),
-				    xa, y + (a - r0), n, (b - a) / 16);
+		ops->matvec_p16[wt]((const uint8_t *)P + (size_t)(a / G) * pack16_group_bytes(wt, n),
+				    xa, y + (a - r0), n, (b - a) / G);
 	if (r1 > b)
 		ops->matvec[wt](w + (size_t)(b - r0) * rb, rb, xa, y + (b - r0), n, 0, r1 - b);
 }

@@ -90,7 +90,7 @@ float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 		 int64_t n, int64_t r0, int64_t r1);
 
-/* ---- quantized weights packed 16 rows at a time (decode matvec) ----
+/* ---- weights packed in row groups (decode matvec, prefill gemm) ----
  *
  * The AVX-512 matvec puts 16 rows in the 16 dword lanes of a register
  * (kernels_avx512.c). From the rows as stored that costs per block 32
@@ -110,10 +110,23 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * block b, then of block b + 1. The quants of one block are vectors of 64
  * bytes, vector v holding bytes 4v .. 4v + 3 of every row's qs, row i at
  * 4 i: Q8_0 8 vectors with the bytes made unsigned (q + 128, what vpdpbusd
- * wants), Q4_0 4 vectors of the nibble bytes as stored. */
+ * wants), Q4_0 4 vectors of the nibble bytes as stored.
+ *
+ * F32 / F16 / BF16 rows are packed 4 at a time (the float kernels' row
+ * group), n a multiple of 32: per step of 32 elements, the step of row 0,
+ * then of rows 1, 2, 3 (64 bytes each for F16 / BF16, 128 for F32). The
+ * float kernels read a row's step where they read it before, only the
+ * stride between a row's steps changes: the same loads, FMAs and sums, so
+ * the same bits, from one linear stream instead of four row streams. The
+ * level reads them packed only while a group is at most 12 KiB (short
+ * rows: smollm-135m f16 decode +40% on one core; with long rows the four
+ * prefetched row streams were faster; kernels.c PACK_FLOAT_GROUP_MAX). */
 size_t pack16_group_bytes(dtype_t t, int64_t n);
-/* Bytes of the packed copy of a (rows, n) matrix; 0 when t is not Q8_0 /
- * Q4_0, n is not a positive multiple of 32 or rows < 16. */
+/* Rows in a packed group: 16 for Q8_0 / Q4_0, 4 for float types. */
+int pack16_group_rows(dtype_t t);
+/* Bytes of the packed copy of a (rows, n) matrix; 0 when n is not a
+ * positive multiple of 32, rows are fewer than a group, or t has no packed
+ * layout. */
 size_t pack16_bytes(dtype_t t, int64_t rows, int64_t n);
 /* Packs the whole groups of W (rows, n; rows dtype_row_bytes apart) into P
  * (pack16_bytes of them). */

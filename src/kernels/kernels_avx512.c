@@ -21,9 +21,15 @@
  * bf16 (a loss of 8 bits on the hot path), and the kernel is limited by
  * memory bandwidth, not by the widening.
  *
- * Quantized matvec runs 16 rows at a time where it can (dot_rows_quant16:
- * rows in lanes, the prefill gemm's layout transposed in registers, no
- * horizontal sums; same bits), then the 4-row / 1-row forms below.
+ * Quantized matvec reads the packed copy where the model has one
+ * (matvec_p16: pack16's layout, kernels.h; what decode runs), else 16 rows
+ * at a time where it can (dot_rows_quant16: rows in lanes, the same layout
+ * transposed in registers, no horizontal sums; same bits), then the
+ * 4-row / 1-row forms below. `egang bench matvec --mb 256 --n N` from
+ * memory, one core, 2026-12-03 (the two forms in one run): n = 2048 q8_0
+ * 23.5 GB/s unpacked, 35.6 packed, q4_0 19.4 / 30.4; n = 5632 q8_0 26.3 /
+ * 43.0, q4_0 21.0 / 33.0 (`bench membw`, one core, read 28-40 GB/s in the
+ * same half hour).
  *
  * Performance notes (one Zen 5 vCPU, GB/s of weights, `test_kernels
  * --bench 512 2048` in L2 and `egang bench matvec --mb 64` from memory,
@@ -204,8 +210,9 @@ AVX512_INLINE void pf_group(const pf_rows_t *pf, const uint8_t *const *w, size_t
  * advanced by the bytes consumed (R rows x 32 elements per step). */
 #define FLOAT_STEP(r, xa, xb, m0, m1)                                          \
 	do {                                                                  \
-		a##r##0 = _mm512_fmadd_ps(load16(t, w[r], i, m0), xa, a##r##0); \
-		a##r##1 = _mm512_fmadd_ps(load16(t, w[r], i + 16, m1), xb, a##r##1); \
+		const uint8_t *ws_ = w[r] + (size_t)(i >> 5) * stride;        \
+		a##r##0 = _mm512_fmadd_ps(load16(t, ws_, 0, m0), xa, a##r##0); \
+		a##r##1 = _mm512_fmadd_ps(load16(t, ws_, 16, m1), xb, a##r##1); \
 	} while (0)
 
 /* Lanes 0..rem-1 (none when rem <= 0: the second half of a pair load
@@ -217,14 +224,15 @@ AVX512_INLINE __mmask16 tail_mask(int64_t rem)
 }
 
 AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
-				   int64_t n, float *out, const pf_rows_t *pf)
+				   int64_t n, float *out, const pf_rows_t *pf, size_t stride)
 {
 	__m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
 	__m512 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
 	const size_t es = t == DTYPE_F32 ? 4 : 2;
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-		pf_group(pf, w, (size_t)i * es, t == DTYPE_F32 ? 2 : 1);
+		if (pf)
+			pf_group(pf, w, (size_t)i * es, t == DTYPE_F32 ? 2 : 1);
 		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
 		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
 		FLOAT_STEP(1, x0, x1, 0xFFFF, 0xFFFF);
@@ -250,6 +258,7 @@ AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const flo
 AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const float *x,
 				   int64_t n, float *out)
 {
+	const size_t stride = 32 * (t == DTYPE_F32 ? 4 : 2);
 	__m512 a00 = _mm512_setzero_ps(), a01 = a00;
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
@@ -701,7 +710,8 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 		}                                                                \
 	}
 
-#define FLOAT4(T, wr, xa, n, out, pf) dot_rows_float4(T, wr, (const float *)(xa), n, out, pf)
+#define FLOAT4(T, wr, xa, n, out, pf) \
+	dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, 32 * (T == DTYPE_F32 ? 4 : 2))
 #define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
 #define QUANT1(T, wr, xa, n, out) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL)
@@ -769,7 +779,7 @@ AVX512 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int6
  * y[k * ys + r]. */
 AVX512_INLINE void mm_float(dtype_t t, const uint8_t *const *w, const int R,
 			    const uint8_t *x, size_t xs, const int T, int64_t n,
-			    float *y, int64_t ys)
+			    float *y, int64_t ys, size_t stride)
 {
 	__m512 a[4][3][2];
 MM_UNROLL
@@ -784,7 +794,7 @@ MM_UNROLL
 			__m512 wv[4];
 MM_UNROLL
 			for (int r = 0; r < R; r++)
-				wv[r] = load16(t, w[r], i + 16 * h, 0xFFFF);
+				wv[r] = load16(t, w[r] + (size_t)(i >> 5) * stride, 16 * h, 0xFFFF);
 MM_UNROLL
 			for (int r = 0; r < R; r++)
 				IN_REGISTER(wv[r]);
@@ -806,7 +816,7 @@ MM_UNROLL
 			__m512 wv[4];
 MM_UNROLL
 			for (int r = 0; r < R; r++)
-				wv[r] = load16(t, w[r], i + 16 * h, m);
+				wv[r] = load16(t, w[r] + (size_t)(i >> 5) * stride, 16 * h, m);
 MM_UNROLL
 			for (int k = 0; k < T; k++) {
 				__m512 xv = _mm512_maskz_loadu_ps(
@@ -830,17 +840,18 @@ AVX512_INLINE void mm_tile(dtype_t t, const uint8_t *base, size_t rb, const int 
 			   const uint8_t *xk, size_t xs, const int T, int64_t n,
 			   float *yk, int64_t ys, int64_t r0, int64_t r1)
 {
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
 	int64_t r = r0;
 	for (; r + R <= r1; r += R) {
 		const uint8_t *w[4];
 MM_UNROLL
 		for (int q = 0; q < R; q++)
 			w[q] = base + (size_t)(r + q) * rb;
-		mm_float(t, w, R, xk, xs, T, n, yk + r, ys);
+		mm_float(t, w, R, xk, xs, T, n, yk + r, ys, 32 * es);
 	}
 	for (; r < r1; r++) {
 		const uint8_t *w[1] = { base + (size_t)r * rb };
-		mm_float(t, w, 1, xk, xs, T, n, yk + r, ys);
+		mm_float(t, w, 1, xk, xs, T, n, yk + r, ys, 32 * es);
 	}
 }
 
@@ -881,6 +892,59 @@ AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void 
 DEFINE_MATMAT(f32, DTYPE_F32)
 DEFINE_MATMAT(f16, DTYPE_F16)
 DEFINE_MATMAT(bf16, DTYPE_BF16)
+
+/* Packed float groups (pack16 of F32 / F16 / BF16, kernels.h: 4 rows, per
+ * step of 32 elements the 4 rows' 32 elements one after another). The same
+ * kernels as above with the rows' step stride 4 x 32 elements instead of
+ * 32, so the same loads, FMAs and sums in the same order (the same bits),
+ * from one linear stream the hardware prefetcher follows: no software
+ * prefetch. */
+AVX512_INLINE void matvec_p4(dtype_t t, const void *P, const void *xa, float *y,
+			     int64_t n, int64_t ng)
+{
+	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2), gb = 4 * (size_t)n / 32 * sb;
+	for (int64_t g = 0; g < ng; g++) {
+		const uint8_t *p = (const uint8_t *)P + (size_t)g * gb;
+		const uint8_t *wr[4] = { p, p + sb, p + 2 * sb, p + 3 * sb };
+		dot_rows_float4(t, wr, (const float *)xa, n, y + 4 * g, NULL, 4 * sb);
+	}
+}
+
+AVX512_INLINE void matmat_p4(dtype_t t, const void *P, const void *X, size_t xs,
+			     float *Y, int64_t ys, int64_t n, int64_t ng, int64_t ntok)
+{
+	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2), gb = 4 * (size_t)n / 32 * sb;
+	for (int64_t k = 0; k < ntok; k += 3) {
+		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
+		float *yk = Y + k * ys;
+		for (int64_t g = 0; g < ng; g++) {
+			const uint8_t *p = (const uint8_t *)P + (size_t)g * gb;
+			const uint8_t *w[4] = { p, p + sb, p + 2 * sb, p + 3 * sb };
+			if (ntok - k >= 3)
+				mm_float(t, w, 4, xk, xs, 3, n, yk + 4 * g, ys, 4 * sb);
+			else if (ntok - k == 2)
+				mm_float(t, w, 4, xk, xs, 2, n, yk + 4 * g, ys, 4 * sb);
+			else
+				mm_float(t, w, 4, xk, xs, 1, n, yk + 4 * g, ys, 4 * sb);
+		}
+	}
+}
+
+#define DEFINE_P4(tag, T)                                                            \
+	AVX512 static void matvec_p16_##tag(const void *P, const void *xa, float *y,  \
+					    int64_t n, int64_t ng)                     \
+	{                                                                             \
+		matvec_p4(T, P, xa, y, n, ng);                                        \
+	}                                                                             \
+	AVX512 static void matmat_p16_##tag(const void *P, const void *X, size_t xs,  \
+					    float *Y, int64_t ys, int64_t n,           \
+					    int64_t ng, int64_t ntok)                  \
+	{                                                                             \
+		matmat_p4(T, P, X, xs, Y, ys, n, ng, ntok);                           \
+	}
+DEFINE_P4(f32, DTYPE_F32)
+DEFINE_P4(f16, DTYPE_F16)
+DEFINE_P4(bf16, DTYPE_BF16)
 
 /* ------------------------------------------ forward-pass float math */
 
@@ -1119,8 +1183,16 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_Q4_0] = matvec_q4_0,
 	},
 	.matvec_p16 = {
+		[DTYPE_F32] = matvec_p16_f32,
+		[DTYPE_F16] = matvec_p16_f16,
+		[DTYPE_BF16] = matvec_p16_bf16,
 		[DTYPE_Q8_0] = matvec_p16_q8_0,
 		[DTYPE_Q4_0] = matvec_p16_q4_0,
+	},
+	.matmat_p16 = {
+		[DTYPE_F32] = matmat_p16_f32,
+		[DTYPE_F16] = matmat_p16_f16,
+		[DTYPE_BF16] = matmat_p16_bf16,
 	},
 	.matmat = {
 		[DTYPE_F32] = matmat_f32,

@@ -68,9 +68,14 @@ typedef void (*matmat_fn)(const void *W, size_t rb, const void *X, size_t xs,
 			  float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
 			  int64_t ntok);
 
-/* Packed groups (pack16): ng groups of 16 rows from P @ xa -> y[0 .. 16 ng). */
+/* Packed groups (pack16): ng groups of G rows (pack16_group_rows) from P @
+ * xa -> y[0 .. G ng). */
 typedef void (*matvec_p16_fn)(const void *P, const void *xa, float *y, int64_t n,
 			      int64_t ng);
+/* Packed float groups (4 rows) x ntok tokens, as matmat_fn: outputs
+ * Y[k * ys + r] for the groups' rows r = 0 .. 4 ng - 1. */
+typedef void (*matmat_p16_fn)(const void *P, const void *X, size_t xs, float *Y,
+			      int64_t ys, int64_t n, int64_t ng, int64_t ntok);
 /* The most blocks per row a packed kernel takes (16384 elements). */
 #define P16_NBMAX 512
 
@@ -78,10 +83,12 @@ typedef struct kernel_ops {
 	const char *name;
 	vec_dot_fn vec_dot[DTYPE_COUNT];
 	matvec_fn matvec[DTYPE_COUNT];
-	/* Q8_0 / Q4_0 only; NULL: no packed form at this level */
+	/* NULL: no packed form at this level */
 	matvec_p16_fn matvec_p16[DTYPE_COUNT];
 	/* F32 / F16 / BF16 only; NULL: gemm_rows runs matvec per token */
 	matmat_fn matmat[DTYPE_COUNT];
+	/* F32 / F16 / BF16 only, packed groups (set where matvec_p16 is) */
+	matmat_p16_fn matmat_p16[DTYPE_COUNT];
 	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
 	void (*quantize_q8_0)(const float *x, void *y, int64_t n);
 	/* Row conversions (halves at any byte address); bit-exact with the
@@ -102,6 +109,8 @@ typedef struct kernel_ops {
 
 /* The level in use's matmat for float type t, or NULL. */
 matmat_fn kernels_matmat(dtype_t t);
+/* The level in use's packed matmat for float type t, or NULL. */
+matmat_p16_fn kernels_matmat_p16(dtype_t t);
 
 extern const kernel_ops_t kops_generic;
 #if defined(__x86_64__)

@@ -617,14 +617,15 @@ static size_t pack_targets(model_t *m, tensor_t **out, size_t cap)
 	return n;
 }
 
-/* Packs the quantized matrices 16 rows at a time for the AVX-512 decode
- * matvec (kernels.h, "packed 16 rows at a time"): one more copy of them in
- * anonymous memory (huge pages where allowed), next to the rows as stored,
- * which the prefill gemm, the embedding lookup and the other levels keep
- * reading. Measured in README.md ("Decode speed"). Skipped, with a log line
- * when the copy does not fit in MemAvailable with 1 GiB to spare, or
- * silently when EGANG_PACK=0 or nothing is packable (float weights, no
- * AVX-512). Never fails the load. */
+/* Packs the matrices in row groups for the AVX-512 decode matvec and
+ * prefill gemm (kernels.h, "weights packed in row groups": 16 rows of
+ * Q8_0 / Q4_0, 4 of F32 / F16 / BF16): one more copy of them in anonymous
+ * memory (huge pages where allowed), next to the rows as stored, which the
+ * embedding lookup, a matrix's rows past its last whole group and the other
+ * levels keep reading. Measured in README.md ("Speed"). Skipped, with a
+ * log line when the copy does not fit in MemAvailable with 1 GiB to spare,
+ * or silently when EGANG_PACK=0 or nothing is packable (no AVX-512, rows
+ * not a multiple of 32 elements). Never fails the load. */
 static bool pack_wanted(void)
 {
 	const char *e = getenv("EGANG_PACK");
@@ -632,7 +633,7 @@ static bool pack_wanted(void)
 }
 
 /* Every matrix the decode matvec and the prefill gemm read has a packed
- * copy that covers it (all quantized, rows a multiple of 16)? */
+ * copy that covers it (all packable, rows a multiple of the group)? */
 static bool pack_covers_all(model_t *m)
 {
 	if (!pack_wanted())
@@ -642,7 +643,7 @@ static bool pack_covers_all(model_t *m)
 	size_t nt = ts ? pack_targets(m, ts, cap) : 0;
 	bool all = nt == cap;
 	for (size_t i = 0; all && i < nt; i++)
-		all = ts[i]->rows % 16 == 0;
+		all = ts[i]->rows % pack16_group_rows(ts[i]->type) == 0;
 	free(ts);
 	return all;
 }
@@ -701,7 +702,7 @@ static void weights_pack(model_t *m, const char *path)
 		off += pack16_bytes(t->type, t->rows, t->cols);
 		uint64_t now = time_now_ns();
 		if (show && (now - last > 100000000ull || i + 1 == nt)) {
-			fprintf(stderr, "\rpacking weights for the decode matvec: %5.1f%%",
+			fprintf(stderr, "\rpacking weights: %5.1f%%",
 				100.0 * (double)off / (double)bytes);
 			last = now;
 		}
