@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the figures in README.md on this machine (run it on a quiet
 # machine: the numbers are medians over repetitions, but other load still
-# shows). Usage: tools/figures.sh [decode|protocol|gang|coschedule|switching|all]
+# shows). Usage: tools/figures.sh [decode|membw|protocol|gang|coschedule|switching|llamacpp|all]
 # Models are made with `egang synth` into build/models (about 700 MB).
 set -eu
 cd "$(dirname "$0")/.."
@@ -33,6 +33,30 @@ if [[ $what == decode || $what == all ]]; then
 		decode_stats "stories260K (llama2.c)" 5 -m $M/stories260K.bin -z $M/tok512.bin -n 256 -t 0 --cores 0
 	fi
 	decode_stats "smollm-135m q8_0, all cores" 5 -m "$(model smollm-135m q8_0)" -p Hello -n 64 -t 0
+fi
+if [[ $what == membw || $what == all ]]; then
+	# decode's effective bandwidth against `bench membw`, alternated round by
+	# round (the host's memory speed drifts by 2x within minutes here, so
+	# only a ratio taken in one round means anything): tinyllama-1.1b q8_0
+	# on all cores, the issue's 80% figure
+	f=$(model tinyllama-1.1b q8_0)
+	r=()
+	for ((i = 1; i <= 5; i++)); do
+		bw=$($EGANG bench membw --reps 3 --json -q | tail -1 |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["gb_s"]["median"])')
+		dec=$($EGANG bench decode -m "$f" --tokens 32 --reps 3 -q |
+			sed -n 's/.* GB\/s \([0-9.]*\) .*/\1/p')
+		r+=("$(awk -v d="$dec" -v b="$bw" 'BEGIN {printf "%.3f", d / b}')")
+		echo "round $i: membw (all cores) $bw GB/s, decode $dec GB/s, ratio ${r[-1]}"
+	done
+	printf '%s\n' "${r[@]}" | sort -g | awk '{a[NR]=$1} END {
+		printf "decode / membw, tinyllama-1.1b q8_0, all cores: min/median/max %.2f/%.2f/%.2f\n", a[1], a[3], a[5]}'
+fi
+if [[ $what == llamacpp || $what == all ]]; then
+	mkdir -p doc/llamacpp doc/llamacpp-busy
+	bench/compare-llamacpp --reps 3 --out doc/llamacpp | tee doc/llamacpp/tables.txt
+	bench/compare-llamacpp --busy --reps 3 --models stories260K,smollm-135m-q8_0,tinyllama-1.1b-q8_0 \
+		--timeout 180 --out doc/llamacpp-busy | tee doc/llamacpp-busy/tables.txt
 fi
 if [[ $what == protocol || $what == all ]]; then
 	$EGANG bench protocol --reps 4000

@@ -47,7 +47,8 @@ static const char membw_help[] =
 	"  --cores LIST   CPUs, in the order they are added (default: all allowed,\n"
 	"                 physical cores first)\n"
 	"  --mb N         MiB per thread (default 256; at least 8)\n"
-	"  --reps R       timed passes per core count (default 5)\n"
+	"  --reps R       timed repetitions per core count, each at least 1 GiB\n"
+	"                 per thread (the buffer read over and over; default 5)\n"
 	"  --json         one JSON object per line instead of the summary lines\n"
 	"  -q, --quiet    no progress on the terminal\n"
 	"  -h, --help     this text\n";
@@ -118,9 +119,16 @@ static read_fn pick_reader(const char **isa)
 
 /* ---- threads ---- */
 
+/* Each repetition streams a thread's buffer this many times over at least
+ * 1 GiB: one pass of the default 256 MiB lasts ~9 ms on two cores here, and
+ * a host hiccup of a few ms in that window read as half the bandwidth
+ * (two-core medians of 30 to 61 GB/s minutes apart while decode streamed
+ * a steady 53). */
+#define MB_REP_BYTES (1ull << 30)
+
 typedef struct mb_shared {
 	pthread_barrier_t start, end;
-	int reps;
+	int reps, passes;
 	size_t bytes;
 	read_fn rd;
 	_Atomic int failed; /* a thread could not pin or allocate */
@@ -165,7 +173,8 @@ static void *mb_main(void *arg)
 			continue;
 		}
 		t->t0[r] = time_now_ns();
-		t->sink ^= s->rd(buf, s->bytes);
+		for (int p = 0; p < s->passes; p++)
+			t->sink ^= s->rd(buf, s->bytes);
 		t->t1[r] = time_now_ns();
 		pthread_barrier_wait(&s->end);
 	}
@@ -185,7 +194,8 @@ static int cmp_double(const void *a, const void *b)
 static int membw_run(const int *cpus, int k, size_t bytes, int reps, read_fn rd,
 		     double *gbs, uint64_t *sink)
 {
-	mb_shared_t s = {.reps = reps, .bytes = bytes, .rd = rd};
+	mb_shared_t s = {.reps = reps, .bytes = bytes, .rd = rd,
+			 .passes = (int)((MB_REP_BYTES + bytes - 1) / bytes)};
 	pthread_barrier_init(&s.start, NULL, (unsigned)k);
 	pthread_barrier_init(&s.end, NULL, (unsigned)k);
 	mb_thread_t *t = calloc((size_t)k, sizeof *t);
@@ -207,7 +217,7 @@ static int membw_run(const int *cpus, int k, size_t bytes, int reps, read_fn rd,
 			lo = t[i].t0[r] < lo ? t[i].t0[r] : lo;
 			hi = t[i].t1[r] > hi ? t[i].t1[r] : hi;
 		}
-		gbs[r - 1] = (double)k * (double)bytes / (double)(hi - lo);
+		gbs[r - 1] = (double)k * (double)bytes * s.passes / (double)(hi - lo);
 	}
 	for (int i = 0; i < k; i++) {
 		*sink ^= t[i].sink;
