@@ -119,7 +119,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * stride between a row's steps changes: the same loads, FMAs and sums, so
  * the same bits, from one linear stream instead of four row streams. The
  * level reads them packed only while a group is at most 12 KiB (short
- * rows: smollm-135m f16 decode +40% on one core; with long rows the four
+ * rows: smollm-135m f16 decode +20-60% on one core; with long rows the four
  * prefetched row streams were faster; kernels.c PACK_FLOAT_GROUP_MAX). */
 size_t pack16_group_bytes(dtype_t t, int64_t n);
 /* Rows in a packed group: 16 for Q8_0 / Q4_0, 4 for float types. */

@@ -206,8 +206,10 @@ AVX512_INLINE void pf_group(const pf_rows_t *pf, const uint8_t *const *w, size_t
  * tail (< 32) is one more step with masked (zero-filled) loads; then
  * hsum512_ps(acc0 + acc1). The R = 4 and R = 1 forms are written out (not
  * loops over r) so the accumulators stay in registers: the loop form kept
- * them on the stack and ran at half the speed. `pf`, when not NULL, is
- * advanced by the bytes consumed (R rows x 32 elements per step). */
+ * them on the stack and ran at half the speed. `pf`, when not NULL, turns
+ * on the per-row software prefetch streams (pf_group). Row r's
+ * step of elements i .. i + 31 is at w[r] + (i / 32) * stride: stride 32
+ * elements for rows as stored, 4 x 32 for packed groups (kernels.h). */
 #define FLOAT_STEP(r, xa, xb, m0, m1)                                          \
 	do {                                                                  \
 		const uint8_t *ws_ = w[r] + (size_t)(i >> 5) * stride;        \
