@@ -215,11 +215,8 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		/* rows [r0, a) and [b, r1) as stored, the whole groups [a, b)
 		 * from the packed copy */
 		const size_t rb = dtype_row_bytes(wt, n);
-		int64_t a = (r0 + 3) / 4 * 4, b = (r1 < rows ? r1 : rows) / 4 * 4;
-		if (a > r1)
-			a = r1;
-		if (b < a)
-			b = a;
+		int64_t a, b;
+		pack16_split(wt, rows, r0, r1, &a, &b);
 		if (a > r0)
 			mm(W, rb, X, xs, Y, ys, n, r0, a, ntok);
 		if (b > a)

@@ -516,7 +516,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 
 static bool is_float(dtype_t t)
 {
-	return t == DTYPE_F32 || t == DTYPE_F16 || t == DTYPE_BF16;
+	return dtype_info[t].block == 1; /* F32, F16, BF16 */
 }
 
 int pack16_group_rows(dtype_t t)
@@ -602,6 +602,17 @@ int pack16_used(dtype_t t, int64_t n)
 	return is_float(t) ? gb && gb <= PACK_FLOAT_GROUP_MAX : gb && n / QK <= P16_NBMAX;
 }
 
+void pack16_split(dtype_t t, int64_t rows, int64_t r0, int64_t r1, int64_t *a, int64_t *b)
+{
+	const int64_t G = pack16_group_rows(t);
+	*a = (r0 + G - 1) / G * G;
+	*b = (r1 < rows ? r1 : rows) / G * G;
+	if (*a > r1)
+		*a = r1;
+	if (*b < *a)
+		*b = *a;
+}
+
 void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 		  const void *xa, float *y, int64_t n, int64_t r0, int64_t r1)
 {
@@ -613,14 +624,8 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 	const uint8_t *w = (const uint8_t *)W + (size_t)r0 * rb;
 	int64_t a = r1, b = r1;
 	const int64_t G = pack16_group_rows(wt);
-	if (P && pack16_used(wt, n)) {
-		a = (r0 + G - 1) / G * G; /* the whole packed groups [a, b) */
-		b = (r1 < rows ? r1 : rows) / G * G;
-		if (a > r1)
-			a = r1;
-		if (b < a)
-			b = a;
-	}
+	if (P && pack16_used(wt, n))
+		pack16_split(wt, rows, r0, r1, &a, &b);
 	if (a > r0)
 		ops->matvec[wt](w, rb, xa, y, n, 0, a - r0);
 	if (b > a)

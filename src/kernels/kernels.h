@@ -134,6 +134,9 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P);
 /* Whether the level in use reads packed copies of type t with n elements a
  * row (else matvec_range reads W). */
 int pack16_used(dtype_t t, int64_t n);
+/* Rows r0 .. r1 - 1 of a (rows, n) matrix of type t: [*a, *b) are the whole
+ * packed groups among them, [r0, *a) and [*b, r1) the rows read as stored. */
+void pack16_split(dtype_t t, int64_t rows, int64_t r0, int64_t r1, int64_t *a, int64_t *b);
 /* y[0 .. r1 - r0) = rows r0 .. r1 - 1 of W (rows, n) @ xa: as matvec_rows
  * (the same bits), with the rows' whole groups read from P, W's packed
  * copy (NULL: none), when the level in use has a packed kernel. */
