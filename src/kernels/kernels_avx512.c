@@ -847,22 +847,37 @@ MM_UNROLL
 
 /* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
  * rows (a matrix's last rows). */
-AVX512_INLINE void mm_tile(dtype_t t, const uint8_t *base, size_t rb, const int R,
+/* Where the rows of a float matrix are: row r at base + (r / G) * gb +
+ * (r % G) * sb and its steps of 32 elements G * sb apart, sb = 32
+ * elements. As stored: G = 1, gb = the row's bytes; packed (pack16): G =
+ * 4, gb = the group's bytes. */
+typedef struct mm_rows {
+	const uint8_t *base;
+	size_t gb, sb;
+	int G;
+} mm_rows_t;
+
+AVX512_INLINE const uint8_t *mm_row(const mm_rows_t *L, int64_t r)
+{
+	return L->base + (size_t)(r / L->G) * L->gb + (size_t)(r % L->G) * L->sb;
+}
+
+AVX512_INLINE void mm_tile(dtype_t t, const mm_rows_t *L, const int R,
 			   const uint8_t *xk, size_t xs, const int T, int64_t n,
 			   float *yk, int64_t ys, int64_t r0, int64_t r1)
 {
-	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	const size_t stride = (size_t)L->G * L->sb;
 	int64_t r = r0;
 	for (; r + R <= r1; r += R) {
 		const uint8_t *w[4];
 MM_UNROLL
 		for (int q = 0; q < R; q++)
-			w[q] = base + (size_t)(r + q) * rb;
-		mm_float(t, w, R, xk, xs, T, n, yk + r, ys, 32 * es);
+			w[q] = mm_row(L, r + q);
+		mm_float(t, w, R, xk, xs, T, n, yk + r, ys, stride);
 	}
 	for (; r < r1; r++) {
-		const uint8_t *w[1] = { base + (size_t)r * rb };
-		mm_float(t, w, 1, xk, xs, T, n, yk + r, ys, 32 * es);
+		const uint8_t *w[1] = { mm_row(L, r) };
+		mm_float(t, w, 1, xk, xs, T, n, yk + r, ys, stride);
 	}
 }
 
@@ -876,20 +891,19 @@ MM_UNROLL
  * 86 / 71 / 86 / 88; f32 2 x 4 32 / 35 / 54 / 36, 2 x 4 held 48 / 37 /
  * 71 / 53, 4 x 3 held 53 / 45 / 80 / 56. 3 x 4 (loads not held): f16
  * 40 / 41 / 71 / 41, no gain. */
-AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void *X,
+AVX512_INLINE void matmat_float(dtype_t t, const mm_rows_t *L, const void *X,
 				size_t xs, float *Y, int64_t ys, int64_t n, int64_t r0,
 				int64_t r1, int64_t ntok)
 {
-	const uint8_t *base = W;
 	for (int64_t k = 0; k < ntok; k += 3) {
 		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
 		float *yk = Y + k * ys;
 		if (ntok - k >= 3)
-			mm_tile(t, base, rb, 4, xk, xs, 3, n, yk, ys, r0, r1);
+			mm_tile(t, L, 4, xk, xs, 3, n, yk, ys, r0, r1);
 		else if (ntok - k == 2)
-			mm_tile(t, base, rb, 4, xk, xs, 2, n, yk, ys, r0, r1);
+			mm_tile(t, L, 4, xk, xs, 2, n, yk, ys, r0, r1);
 		else
-			mm_tile(t, base, rb, 4, xk, xs, 1, n, yk, ys, r0, r1);
+			mm_tile(t, L, 4, xk, xs, 1, n, yk, ys, r0, r1);
 	}
 }
 
@@ -898,7 +912,8 @@ AVX512_INLINE void matmat_float(dtype_t t, const void *W, size_t rb, const void 
 					size_t xs, float *Y, int64_t ys, int64_t n,    \
 					int64_t r0, int64_t r1, int64_t ntok)          \
 	{                                                                             \
-		matmat_float(T, W, rb, X, xs, Y, ys, n, r0, r1, ntok);                \
+		const mm_rows_t L = { W, rb, 32 * (T == DTYPE_F32 ? 4 : 2), 1 };      \
+		matmat_float(T, &L, X, xs, Y, ys, n, r0, r1, ntok);                   \
 	}
 DEFINE_MATMAT(f32, DTYPE_F32)
 DEFINE_MATMAT(f16, DTYPE_F16)
@@ -924,21 +939,9 @@ AVX512_INLINE void matvec_p4(dtype_t t, const void *P, const void *xa, float *y,
 AVX512_INLINE void matmat_p4(dtype_t t, const void *P, const void *X, size_t xs,
 			     float *Y, int64_t ys, int64_t n, int64_t ng, int64_t ntok)
 {
-	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2), gb = 4 * (size_t)n / 32 * sb;
-	for (int64_t k = 0; k < ntok; k += 3) {
-		const uint8_t *xk = (const uint8_t *)X + (size_t)k * xs;
-		float *yk = Y + k * ys;
-		for (int64_t g = 0; g < ng; g++) {
-			const uint8_t *p = (const uint8_t *)P + (size_t)g * gb;
-			const uint8_t *w[4] = { p, p + sb, p + 2 * sb, p + 3 * sb };
-			if (ntok - k >= 3)
-				mm_float(t, w, 4, xk, xs, 3, n, yk + 4 * g, ys, 4 * sb);
-			else if (ntok - k == 2)
-				mm_float(t, w, 4, xk, xs, 2, n, yk + 4 * g, ys, 4 * sb);
-			else
-				mm_float(t, w, 4, xk, xs, 1, n, yk + 4 * g, ys, 4 * sb);
-		}
-	}
+	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2);
+	const mm_rows_t L = { P, 4 * (size_t)n / 32 * sb, sb, 4 };
+	matmat_float(t, &L, X, xs, Y, ys, n, 0, 4 * ng, ntok);
 }
 
 #define DEFINE_P4(tag, T)                                                            \
