@@ -580,6 +580,25 @@ static void test_dot_quant_extremes(void **state)
  * level (the ones without a packed kernel read the rows as stored); odd
  * block counts (the last pair of blocks half empty), row counts that leave
  * unpacked rows, ranges that start and end inside a group, extreme bytes. */
+/* matvec_range of rows [r0, r1) for each cut of (rows) against ref (the
+ * whole matrix), bit for bit; P is W's packed copy or NULL. */
+static void check_cuts(const char *level, dtype_t t, const void *w, const void *P,
+		       int64_t rows, const void *xa, int64_t n, const float *ref, float *y,
+		       const int64_t (*cuts)[2], size_t ncuts)
+{
+	for (size_t c = 0; c < ncuts; c++) {
+		int64_t r0 = cuts[c][0], r1 = cuts[c][1];
+		if (r1 > rows || r0 >= r1)
+			continue;
+		memset(y, 0xA5, (size_t)rows * sizeof *y);
+		matvec_range(t, w, P, rows, xa, y, n, r0, r1);
+		if (memcmp(y, ref + r0, (size_t)(r1 - r0) * sizeof *y))
+			fail_msg("%s %s n=%lld rows=%lld [%lld,%lld) %s differs", level,
+				 dtype_info[t].name, (long long)n, (long long)rows, (long long)r0,
+				 (long long)r1, P ? "packed" : "unpacked");
+	}
+}
+
 static void test_pack16(void **state)
 {
 	(void)state;
@@ -629,22 +648,13 @@ static void test_pack16(void **state)
 					ref[i] = vec_dot_generic(t, w + (size_t)i * rb, xa, n);
 				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 16, 32 },
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
+				/* ref: the generic's bits, which every level keeps */
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					for (size_t c = 0; c < EG_ARRAY_LEN(cuts); c++) {
-						int64_t r0 = cuts[c][0], r1 = cuts[c][1];
-						if (r1 > rows || r0 >= r1)
-							continue;
-						for (int withp = 0; withp < 2; withp++) {
-							memset(y, 0xA5, (size_t)rows * sizeof *y);
-							matvec_range(t, w, withp ? P : NULL, rows, xa, y, n, r0, r1);
-							if (memcmp(y, ref + r0, (size_t)(r1 - r0) * sizeof *y))
-								fail_msg("%s %s n=%lld rows=%lld [%lld,%lld) %s differs from generic",
-									 lv[l], dtype_info[t].name, (long long)n,
-									 (long long)rows, (long long)r0, (long long)r1,
-									 withp ? "packed" : "unpacked");
-						}
-					}
+					check_cuts(lv[l], t, w, NULL, rows, xa, n, ref, y, cuts,
+						   EG_ARRAY_LEN(cuts));
+					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(w);
@@ -698,17 +708,8 @@ static void test_pack16_float(void **state)
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
 					matvec_range(t, w, NULL, rows, xa, ref, n, 0, rows);
-					for (size_t c = 0; c < EG_ARRAY_LEN(cuts); c++) {
-						int64_t r0 = cuts[c][0], r1 = cuts[c][1];
-						if (r1 > rows || r0 >= r1)
-							continue;
-						memset(y, 0xA5, (size_t)rows * sizeof *y);
-						matvec_range(t, w, P, rows, xa, y, n, r0, r1);
-						if (memcmp(y, ref + r0, (size_t)(r1 - r0) * sizeof *y))
-							fail_msg("%s %s n=%lld rows=%lld [%lld,%lld) packed differs from unpacked",
-								 lv[l], dtype_info[t].name, (long long)n,
-								 (long long)rows, (long long)r0, (long long)r1);
-					}
+					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(wf);
