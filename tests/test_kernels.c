@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_impl.h" /* exp_eg */
 #include "model/sampler.h"
 
 /* Float-weight dot products: generic and SIMD use different (each fixed)
@@ -867,6 +868,26 @@ static void test_float_math_twins(void **state)
 			if (memcmp(a, b, 4 * (size_t)n))
 				fail_msg("%s softmax n=%ld differs from generic", lv[l], (long)n);
 		}
+		/* swiglu, o aliasing a as forward.c calls it, with the exp's
+		 * special and edge inputs among normal ones */
+		static const float edge[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f,
+					      104.0f, 103.99999f, 104.00001f, 150.0f,
+					      -88.7228317f, -88.7228394f, -100.0f,
+					      87.0f, 95.5f, 1e-30f, -1e-30f };
+		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++) {
+			int64_t n = ns[i];
+			fill_normal(&r, x, n, 8.0f);
+			fill_normal(&r, w, n, 1.0f);
+			for (int64_t j = 0; j < n; j += 3)
+				x[j] = edge[(size_t)j / 3 % EG_ARRAY_LEN(edge)];
+			swiglu_generic(a, x, w, n);
+			memcpy(b, x, 4 * (size_t)n);
+			swiglu(b, b, w, n);
+			for (int64_t j = 0; j < n; j++) /* a NaN's sign is not its value */
+				if (memcmp(&a[j], &b[j], 4) && !(isnan(a[j]) && isnan(b[j])))
+					fail_msg("%s swiglu n=%ld [%ld]: %a, generic %a", lv[l],
+						 (long)n, (long)j, (double)b[j], (double)a[j]);
+		}
 		/* softmax with a NaN and with -inf, at several places */
 		for (int pos = 0; pos < 3; pos++) {
 			fill_normal(&r, x, 105, 3.0f);
@@ -912,6 +933,30 @@ static void test_float_math_twins(void **state)
 				if (memcmp(a, b, 4 * (size_t)hd) || memcmp(s1, s2, 4 * (size_t)np))
 					fail_msg("%s attention hd=%d n_pos=%d differs from generic",
 						 lv[l], hd, np);
+				/* 1..9 heads sharing the KV head (grouped-query
+				 * attention, 4 heads per pass of the keys): each
+				 * head the single head's bits */
+				for (int nh = 1; nh <= 9; nh += 2 + (nh == 1)) {
+					int64_t ss = np + 3;
+					float *qs = malloc(4 * (size_t)(nh * hd));
+					float *o1 = malloc(4 * (size_t)(nh * hd)), *o2 = malloc(4 * (size_t)(nh * hd));
+					float *t1 = malloc(4 * (size_t)(nh * ss)), *t2 = malloc(4 * (size_t)(nh * ss));
+					fill_normal(&r, qs, nh * hd, 1.0f);
+					attention_heads(o2, qs, kc + 1, vc + 2, kvd, np, hd, t2, nh, ss);
+					for (int j = 0; j < nh; j++) {
+						attention_head_generic(o1, qs + j * hd, kc + 1, vc + 2,
+								       kvd, np, hd, t1);
+						if (memcmp(o1, o2 + j * hd, 4 * (size_t)hd) ||
+						    memcmp(t1, t2 + j * ss, 4 * (size_t)np))
+							fail_msg("%s attention hd=%d n_pos=%d head %d of %d "
+								 "differs from generic", lv[l], hd, np, j, nh);
+					}
+					free(qs);
+					free(o1);
+					free(o2);
+					free(t1);
+					free(t2);
+				}
 				free(q);
 				free(kc);
 				free(vc);
@@ -925,6 +970,37 @@ static void test_float_math_twins(void **state)
 	free(w);
 	free(a);
 	free(b);
+}
+
+/* exp_eg (SwiGLU's exp) against double exp on every 4099th float of its
+ * range: relative error <= 1e-7 where e^x is a normal float, within one
+ * unit (2^-149) below; the special values as expf has them. */
+static void test_exp_eg(void **state)
+{
+	(void)state;
+	double worst = 0.0, worst_sub = 0.0;
+	for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4099) {
+		uint32_t b = (uint32_t)u;
+		float x;
+		memcpy(&x, &b, 4);
+		if (!(x > EXP_EG_LO && x <= EXP_EG_HI))
+			continue;
+		double e = exp((double)x), d = fabs((double)exp_eg(x) - e);
+		if (e >= 0x1p-126) {
+			if (d / e > worst)
+				worst = d / e;
+		} else if (d / 0x1p-149 > worst_sub) {
+			worst_sub = d / 0x1p-149;
+		}
+	}
+	if (worst > 1e-7 || worst_sub > 1.0)
+		fail_msg("exp_eg: relative error %.3g (normal), %.3g units (subnormal)",
+			 worst, worst_sub);
+	assert_true(isnan(exp_eg(NAN)));
+	assert_true(exp_eg(INFINITY) == INFINITY && exp_eg(89.0f) == INFINITY);
+	assert_true(exp_eg(-INFINITY) == 0.0f && exp_eg(-104.0f) == 0.0f);
+	assert_true(exp_eg(0.0f) == 1.0f && exp_eg(-0.0f) == 1.0f);
+	assert_true(exp_eg(EXP_EG_HI) < INFINITY && exp_eg(-103.9f) > 0.0f);
 }
 
 static void test_swiglu(void **state)
@@ -1083,6 +1159,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_rmsnorm),
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_exp_eg),
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_argmax),

@@ -279,7 +279,8 @@ const kernel_ops_t kops_generic = {
 	.rmsnorm = rmsnorm_generic,
 	.softmax = softmax_generic,
 	.rope_apply = rope_apply_generic,
-	.attention = attention_head_generic,
+	.attention = attention_heads_generic,
+	.swiglu = swiglu_generic,
 };
 
 /* ------------------------------------------------------------- dispatch */
@@ -335,6 +336,8 @@ static void isa_tables_build(void)
 			t->rope_apply = s->rope_apply;
 		if (s->attention)
 			t->attention = s->attention;
+		if (s->swiglu)
+			t->swiglu = s->swiglu;
 	}
 }
 
@@ -709,7 +712,16 @@ static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 	}
 }
 
-/* As llama2.c's attention loop for one head. */
+/* As llama2.c's attention loop, head by head. */
+void attention_heads_generic(float *out, const float *q, const float *k,
+			     const float *v, int64_t stride, int n_pos, int hd,
+			     float *scores, int nh, int64_t ss)
+{
+	for (int h = 0; h < nh; h++)
+		attention_head_generic(out + (size_t)h * (size_t)hd, q + (size_t)h * (size_t)hd,
+				       k, v, stride, n_pos, hd, scores + (size_t)h * (size_t)ss);
+}
+
 void attention_head_generic(float *out, const float *q, const float *k,
 			    const float *v, int64_t stride, int n_pos, int hd,
 			    float *scores)
@@ -765,16 +777,28 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 void attention_head(float *out, const float *q, const float *k, const float *v,
 		    int64_t stride, int n_pos, int hd, float *scores)
 {
-	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores);
+	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores, 1, n_pos);
 }
 
-/* As llama2.c: val *= 1 / (1 + expf(-val)); val *= b. */
-void swiglu(float *o, const float *a, const float *b, int64_t n)
+void attention_heads(float *out, const float *q, const float *k, const float *v,
+		     int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss)
+{
+	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores, nh, ss);
+}
+
+/* As llama2.c, val *= 1 / (1 + e^-val); val *= b, with exp_eg for expf
+ * (kernels_impl.h). */
+void swiglu_generic(float *o, const float *a, const float *b, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++) {
 		float val = a[i];
-		val *= (1.0f / (1.0f + expf(-val)));
+		val *= (1.0f / (1.0f + exp_eg(-val)));
 		val *= b[i];
 		o[i] = val;
 	}
+}
+
+void swiglu(float *o, const float *a, const float *b, int64_t n)
+{
+	ops_get()->swiglu(o, a, b, n);
 }

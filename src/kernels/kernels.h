@@ -182,8 +182,21 @@ void attention_head(float *out, const float *q, const float *k, const float *v,
 void attention_head_generic(float *out, const float *q, const float *k,
 			    const float *v, int64_t stride, int n_pos, int hd,
 			    float *scores);
-/* silu(a) * b, elementwise into o. */
+/* nh query heads that share one KV head (grouped-query attention): head h's
+ * query q + h hd, output out + h hd, scores scores + h ss (ss >= n_pos);
+ * each head the same bits as attention_head (the SIMD level shares the
+ * keys' loads among the heads). */
+void attention_heads(float *out, const float *q, const float *k, const float *v,
+		     int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss);
+void attention_heads_generic(float *out, const float *q, const float *k,
+			     const float *v, int64_t stride, int n_pos, int hd,
+			     float *scores, int nh, int64_t ss);
+/* silu(a) * b, elementwise into o (o may alias a): val / (1 + e^-val) as
+ * llama2.c computes it, with the project's exp (kernels_impl.h exp_eg,
+ * within 8.2e-8 of e^x relatively) for libm's expf, so the SIMD level has a bit-exact
+ * twin. */
 void swiglu(float *o, const float *a, const float *b, int64_t n);
+void swiglu_generic(float *o, const float *a, const float *b, int64_t n);
 
 /* ---- matrix-matrix: weight rows x a batch of tokens (prefill; gemm.c) ----
  * W (rows, n) of type wt, rows r0..r1-1, times ntok prepared activation rows

@@ -1021,6 +1021,60 @@ AVX512 static void softmax_avx512(float *x, int64_t n)
 	}
 }
 
+/* exp_eg (kernels_impl.h) 16 lanes at once, the same operations in the
+ * same order: the same bits per lane. */
+AVX512_INLINE __m512 exp_eg_avx512(__m512 x)
+{
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_EG_LOG2E)),
+					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 a = _mm512_mul_ps(n, _mm512_set1_ps(EXP_EG_C1));
+	VEC_ROUNDED(a);
+	__m512 r = _mm512_sub_ps(x, a);
+	a = _mm512_mul_ps(n, _mm512_set1_ps(EXP_EG_C2));
+	VEC_ROUNDED(a);
+	r = _mm512_sub_ps(r, a);
+	__m512 z = _mm512_mul_ps(r, r);
+	__m512 p = _mm512_set1_ps(EXP_EG_P0);
+	static const float c[5] = { EXP_EG_P1, EXP_EG_P2, EXP_EG_P3, EXP_EG_P4, EXP_EG_P5 };
+#pragma GCC unroll 5
+	for (int i = 0; i < 5; i++) {
+		p = _mm512_mul_ps(p, r);
+		VEC_ROUNDED(p);
+		p = _mm512_add_ps(p, _mm512_set1_ps(c[i]));
+	}
+	p = _mm512_mul_ps(p, z);
+	VEC_ROUNDED(p);
+	p = _mm512_add_ps(_mm512_add_ps(p, r), _mm512_set1_ps(1.0f));
+	__m512i k = _mm512_cvtps_epi32(n), h = _mm512_srai_epi32(k, 1);
+	const __m512i bias = _mm512_set1_epi32(127);
+	p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(h, bias), 23)));
+	VEC_ROUNDED(p);
+	p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(
+				     _mm512_add_epi32(_mm512_sub_epi32(k, h), bias), 23)));
+	/* the scalar's early returns, in its order: NaN, low, high */
+	p = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_EG_HI), _CMP_GT_OQ),
+			       _mm512_set1_ps(__builtin_inff()));
+	p = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_EG_LO), _CMP_LE_OQ), p);
+	return _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+/* swiglu_generic 16 lanes at once (same operations: the same bits). */
+AVX512 static void swiglu_avx512(float *o, const float *a, const float *b, int64_t n)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+	for (int64_t i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 v = _mm512_maskz_loadu_ps(m, a + i);
+		__m512 e = exp_eg_avx512(_mm512_castsi512_ps(_mm512_xor_si512(
+			_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN))));
+		VEC_ROUNDED(e);
+		__m512 s = _mm512_div_ps(one, _mm512_add_ps(one, e));
+		v = _mm512_mul_ps(v, s);
+		VEC_ROUNDED(v);
+		_mm512_mask_storeu_ps(o + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, b + i)));
+	}
+}
+
 /* neox = 0: 8 adjacent pairs per vector; cos and sin duplicated into both
  * lanes of a pair, the pair swapped, then even lanes v0 c - v1 s and odd
  * lanes v1 c + v0 s (an add commutes exactly). neox = 1: halves a and
@@ -1077,12 +1131,15 @@ AVX512 static void rope_apply_avx512(float *x, int n_heads, int head_dim, int ro
 AVX512_INLINE void transpose16_ps(__m512 *r)
 {
 	__m512i z[4][4];
+#pragma GCC unroll 4
 	for (int k = 0; k < 4; k++) {
+#pragma GCC unroll 4
 		for (int i = 0; i < 4; i++)
 			z[k][i] = _mm512_castps_si512(r[4 * k + i]);
 		transpose_lanes4(z[k]);
 	}
 	/* z[k][g] 128-bit lane L = element 4L + g of rows 4k..4k+3 */
+#pragma GCC unroll 4
 	for (int g = 0; g < 4; g++) {
 		__m512i a = _mm512_shuffle_i32x4(z[0][g], z[1][g], 0x44);
 		__m512i b = _mm512_shuffle_i32x4(z[0][g], z[1][g], 0xEE);
@@ -1095,19 +1152,21 @@ AVX512_INLINE void transpose16_ps(__m512 *r)
 	}
 }
 
-/* Scores for 16 positions per vector, lane l = position t + l, each summed
- * over i in order from +0 (the generic's dot, per lane): the 16 keys are
- * read as rows, 16 dimensions at a time, and transposed in registers
- * (transpose16_ps; positions past n_pos and dimensions past hd read as 0
- * and are never added); the division by sqrtf(hd) per lane; softmax as
- * above; the output 64 dimensions (four independent chains) per pass over
- * the values, each summed over t in order from +0.
+/* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 16
+ * positions per vector, lane l = position t + l, each summed over i in
+ * order from +0 (the generic's dot, per lane): the 16 keys are read as
+ * rows, 16 dimensions at a time, and transposed in registers once for the
+ * c heads (transpose16_ps; positions past n_pos and dimensions past hd read
+ * as 0 and are never added); the division by sqrtf(hd) per lane.
  * Measured (smollm-135m q8_0 decode, one core): the former 16-lane gathers
  * of the keys took ~65% of the attention's time and one chain per output
- * vector the rest; attention fell from ~10% of a token to ~3%. */
-AVX512 static void attention_avx512(float *out, const float *q, const float *k,
-				    const float *v, int64_t stride, int n_pos, int hd,
-				    float *scores)
+ * vector the rest; attention fell from ~10% of a token to ~3%. Sharing the
+ * transposes among a KV head's queries (tinyllama-1.1b: 8 per KV head)
+ * took attention from 4.2% to 2.3% of the perf samples of a two-core
+ * 200-token decode (`egang bench decode --tokens 200`, 2026-12-03). */
+AVX512_INLINE void att_scores(const float *q, int c, const float *k, const float *v,
+			      int64_t stride, int n_pos, int hd, float *scores,
+			      int64_t ss)
 {
 	const __m512 scale = _mm512_set1_ps(sqrtf((float)hd));
 	for (int t = 0; t < n_pos; t += 16) {
@@ -1118,14 +1177,15 @@ AVX512 static void attention_avx512(float *out, const float *q, const float *k,
 		for (int i = 0; i < 16; i++) {
 			const char *kn = (const char *)(kt + (size_t)(16 + i) * (size_t)stride);
 			const char *vn = (const char *)(v + (size_t)(t + i) * (size_t)stride);
-			for (int c = 0; c < 4 * hd; c += 64) {
+			for (int b = 0; b < 4 * hd; b += 64) {
 				if (t + 16 + i < n_pos)
-					_mm_prefetch(kn + c, _MM_HINT_T0);
+					_mm_prefetch(kn + b, _MM_HINT_T0);
 				if (i < nr)
-					_mm_prefetch(vn + c, _MM_HINT_T0);
+					_mm_prefetch(vn + b, _MM_HINT_T0);
 			}
 		}
-		__m512 a0 = _mm512_setzero_ps();
+		__m512 a[4] = { _mm512_setzero_ps(), _mm512_setzero_ps(),
+				_mm512_setzero_ps(), _mm512_setzero_ps() };
 		for (int i0 = 0; i0 < hd; i0 += 16) {
 			const int nj = hd - i0 < 16 ? hd - i0 : 16;
 			const __mmask16 m = tail_mask(nj);
@@ -1135,35 +1195,54 @@ AVX512 static void attention_avx512(float *out, const float *q, const float *k,
 				r[i] = _mm512_maskz_loadu_ps(i < nr ? m : 0,
 							     kt + (size_t)i * (size_t)stride + i0);
 			transpose16_ps(r);
-			if (nj == 16) {
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++) {
+				if (h >= c)
+					continue;
+				const float *qh = q + (size_t)h * (size_t)hd + i0;
+				if (nj == 16) {
 #pragma GCC unroll 16
-				for (int j = 0; j < 16; j++) {
-					__m512 p = _mm512_mul_ps(_mm512_set1_ps(q[i0 + j]), r[j]);
-					VEC_ROUNDED(p);
-					a0 = _mm512_add_ps(a0, p);
-				}
-			} else {
-				for (int j = 0; j < nj; j++) {
-					__m512 p = _mm512_mul_ps(_mm512_set1_ps(q[i0 + j]), r[j]);
-					VEC_ROUNDED(p);
-					a0 = _mm512_add_ps(a0, p);
+					for (int j = 0; j < 16; j++) {
+						__m512 p = _mm512_mul_ps(_mm512_set1_ps(qh[j]), r[j]);
+						VEC_ROUNDED(p);
+						a[h] = _mm512_add_ps(a[h], p);
+					}
+				} else { /* r[] indexed by constants only: in registers */
+#pragma GCC unroll 16
+					for (int j = 0; j < 16; j++) {
+						if (j >= nj)
+							continue;
+						__m512 p = _mm512_mul_ps(_mm512_set1_ps(qh[j]), r[j]);
+						VEC_ROUNDED(p);
+						a[h] = _mm512_add_ps(a[h], p);
+					}
 				}
 			}
 		}
-		_mm512_mask_storeu_ps(scores + t, tail_mask(nr), _mm512_div_ps(a0, scale));
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++)
+			if (h < c)
+				_mm512_mask_storeu_ps(scores + (size_t)h * (size_t)ss + t,
+						      tail_mask(nr), _mm512_div_ps(a[h], scale));
 	}
-	softmax_avx512(scores, n_pos);
+}
+
+/* out (hd) = sum_u s[u] v_u: 64 dimensions (four independent chains) per
+ * pass over the values, each summed over u in order from +0. */
+AVX512_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t stride,
+			    int n_pos, int hd)
+{
 	for (int i = 0; i < hd; i += 64) {
 		const __mmask16 m0 = tail_mask(hd - i), m1 = tail_mask(hd - i - 16);
 		const __mmask16 m2 = tail_mask(hd - i - 32), m3 = tail_mask(hd - i - 48);
 		__m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
 		for (int u = 0; u < n_pos; u++) {
 			const float *vu = v + (size_t)u * (size_t)stride + i;
-			const __m512 s = _mm512_set1_ps(scores[u]);
-			__m512 p0 = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m0, vu));
-			__m512 p1 = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m1, vu + 16));
-			__m512 p2 = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m2, vu + 32));
-			__m512 p3 = _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m3, vu + 48));
+			const __m512 su = _mm512_set1_ps(s[u]);
+			__m512 p0 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m0, vu));
+			__m512 p1 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m1, vu + 16));
+			__m512 p2 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m2, vu + 32));
+			__m512 p3 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m3, vu + 48));
 			VEC_ROUNDED(p0);
 			VEC_ROUNDED(p1);
 			VEC_ROUNDED(p2);
@@ -1177,6 +1256,39 @@ AVX512 static void attention_avx512(float *out, const float *q, const float *k,
 		_mm512_mask_storeu_ps(out + i + 16, m1, o1);
 		_mm512_mask_storeu_ps(out + i + 32, m2, o2);
 		_mm512_mask_storeu_ps(out + i + 48, m3, o3);
+	}
+}
+
+/* nh heads: scores 4 heads at a time (att_scores), then per head softmax
+ * (as above) and the weighted sum. */
+AVX512 static void attention_avx512(float *out, const float *q, const float *k,
+				    const float *v, int64_t stride, int n_pos, int hd,
+				    float *scores, int nh, int64_t ss)
+{
+	for (int h = 0; h < nh; h += 4) {
+		const float *qh = q + (size_t)h * (size_t)hd;
+		float *sh = scores + (size_t)h * (size_t)ss;
+		/* a constant head count per call, so that the accumulators
+		 * and the transposed keys stay in registers */
+		switch (nh - h) {
+		case 1:
+			att_scores(qh, 1, k, v, stride, n_pos, hd, sh, ss);
+			break;
+		case 2:
+			att_scores(qh, 2, k, v, stride, n_pos, hd, sh, ss);
+			break;
+		case 3:
+			att_scores(qh, 3, k, v, stride, n_pos, hd, sh, ss);
+			break;
+		default:
+			att_scores(qh, 4, k, v, stride, n_pos, hd, sh, ss);
+			break;
+		}
+	}
+	for (int h = 0; h < nh; h++) {
+		float *s = scores + (size_t)h * (size_t)ss;
+		softmax_avx512(s, n_pos);
+		att_wsum(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
 	}
 }
 
@@ -1220,6 +1332,7 @@ const kernel_ops_t kops_avx512 = {
 	.softmax = softmax_avx512,
 	.rope_apply = rope_apply_avx512,
 	.attention = attention_avx512,
+	.swiglu = swiglu_avx512,
 };
 
 #endif

@@ -228,29 +228,43 @@ static void qkv_finish(void *ctx, uint32_t wave)
 	     c->rope_theta, c->rope_neox);
 }
 
-/* ---- ATTN: one chunk per query head ---- */
+/* ---- ATTN: one chunk per group of up to ATTN_GROUP query heads of one
+ * KV head ---- */
 
-/* Head h of layer l at position pos: q (head_dim) against the cached keys
- * 0..pos -> o (head_dim), s (pos + 1) scratch. Prefill's attn_rows does the
- * same arithmetic per query (kernels.h), so a position's attention is the
- * same bits either way. */
-static void attn_head(const forward_t *f, int64_t l, int64_t h, int32_t pos,
-		      const float *q, float *o, float *s)
+/* The query heads that share a KV head (grouped-query attention) are split
+ * into parts of at most ATTN_GROUP heads, one chunk each: the kernel loads
+ * and transposes each block of keys once per 4 heads (attention_heads),
+ * and the wave keeps n_kv_heads * parts chunks to spread over the gang
+ * (tinyllama-1.1b: 4 KV heads x 2 parts of 4; heads without sharing: one
+ * chunk per head, as before). Every head's arithmetic is attention_head's,
+ * so the grouping changes no bit. */
+#define ATTN_GROUP 4
+
+static inline int64_t attn_parts(const model_config_t *c)
 {
-	const model_config_t *c = &f->c;
-	int64_t KV = kv_dim(c), hd = c->head_dim;
-	int64_t kvh = h / (c->n_heads / c->n_kv_heads);
-	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	attention_head(o, q, kc, vc, KV, pos + 1, (int)hd, s);
+	int64_t g = c->n_heads / c->n_kv_heads;
+	return (g + ATTN_GROUP - 1) / ATTN_GROUP;
 }
 
-static void attn_chunk(void *ctx, uint32_t wave, uint32_t h)
+/* Heads h0 .. h0 + nh - 1 (one KV head's part `chunk`) of layer l at
+ * position pos: q (head_dim each) against the cached keys 0..pos -> o,
+ * s (ctx per head) scratch. Prefill's attn_rows does the same arithmetic
+ * per query (kernels.h), so a position's attention is the same bits either
+ * way. */
+static void attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	int64_t l = (wave - 1) / STEP_COUNT, hd = f->c.head_dim;
-	attn_head(f, l, h, f->pos, f->q + h * hd, f->att + h * hd,
-		  f->scores + (size_t)h * f->ctx);
+	const model_config_t *c = &f->c;
+	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, KV = kv_dim(c);
+	int64_t g = c->n_heads / c->n_kv_heads, parts = attn_parts(c);
+	int64_t kvh = chunk / parts, per = (g + parts - 1) / parts;
+	int64_t h0 = kvh * g + (chunk % parts) * per, h1 = kvh * g + g;
+	if (h0 + per < h1)
+		h1 = h0 + per;
+	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	attention_heads(f->att + h0 * hd, f->q + h0 * hd, kc, vc, KV, f->pos + 1, (int)hd,
+			f->scores + (size_t)h0 * f->ctx, (int)(h1 - h0), f->ctx);
 }
 
 static void attn_finish(void *ctx, uint32_t wave)
@@ -345,7 +359,7 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
  * Each wave computes, for every token of the batch, exactly what the
  * decode wave above computes for one token: the matrices through gemm_rows
  * (each output the same bits as decode's matvec_rows), attention through
- * attn_head, the finish steps through the same rmsnorm / rope / act_fill
+ * attn_chunk, the finish steps through the same rmsnorm / rope / act_fill
  * per token in ascending order. So a batched prefill leaves the same KV
  * cache and the same logits, bit for bit, as token-by-token decoding, at
  * any batch size and whatever the membership. A chunk is a block of weight
@@ -460,7 +474,7 @@ static inline uint32_t att_groups(int32_t n)
 
 /* Chunk = (head, group of ATT_TOKENS tokens); causal: token k attends to
  * positions 0..bpos+k, all in the cache after this layer's QKV wave.
- * attn_rows does per token exactly attn_head's arithmetic. */
+ * attn_rows does per token exactly attn_chunk's arithmetic. */
 static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
@@ -766,8 +780,8 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		wave_t *w = &f->waves[1 + STEP_COUNT * l];
 		w[STEP_QKV] = (wave_t){div_up(Q + 2 * KV, f->rows_qkv),
 				       qkv_chunk, qkv_finish};
-		w[STEP_ATTN] = (wave_t){(uint32_t)c->n_heads, attn_chunk,
-					attn_finish};
+		w[STEP_ATTN] = (wave_t){(uint32_t)(c->n_kv_heads * attn_parts(c)),
+					attn_chunk, attn_finish};
 		w[STEP_WO] = (wave_t){div_up(c->dim, f->rows_wo), wo_chunk,
 				      wo_finish};
 		w[STEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->rows_ffn1),
