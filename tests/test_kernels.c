@@ -913,6 +913,14 @@ static void test_float_math_twins(void **state)
 			rope(b, cs[c].nh, cs[c].hd, cs[c].rot, cs[c].pos, cs[c].theta, cs[c].neox);
 			if (memcmp(a, b, 4 * (size_t)n))
 				fail_msg("%s rope case %zu differs from generic", lv[l], c);
+			/* the forward pass's two steps: the same bits */
+			float tab[172];
+			memcpy(b, x, 4 * (size_t)n);
+			rope_table(tab, cs[c].rot, cs[c].pos, cs[c].theta);
+			rope_with(b, cs[c].nh, cs[c].hd, cs[c].rot, tab, cs[c].neox);
+			if (memcmp(a, b, 4 * (size_t)n))
+				fail_msg("%s rope_table + rope_with case %zu differs from generic",
+					 lv[l], c);
 		}
 		/* attention: q (hd), a KV cache of n_pos rows at stride kvd */
 		static const int hds[] = { 8, 64, 172 };

@@ -753,6 +753,24 @@ void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps)
 
 void softmax(float *x, int64_t n) { ops_get()->softmax(x, n); }
 
+void rope_table(float *cs, int rot_dim, int pos, float theta)
+{
+	/* the generic's expressions, once per pair */
+	for (int i = 0; i < rot_dim; i += 2) {
+		float freq = 1.0f / powf(theta, (float)i / (float)rot_dim);
+		float val = (float)pos * freq;
+		cs[i] = cosf(val);
+		cs[i + 1] = sinf(val);
+	}
+}
+
+void rope_with(float *x, int n_heads, int head_dim, int rot_dim, const float *cs,
+	       int neox)
+{
+	assert(rot_dim <= head_dim && rot_dim % 2 == 0);
+	ops_get()->rope_apply(x, n_heads, head_dim, rot_dim, cs, neox);
+}
+
 void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	  float theta, int neox)
 {
@@ -762,15 +780,8 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 		rope_generic(x, n_heads, head_dim, rot_dim, pos, theta, neox);
 		return;
 	}
-	/* (cos, sin) per pair, computed once for all heads with the generic's
-	 * expressions */
 	float cs[MAX_ROT];
-	for (int i = 0; i < rot_dim; i += 2) {
-		float freq = 1.0f / powf(theta, (float)i / (float)rot_dim);
-		float val = (float)pos * freq;
-		cs[i] = cosf(val);
-		cs[i + 1] = sinf(val);
-	}
+	rope_table(cs, rot_dim, pos, theta);
 	ops_get()->rope_apply(x, n_heads, head_dim, rot_dim, cs, neox);
 }
 

@@ -172,6 +172,14 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	  float theta, int neox);
 void rope_generic(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 		  float theta, int neox);
+/* rope() in two steps, for callers that rotate several vectors at one
+ * position (the forward pass: q and k of every layer): rope_table fills
+ * cs (rot_dim floats) with pair j's cos at cs[2j] and sin at cs[2j + 1],
+ * computed as rope_generic computes them; rope_with rotates x with it, the
+ * same bits as rope(). */
+void rope_table(float *cs, int rot_dim, int pos, float theta);
+void rope_with(float *x, int n_heads, int head_dim, int rot_dim, const float *cs,
+	       int neox);
 /* One query head's attention over positions 0..n_pos-1 of the KV cache
  * (k_t = k + t * stride, v_t = v + t * stride, hd floats each):
  *   s[t] = (sum_i q[i] k_t[i], in i order) / sqrtf(hd); softmax(s);
