@@ -8,7 +8,9 @@
  * and may stop at any time (so a stuck system becomes a terminal state,
  * which the deadlock check reports). The leader runs NGEN generations (gang_begin .. gang_end), of
  * NTOK1 tokens then NTOK2 tokens; a token has NW waves of NCH chunks each,
- * claimed from the shared cursor. After the last gang_end the leader sets
+ * dealt to the participants as shares, each claimed from its front by its
+ * owner and from its back by the others (gang.c claim()). After the last
+ * gang_end the leader sets
  * `shutdown` (gang_free) and joins the workers.
  *
  * One atomic block is one atomic instruction of the C code (load, store,
@@ -34,6 +36,8 @@
  *   -DMUT_IGNORE_MASK  the worker may take part in a latch without its bit;
  *   -DMUT_NO_CLEAR     the worker never clears ACK_TAKEN;
  *   -DMUT_LEADER_WAITS the leader waits for a requested slot's ack;
+ *   -DMUT_STEAL_SPLIT  a thief loads a share's end, then stores end - 1
+ *                      (no CAS);
  *   -DSPEC_LITERAL     the leave path exactly as gang.h words it: a flaw
  *                      (see `taken:` in the worker and spec/README.md).
  */
@@ -78,8 +82,8 @@ byte lmask = 1;         /*        ... | participant mask (one word)      */
 byte stag = 0;          /* sync:  tag ...                                */
 byte swave = NW;        /*        ... | wave ...                         */
 byte scnt = 0;          /*        ... | arrivals (one word)              */
-byte cursor = NCH;      /* next unclaimed chunk; saturates at NCH (a
-                         * fetch_add that returns >= NCH finds none)     */
+byte lo[NWRK + 1];      /* slot s's share of the wave's chunks: lo[s] .. */
+byte hi[NWRK + 1];      /* hi[s] - 1, one word in the C code (RANGE)     */
 bool shutdown = false;  /* gang_free: stop */
 byte nexit = 0;         /* workers that have stopped (joined) */
 bool finished = false;  /* the leader has joined every worker */
@@ -130,22 +134,68 @@ ltl join_live { [] (((jw & 2) -> <> !(jw & 2)) &&
                     ((jw & 8) -> <> !(jw & 8))) }
 #endif
 
+#define POPCOUNT(m) (((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1) + (((m) >> 3) & 1))
+
+/* deal(): slot s of mask m, the r-th, gets chunks [r NCH / P, (r+1) NCH / P)
+ * of the next wave; slots outside m get an empty share (in the C code they
+ * keep a stale one, which no participant of m reads: a canonical form) */
+#define RANK(m, s) POPCOUNT((m) & (BIT(s) - 1))
+#define DEAL1(m, s) lo[s] = (((m) & BIT(s)) -> RANK(m, s) * NCH / POPCOUNT(m) : 0); \
+                    hi[s] = (((m) & BIT(s)) -> (RANK(m, s) + 1) * NCH / POPCOUNT(m) : 0)
+#define DEAL(m) DEAL1(m, 0); DEAL1(m, 1); DEAL1(m, 2); DEAL1(m, 3)
+#define EMPTY0 lo[0] = 0; hi[0] = 0; lo[1] = 0; hi[1] = 0; lo[2] = 0; hi[2] = 0; lo[3] = 0; hi[3] = 0
+/* every share of m is empty */
+#define DRAINED1(m, v) (!((m) & BIT(v)) || lo[v] >= hi[v])
+#define DRAINED(m) (DRAINED1(m, 0) && DRAINED1(m, 1) && DRAINED1(m, 2) && DRAINED1(m, 3))
+
+/* take the last chunk of participant v's share (a CAS on its word). FOLD:
+ * with that chunk's writes (ghost `done`) */
+#ifdef MUT_STEAL_SPLIT
+/* broken: the thief loads the share's end, then stores end - 1 (no CAS):
+ * the owner or another thief can claim the same chunk in between */
+#define STEAL(s, t, m, v) \
+	atomic { (m & BIT(v)) && v != s && lo[v] < hi[v] -> k = hi[v] }; \
+	atomic { \
+		ASSERT_MEMBER(!(done & BIT(k - 1))); \
+		hi[v] = k - 1; \
+		done = done | BIT(k - 1); \
+		k = 0 \
+	}
+#else
+#define STEAL(s, t, m, v) \
+	atomic { \
+		(m & BIT(v)) && v != s && lo[v] < hi[v] -> \
+		ASSERT_MEMBER((lmask & BIT(s)) && ltag == t && stag == t && \
+		              swave == w && !(done & BIT(hi[v] - 1))); \
+		hi[v]--; \
+		done = done | BIT(hi[v]) \
+	}
+#endif
+
 /* ---- a participant's part of token t, mask m, n = popcount(m) ---- */
 inline participate(s, t, m, n) {
 	do
 	:: do
-		:: atomic {     /* claim: fetch_add(cursor) finds chunk `cursor`,
-				 * FOLD: with that chunk's writes (ghost `done`) */
-			cursor < NCH ->
+		:: atomic {     /* claim the front of the own share (a CAS on
+				 * its word), FOLD: with that chunk's writes */
+			lo[s] < hi[s] ->
 			ASSERT_MEMBER((lmask & BIT(s)) && ltag == t &&
-			              stag == t && swave == w && !(done & BIT(cursor)));
-			done = done | BIT(cursor);
-			cursor++
+			              stag == t && swave == w && !(done & BIT(lo[s])));
+			done = done | BIT(lo[s]);
+			lo[s]++
 		   }
-		:: atomic {     /* FOLD: the fetch_add that finds no chunk left
-				 * (cursor cannot move until this slot arrives)
-				 * and the arrival, CAS sync (t,w,k) -> (t,w,k+1) */
-			cursor >= NCH ->
+		/* or the back of another participant's share (any order: the
+		 * C code's own-first, next-slot-up order is one of them) */
+		:: STEAL(s, t, m, 0)
+		:: STEAL(s, t, m, 1)
+		:: STEAL(s, t, m, 2)
+		:: STEAL(s, t, m, 3)
+		:: atomic {     /* FOLD: the loads that find every share of m
+				 * empty (a share seen empty stays empty until
+				 * this slot arrives: claims only shrink it, and
+				 * only the wave's last arriver deals again) and
+				 * the arrival, CAS sync (t,w,k) -> (t,w,k+1) */
+			DRAINED(m) ->
 			ASSERT_MEMBER((lmask & BIT(s)) && ltag == t && stag == t &&
 			              swave == w && !(arrivers & BIT(s)));
 			(stag == t && swave == w);      /* else the CAS never succeeds */
@@ -153,15 +203,21 @@ inline participate(s, t, m, n) {
 			scnt++;
 			if
 			:: scnt == n ->
-				/* the last arriver: finish(), cursor = 0 and the
-				 * release store sync = (t, w+1, 0). FOLD: everyone
-				 * else in the token is waiting on sync, which reads
-				 * (t, w, *) until the release. */
+				/* the last arriver: finish(), the next wave's
+				 * deal and the release store sync = (t, w+1, 0).
+				 * FOLD: everyone else in the token is waiting on
+				 * sync, which reads (t, w, *) until the release.
+				 * After the last wave the shares are left empty
+				 * (canonical: the leader deals before the next
+				 * latch) */
 				ASSERT_BARRIER(arrivers == m && m == lmask && ltag == t);
 				ASSERT_BARRIER(done == ALLCH);  /* finish() after every chunk */
 				done = 0;
 				arrivers = 0;
-				cursor = 0;
+				if
+				:: w + 1 < NW -> DEAL(m)
+				:: else -> EMPTY0
+				fi;
 				swave = w + 1;
 				scnt = 0
 			:: else
@@ -181,8 +237,6 @@ inline participate(s, t, m, n) {
 		}
 	od
 }
-
-#define POPCOUNT(m) (((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1) + (((m) >> 3) & 1))
 
 /* step 1 for one slot: if s is requested, CAS ack[s] e -> e|TAKEN.
  * FOLD: the read of `requested` joins the CAS; the requester may flip the
@@ -224,12 +278,13 @@ active proctype Leader() {
 			take(1);
 			take(2);
 			take(3);
-			/* step 2: sync = (t,0,0), cursor = 0, then the latch store.
-			 * FOLD: nobody reads sync or cursor before it has read
-			 * this latch, except a slot still waiting for the last
-			 * release of token t-1, which already reads "released". */
+			/* step 2: sync = (t,0,0), the first wave's deal, then
+			 * the latch store. FOLD: nobody reads sync or a share
+			 * before it has read this latch, except a slot still
+			 * waiting for the last release of token t-1, which
+			 * already reads "released". */
 			atomic {
-				stag = t; swave = 0; scnt = 0; cursor = 0;
+				stag = t; swave = 0; scnt = 0; DEAL(m);
 				ltag = t;
 				lmask = m;
 				n = POPCOUNT(m);
@@ -248,6 +303,9 @@ active proctype Leader() {
 
 proctype Worker(byte s) {
 	byte e, seen, t, m, w, n;
+#ifdef MUT_STEAL_SPLIT
+	byte k;
+#endif
 sleep:
 	/* futex sleep while not requested or the epoch is even */
 	if

@@ -50,6 +50,7 @@ checks=(
 	"mutation no-clear|caught|-DMUT_NO_CLEAR -DLTL_JOIN|-DSAFETY|-N join_bound"
 	"mutation leader-waits|caught|-DMUT_LEADER_WAITS -DLTL_JOIN|-DNFAIR=3|-a -f -N join_live"
 	"mutation spec-literal-leave|caught|-DSPEC_LITERAL -DP_MEMBER|-DSAFETY|-E"
+	"mutation steal-split|caught|-DMUT_STEAL_SPLIT -DP_MEMBER|-DSAFETY|"
 )
 # VERIFY_LONG=1: also every fair run terminates (about 2 min, 0.7 GB alone).
 [[ ${VERIFY_LONG:-0} == 1 ]] && checks=("finish-live|ok|-DLTL_FINISH|-DNFAIR=3|-a -f -N finish" "${checks[@]}")

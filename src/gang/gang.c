@@ -70,8 +70,14 @@ typedef struct slot {
 	 * CAS) and the leader (CAS); on its own line because the leader
 	 * reads every slot's ack each token. */
 	_Alignas(EG_CACHELINE) _Atomic uint32_t ack;
+	/* The slot's share of the current wave's chunks, RANGE(next, end):
+	 * claimed from the front by the slot itself and from the back by the
+	 * other participants once their own share is done (claim()); dealt by
+	 * the leader (wave 0) and by each wave's last arriver (the next
+	 * wave). On its own line: the owner's claims stay local. */
+	_Alignas(EG_CACHELINE) _Atomic uint64_t range;
 	/* statistics, written by the slot's own thread only */
-	_Atomic uint64_t participation;
+	_Alignas(EG_CACHELINE) _Atomic uint64_t participation;
 	_Atomic uint64_t chunks;
 	_Atomic uint64_t ack_ns; /* time of the last ack (benchmarks) */
 	_Atomic uint64_t preempted_tokens, preemptions;
@@ -91,8 +97,6 @@ struct gang {
 #ifdef EGANG_DEBUG
 	_Atomic uint32_t arrived; /* arrivals' slot bits, checked per wave */
 #endif
-	/* The current wave's next chunk: fetch_add by every participant. */
-	_Alignas(EG_CACHELINE) _Atomic uint32_t cursor;
 	/* Futex words: doorbell wakes idle and waiting workers, bar_seq
 	 * wakes participants asleep in a barrier. */
 	_Alignas(EG_CACHELINE) _Atomic uint32_t doorbell;
@@ -268,6 +272,81 @@ static bool phase_passed(gang_t *g, const void *arg)
 	       a->phase;
 }
 
+/* ---- chunk claims ----
+ *
+ * Each participant owns a contiguous share of the wave's chunk indices,
+ * [r n / P, (r + 1) n / P) for the r-th of the P slots of the mask (deal()),
+ * and claims it front to back with a CAS on its own cache line; when its
+ * share is empty it takes chunks from the back of the others' shares (the
+ * next slot up first, cyclically) until every share is empty, then
+ * arrives. So a member never waits for a named core (a preempted member's
+ * chunks are taken by the others), every chunk is claimed exactly once
+ * (every claim is one CAS on the share's word: the front and the back
+ * cannot pass each other), and a share that was seen empty stays empty for
+ * the rest of the wave, so the arrival of the last participant means every
+ * chunk was claimed and, as before, run. With one shared cursor, every
+ * claim moved a cache line between the cores (run_waves was ~1% of a
+ * token's samples), and a member's next chunk was rarely the one after its
+ * last, which restarted the hardware prefetcher's stream; a contiguous
+ * share is one stream. tinyllama-1.1b q8_0, 2 cores, 3 alternated rounds
+ * (2026-12-03): see README "Speed". Chunk indices still name fixed rows
+ * (forward.c), so which slot runs a chunk changes no bit. */
+#define RANGE(next, end) ((uint64_t)(end) << 32 | (uint32_t)(next))
+#define RANGE_NEXT(v) ((uint32_t)(v))
+#define RANGE_END(v) ((uint32_t)((v) >> 32))
+#define NO_CHUNK UINT32_MAX
+
+/* Deals the n chunks of a wave to the slots of mask. Called only while no
+ * participant can claim: by the leader before the latch's release, by a
+ * wave's last arriver before the sync's release. */
+static void deal(gang_t *g, uint32_t mask, uint32_t n)
+{
+	uint64_t P = (uint64_t)__builtin_popcount(mask), r = 0;
+	for (uint32_t m = mask; m; m &= m - 1, r++)
+		atomic_store_explicit(&g->slots[__builtin_ctz(m)].range,
+				      RANGE(r * n / P, (r + 1) * n / P),
+				      memory_order_relaxed);
+}
+
+/* Takes the chunk at the back of share *r, or returns NO_CHUNK once it is
+ * empty. Relaxed: a claim only needs atomicity; the chunk's inputs were
+ * published by the wave's release. */
+static uint32_t steal_from(_Atomic uint64_t *r)
+{
+	uint64_t v = atomic_load_explicit(r, memory_order_relaxed);
+	while (RANGE_NEXT(v) < RANGE_END(v))
+		if (atomic_compare_exchange_weak_explicit(r, &v, v - (1ull << 32),
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return RANGE_END(v) - 1;
+	return NO_CHUNK;
+}
+
+/* The next chunk for participant `slot` of mask: its own share's front,
+ * else another share's back; NO_CHUNK when every share is empty. */
+static uint32_t claim(gang_t *g, int slot, uint32_t mask)
+{
+	_Atomic uint64_t *own = &g->slots[slot].range;
+	uint64_t v = atomic_load_explicit(own, memory_order_relaxed);
+	while (RANGE_NEXT(v) < RANGE_END(v))
+		if (atomic_compare_exchange_weak_explicit(own, &v, v + 1, memory_order_relaxed,
+							  memory_order_relaxed))
+			return RANGE_NEXT(v);
+	uint32_t others = mask & ~(1u << slot);
+	uint32_t above = others & ~((2u << slot) - 1), below = others & ((1u << slot) - 1);
+	for (uint32_t m = above; m; m &= m - 1) {
+		uint32_t i = steal_from(&g->slots[__builtin_ctz(m)].range);
+		if (i != NO_CHUNK)
+			return i;
+	}
+	for (uint32_t m = below; m; m &= m - 1) {
+		uint32_t i = steal_from(&g->slots[__builtin_ctz(m)].range);
+		if (i != NO_CHUNK)
+			return i;
+	}
+	return NO_CHUNK;
+}
+
 static void barrier_arrive(gang_t *g, int slot, uint32_t tag, uint32_t w,
 			   uint32_t mask, const wave_plan_t *p)
 {
@@ -299,9 +378,10 @@ static void barrier_arrive(gang_t *g, int slot, uint32_t tag, uint32_t w,
 		if (wv->finish)
 			wv->finish(p->ctx, w);
 		/* Every claim of this wave happened before its claimer's
-		 * arrival, so no one touches the cursor until the release
-		 * below makes the reset visible with the next wave. */
-		atomic_store_explicit(&g->cursor, 0, memory_order_relaxed);
+		 * arrival, so no one touches a share until the release below
+		 * makes the next wave's deal visible. */
+		if (w + 1 < p->n_waves)
+			deal(g, mask, p->waves[w + 1].n_chunks);
 		atomic_store_explicit(&g->sync, SYNC(tag, w + 1, 0),
 				      memory_order_release);
 		ring(g, &g->bar_seq, &g->bar_sleepers);
@@ -321,11 +401,8 @@ static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
 	for (uint32_t w = 0; w < p->n_waves; w++) {
 		const wave_t *wv = &p->waves[w];
 		for (;;) {
-			/* relaxed: the claim only needs atomicity; the chunk's
-			 * inputs were published by the wave's release. */
-			uint32_t i = atomic_fetch_add_explicit(
-				&g->cursor, 1, memory_order_relaxed);
-			if (i >= wv->n_chunks)
+			uint32_t i = claim(g, slot, mask);
+			if (i == NO_CHUNK)
 				break;
 #ifdef EGANG_DEBUG
 			/* I3: no slot outside the latch claims a chunk */
@@ -613,9 +690,10 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
 	if (tag == 0) /* tag 0 is the initial latch: skip it on wrap */
 		tag = ++g->tag;
 	g->plan = plan;
-	atomic_store_explicit(&g->cursor, 0, memory_order_relaxed);
+	if (plan->n_waves)
+		deal(g, mask, plan->waves[0].n_chunks);
 	atomic_store_explicit(&g->sync, SYNC(tag, 0, 0), memory_order_relaxed);
-	/* release: the plan, cursor and sync above are visible to every
+	/* release: the plan, the deal and sync above are visible to every
 	 * worker that acquires this latch. */
 	atomic_store_explicit(&g->latch, (uint64_t)tag << 32 | mask,
 			      memory_order_release);
@@ -671,13 +749,17 @@ void gang_dump(const gang_t *gc, char *buf, size_t cap)
 	uint64_t l = atomic_load(&g->latch), sy = atomic_load(&g->sync);
 	int n = snprintf(buf, cap,
 			 "latch tag=%u mask=%#x sync tag=%u wave=%u arrived=%u "
-			 "cursor=%u requested=%#x epoch=%u sleepers=%u "
-			 "bar_sleepers=%u acks=",
+			 "requested=%#x epoch=%u sleepers=%u bar_sleepers=%u acks=",
 			 LATCH_TAG(l), LATCH_MASK(l), SYNC_TAG(sy), SYNC_WAVE(sy),
-			 SYNC_COUNT(sy), atomic_load(&g->cursor),
-			 atomic_load(&g->requested), atomic_load(&g->epoch),
+			 SYNC_COUNT(sy), atomic_load(&g->requested), atomic_load(&g->epoch),
 			 atomic_load(&g->sleepers), atomic_load(&g->bar_sleepers));
 	for (int i = 0; i < g->n && n > 0 && (size_t)n < cap; i++)
 		n += snprintf(buf + n, cap - (size_t)n, "%s%#x", i ? "," : "",
 			      atomic_load(&g->slots[i].ack));
+	/* each slot's share of the current wave, next..end */
+	for (int i = 0; i < g->n && n > 0 && (size_t)n < cap; i++) {
+		uint64_t r = atomic_load(&g->slots[i].range);
+		n += snprintf(buf + n, cap - (size_t)n, "%s%u..%u", i ? "," : " shares=",
+			      RANGE_NEXT(r), RANGE_END(r));
+	}
 }

@@ -18,21 +18,25 @@
  *              participant mask (low 32 bits), published once per token.
  *   sync       one 64-bit word, tag (32) | wave (16) | arrivals (16): the
  *              wave barrier, tagged with the token and the wave.
- *   cursor     the current wave's next unclaimed chunk.
+ *   share[s]   slot s's part of the current wave's chunks, one word
+ *              (next, end): the r-th of the mask's P slots is dealt
+ *              [r n / P, (r + 1) n / P) of the wave's n chunks.
  *
  * Leader, per token:
  *   1. mask = {leader}; for every slot s in requested: if CAS(ack[s], e ->
  *      e|TAKEN) succeeds, mask |= s. (The leader never waits for an ack: a
  *      slot that is not ready is simply left out of this token.)
- *   2. sync = (tag, 0, 0), cursor = 0; latch = tag | mask (release).
+ *   2. sync = (tag, 0, 0), wave 0 dealt to the mask's shares;
+ *      latch = tag | mask (release).
  *   3. takes part in every wave like any participant (below); the token ends
  *      when sync reads (tag, n_waves, 0).
  * Participant, for wave w of token tag:
- *   claim chunks (fetch_add on cursor) until none are left, then arrive:
- *   CAS sync (tag, w, k) -> (tag, w, k+1). The participant whose arrival
- *   makes k+1 == popcount(mask) runs the wave's finish(), resets cursor and
- *   stores sync = (tag, w+1, 0) (release); the others wait until sync no
- *   longer reads (tag, w, *).
+ *   claim chunks, each by one CAS: the front of its own share, then the
+ *   back of the other participants' shares, until every share is empty;
+ *   then arrive: CAS sync (tag, w, k) -> (tag, w, k+1). The participant
+ *   whose arrival makes k+1 == popcount(mask) runs the wave's finish(),
+ *   deals wave w+1 and stores sync = (tag, w+1, 0) (release); the others
+ *   wait until sync no longer reads (tag, w, *).
  * Worker s (pinned to its core):
  *   - while s is not requested or the epoch is even: sleeps on a futex;
  *   - arrive: reads latch (its tag becomes `seen`), then ack[s] = e;
@@ -62,7 +66,7 @@
  *   I2 (never waits on a named core) the leader's only waits are the wave
  *      barriers, which count exactly popcount(mask) arrivals of slots that
  *      committed (I1) before the latch was published.
- *   I3 (no corruption on arrival) a slot touches the cursor, sync or the
+ *   I3 (no corruption on arrival) a slot touches a share, sync or the
  *      plan's buffers only inside a token whose mask has its bit, and sync's
  *      (tag, wave) check makes a stale arrival impossible to count.
  *   I4 (joins within one token) a requested slot that has acked before the

@@ -59,7 +59,6 @@ struct forward {
 	float *rope_cs;
 	/* chunking */
 	uint32_t rows_qkv, rows_wo, rows_ffn1, rows_ffn2, rows_cls;
-	uint32_t stripes; /* decode chunk order (drows_of); 1: address order */
 	wave_t *waves;
 	wave_plan_t plan;
 	/* batched prefill (forward_set_batch): bmax tokens at most, bn in
@@ -127,35 +126,6 @@ static inline void rows_of(uint32_t chunk, uint32_t per, int64_t total,
 	*r1 = *r0 + per < total ? *r0 + per : total;
 }
 
-/* Decode chunks in stripes (forward_set_stripes): chunk c is block
- * j = c / S of stripe s = c % S,
- * stripe s holding blocks [s q + min(s, r), ...) of the matrix's n = q S + r
- * blocks. Members claim chunks in turn from one cursor, so with S members
- * each walks its stripe in address order and keeps its hardware prefetch
- * stream from chunk to chunk instead of hopping over the other members'
- * chunks. A bijection of chunks onto blocks: every row is still computed
- * once, by one chunk, with the same bits. tinyllama-1.1b decode on 2 cores,
- * stripes against address order, alternated (2026-12-03): q8_0 46.0 /
- * 45.8 / 48.7 -> 50.6 / 51.1 / 52.1 tok/s, q4_0 76.2 / 72.3 -> 81.8 /
- * 88.0, f16 22.4 / 21.4 -> 27.0 / 26.2; smollm-135m q8_0 344 / 319 -> 365
- * / 346. With one member, two stripes cost 5-12% (it hops between them):
- * hence S follows the requested width. */
-static inline void drows_of(const forward_t *f, uint32_t chunk, uint32_t per, int64_t total,
-			    int64_t *r0, int64_t *r1)
-{
-	uint32_t S = f->stripes, n = (uint32_t)((total + per - 1) / per);
-	if (S > 1 && n >= S) {
-		uint32_t q = n / S, r = n % S, s = chunk % S, j = chunk / S;
-		chunk = s * q + (s < r ? s : r) + j;
-	}
-	rows_of(chunk, per, total, r0, r1);
-}
-
-void forward_set_stripes(forward_t *f, uint32_t members)
-{
-	f->stripes = members ? members : 1;
-}
-
 static inline const layer_t *layer_of(const forward_t *f, uint32_t wave)
 {
 	return &f->m->layers[(wave - 1) / STEP_COUNT];
@@ -205,7 +175,7 @@ static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		     {&y->wk, y->bk, kc, Q},
 		     {&y->wv, y->bv, vc, Q + KV}};
 	int64_t r0, r1;
-	drows_of(f, chunk, f->rows_qkv, Q + 2 * KV, &r0, &r1);
+	rows_of(chunk, f->rows_qkv, Q + 2 * KV, &r0, &r1);
 	for (int p = 0; p < 3; p++) {
 		int64_t lo = r0 > part[p].base ? r0 : part[p].base;
 		int64_t hi = part[p].base + part[p].w->rows;
@@ -250,11 +220,11 @@ static inline int64_t attn_parts(const model_config_t *c)
 	return (g + ATTN_GROUP - 1) / ATTN_GROUP;
 }
 
-/* Heads h0 .. h0 + nh - 1 (one KV head's part `chunk`) of layer l at
- * position pos: q (head_dim each) against the cached keys 0..pos -> o,
- * s (ctx per head) scratch. Prefill's attn_rows does the same arithmetic
- * per query (kernels.h), so a position's attention is the same bits either
- * way. */
+/* Chunk = part (chunk % parts) of KV head (chunk / parts): query heads
+ * h0..h1-1 of the wave's layer at f->pos, each against the cached keys
+ * 0..pos -> f->att (head_dim per head), f->scores (ctx per head) scratch.
+ * Prefill's attn_rows does the same arithmetic per query (kernels.h), so a
+ * position's attention is the same bits either way. */
 static void attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
@@ -286,7 +256,7 @@ static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const tensor_t *w = &layer_of(f, wave)->wo;
 	int64_t r0, r1;
 	float tmp[256];
-	drows_of(f, chunk, f->rows_wo, w->rows, &r0, &r1);
+	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
 	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
 	mv(w, act_for(w->type, f->att, f->att_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
@@ -308,7 +278,7 @@ static void ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const layer_t *y = layer_of(f, wave);
 	int64_t r0, r1;
 	float up[256];
-	drows_of(f, chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
+	rows_of(chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
 	mv(&y->w_gate, act_for(y->w_gate.type, f->xb, f->xb_q), f->hb + r0, r0, r1);
 	mv(&y->w_up, act_for(y->w_up.type, f->xb, f->xb_q), up, r0, r1);
 	swiglu(f->hb + r0, f->hb + r0, up, r1 - r0);
@@ -329,7 +299,7 @@ static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const tensor_t *w = &layer_of(f, wave)->w_down;
 	int64_t r0, r1;
 	float tmp[256];
-	drows_of(f, chunk, f->rows_ffn2, w->rows, &r0, &r1);
+	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
 	mv(w, act_for(w->type, f->hb, f->hb_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
@@ -354,7 +324,7 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	forward_t *f = ctx;
 	const tensor_t *w = &f->m->output;
 	int64_t r0, r1;
-	drows_of(f, chunk, f->rows_cls, w->rows, &r0, &r1);
+	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
 	mv(w, act_for(w->type, f->xb, f->xb_q), f->logits + r0, r0, r1);
 }
 
@@ -769,7 +739,6 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	}
 	const layer_t *y = &m->layers[0];
 	int ncpu = spread ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 0;
-	f->stripes = 1;
 	f->rows_qkv = rows_per_chunk(&y->wq, spread_bytes(&y->wq, chunk_bytes, ncpu), 1u << 20);
 	f->rows_wo = rows_per_chunk(&y->wo, spread_bytes(&y->wo, chunk_bytes, ncpu), 256);
 	f->rows_ffn1 = rows_per_chunk(&y->w_gate,

@@ -31,11 +31,6 @@ typedef struct forward forward_t; /* opaque */
 /* Run state for contexts of up to ctx positions (<= the model's; 0 = the
  * model's). chunk_bytes: target weight bytes per chunk (0 = default). */
 forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes);
-/* The decode waves' chunk order for the next tokens: `members` stripes,
- * one per expected participant, each walked in address order (1, the
- * default: address order). Never changes a bit of the output, only which
- * rows a chunk index names; call it between tokens, never during one. */
-void forward_set_stripes(forward_t *f, uint32_t members);
 void forward_free(forward_t *f);
 
 int32_t forward_ctx(const forward_t *f);

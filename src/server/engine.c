@@ -24,9 +24,6 @@ static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
 {
 	if (forward_set_input(f, tok, pos) < 0)
 		return NULL;
-	/* a stripe per requested core (forward.c drows_of): read by the
-	 * workers after the token's latch, which publishes it */
-	forward_set_stripes(f, g ? (uint32_t)__builtin_popcount(gang_requested(g)) : 1);
 	if (g)
 		gang_run_token(g, forward_plan(f));
 	else
