@@ -288,9 +288,14 @@ static bool phase_passed(gang_t *g, const void *arg)
  * claim moved a cache line between the cores (run_waves was ~1% of a
  * token's samples), and a member's next chunk was rarely the one after its
  * last, which restarted the hardware prefetcher's stream; a contiguous
- * share is one stream. tinyllama-1.1b q8_0, 2 cores, 3 alternated rounds
- * (2026-12-03): see README "Speed". Chunk indices still name fixed rows
- * (forward.c), so which slot runs a chunk changes no bit. */
+ * share is one stream. Decode on 2 cores against the shared cursor (with
+ * forward.c's former stripes), alternated rounds (2026-12-03), tok/s:
+ * tinyllama-1.1b q8_0 49.6/48.0/45.3 -> 51.5/54.8/55.7, smollm-135m q8_0
+ * 277/290/292/276 -> 300/375/290/293. The cost: the deal writes every
+ * participant's line and each reads the others' before arriving, so a
+ * wave barrier went from 699-724 to 845-886 ns (bench protocol, p50).
+ * Chunk indices still name fixed rows (forward.c), so which slot runs a
+ * chunk changes no bit. */
 #define RANGE(next, end) ((uint64_t)(end) << 32 | (uint32_t)(next))
 #define RANGE_NEXT(v) ((uint32_t)(v))
 #define RANGE_END(v) ((uint32_t)((v) >> 32))
