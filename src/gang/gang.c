@@ -302,8 +302,10 @@ static bool phase_passed(gang_t *g, const void *arg)
 #define NO_CHUNK UINT32_MAX
 
 /* Deals the n chunks of a wave to the slots of mask. Called only while no
- * participant can claim: by the leader before the latch's release, by a
- * wave's last arriver before the sync's release. */
+ * participant can claim: by the leader before the latch's release store,
+ * by a wave's last arriver before the sync's release store. Relaxed: those
+ * releases publish the deal, paired with the participants' acquire of the
+ * latch (worker_main) and of sync (phase_passed) before they claim. */
 static void deal(gang_t *g, uint32_t mask, uint32_t n)
 {
 	uint64_t P = (uint64_t)__builtin_popcount(mask), r = 0;
@@ -327,8 +329,9 @@ static uint32_t steal_from(_Atomic uint64_t *r)
 	return NO_CHUNK;
 }
 
-/* The next chunk for participant `slot` of mask: its own share's front,
- * else another share's back; NO_CHUNK when every share is empty. */
+/* The next chunk for participant `slot` of mask: its own share's front
+ * (relaxed CAS, as steal_from), else another share's back, the slots above
+ * `slot` first, then those below; NO_CHUNK when every share is empty. */
 static uint32_t claim(gang_t *g, int slot, uint32_t mask)
 {
 	_Atomic uint64_t *own = &g->slots[slot].range;
@@ -337,18 +340,14 @@ static uint32_t claim(gang_t *g, int slot, uint32_t mask)
 		if (atomic_compare_exchange_weak_explicit(own, &v, v + 1, memory_order_relaxed,
 							  memory_order_relaxed))
 			return RANGE_NEXT(v);
-	uint32_t others = mask & ~(1u << slot);
-	uint32_t above = others & ~((2u << slot) - 1), below = others & ((1u << slot) - 1);
-	for (uint32_t m = above; m; m &= m - 1) {
-		uint32_t i = steal_from(&g->slots[__builtin_ctz(m)].range);
-		if (i != NO_CHUNK)
-			return i;
-	}
-	for (uint32_t m = below; m; m &= m - 1) {
-		uint32_t i = steal_from(&g->slots[__builtin_ctz(m)].range);
-		if (i != NO_CHUNK)
-			return i;
-	}
+	const uint32_t others = mask & ~(1u << slot);
+	const uint32_t order[2] = { others & ~((2u << slot) - 1), others & ((1u << slot) - 1) };
+	for (int k = 0; k < 2; k++)
+		for (uint32_t m = order[k]; m; m &= m - 1) {
+			uint32_t i = steal_from(&g->slots[__builtin_ctz(m)].range);
+			if (i != NO_CHUNK)
+				return i;
+		}
 	return NO_CHUNK;
 }
 

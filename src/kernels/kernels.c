@@ -782,7 +782,7 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 	}
 	float cs[MAX_ROT];
 	rope_table(cs, rot_dim, pos, theta);
-	ops_get()->rope_apply(x, n_heads, head_dim, rot_dim, cs, neox);
+	rope_with(x, n_heads, head_dim, rot_dim, cs, neox);
 }
 
 void attention_head(float *out, const float *q, const float *k, const float *v,

@@ -201,8 +201,8 @@ void attention_heads_generic(float *out, const float *q, const float *k,
 			     float *scores, int nh, int64_t ss);
 /* silu(a) * b, elementwise into o (o may alias a): val / (1 + e^-val) as
  * llama2.c computes it, with the project's exp (kernels_impl.h exp_eg,
- * within 8.2e-8 of e^x relatively) for libm's expf, so the SIMD level has a bit-exact
- * twin. */
+ * within 8.2e-8 of e^x relatively) for libm's expf, so the SIMD level has
+ * a bit-exact twin. */
 void swiglu(float *o, const float *a, const float *b, int64_t n);
 void swiglu_generic(float *o, const float *a, const float *b, int64_t n);
 

@@ -225,6 +225,9 @@ AVX512_INLINE __mmask16 tail_mask(int64_t rem)
 	       : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
 }
 
+/* Bytes of one 32-element step of a float row (F32: 128, F16/BF16: 64). */
+AVX512_INLINE size_t fstep_bytes(dtype_t t) { return 32 * (size_t)(t == DTYPE_F32 ? 4 : 2); }
+
 AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
 				   int64_t n, float *out, const pf_rows_t *pf, size_t stride)
 {
@@ -260,7 +263,7 @@ AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const flo
 AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const float *x,
 				   int64_t n, float *out)
 {
-	const size_t stride = 32 * (t == DTYPE_F32 ? 4 : 2);
+	const size_t stride = fstep_bytes(t);
 	__m512 a00 = _mm512_setzero_ps(), a01 = a00;
 	int64_t i = 0;
 	for (; i + 32 <= n; i += 32) {
@@ -613,13 +616,15 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 	const __m512i m0f = _mm512_set1_epi8(0x0F);
 	int32_t cx[P16_NBMAX];
 	float dx[P16_NBMAX];
-	/* The chunk's first 2 KiB at once: on two cores a member's next chunk
-	 * is rarely the one after its last, and the hardware prefetcher
-	 * needs a few misses to pick up a new stream. tinyllama-1.1b q8_0
-	 * decode on 2 cores, three alternated rounds (2026-12-03): 47.0 /
-	 * 43.7 / 41.7 tok/s without, 49.1 / 45.7 / 45.5 with 2 KiB; 1 KiB and
-	 * 4 KiB gained less, 512 KiB chunks about as much (and coarser
-	 * balance); one core and the smollm-135m models: within noise. */
+	/* The chunk's first 2 KiB at once: the hardware prefetcher needs a
+	 * few misses to pick up a new stream, and a chunk starts one whenever
+	 * it is not the one after the member's last (a wave's first chunk, a
+	 * stolen one). Measured while members still claimed from one shared
+	 * cursor, where that was most chunks: tinyllama-1.1b q8_0 decode on 2
+	 * cores, three alternated rounds (2026-12-03): 47.0 / 43.7 / 41.7
+	 * tok/s without, 49.1 / 45.7 / 45.5 with 2 KiB; 1 KiB and 4 KiB
+	 * gained less, 512 KiB chunks about as much (and coarser balance);
+	 * one core and the smollm-135m models: within noise. */
 	for (size_t k = 0; k < 2048; k += 64)
 		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
 	x16_prepare(t, x, nb, cx, dx);
@@ -722,7 +727,7 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 	}
 
 #define FLOAT4(T, wr, xa, n, out, pf) \
-	dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, 32 * (T == DTYPE_F32 ? 4 : 2))
+	dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, fstep_bytes(T))
 #define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
 #define QUANT1(T, wr, xa, n, out) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL)
@@ -912,7 +917,7 @@ AVX512_INLINE void matmat_float(dtype_t t, const mm_rows_t *L, const void *X,
 					size_t xs, float *Y, int64_t ys, int64_t n,    \
 					int64_t r0, int64_t r1, int64_t ntok)          \
 	{                                                                             \
-		const mm_rows_t L = { W, rb, 32 * (T == DTYPE_F32 ? 4 : 2), 1 };      \
+		const mm_rows_t L = { W, rb, fstep_bytes(T), 1 };                     \
 		matmat_float(T, &L, X, xs, Y, ys, n, r0, r1, ntok);                   \
 	}
 DEFINE_MATMAT(f32, DTYPE_F32)
@@ -928,7 +933,7 @@ DEFINE_MATMAT(bf16, DTYPE_BF16)
 AVX512_INLINE void matvec_p4(dtype_t t, const void *P, const void *xa, float *y,
 			     int64_t n, int64_t ng)
 {
-	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2), gb = 4 * (size_t)n / 32 * sb;
+	const size_t sb = fstep_bytes(t), gb = 4 * (size_t)n / 32 * sb;
 	for (int64_t g = 0; g < ng; g++) {
 		const uint8_t *p = (const uint8_t *)P + (size_t)g * gb;
 		const uint8_t *wr[4] = { p, p + sb, p + 2 * sb, p + 3 * sb };
@@ -939,7 +944,7 @@ AVX512_INLINE void matvec_p4(dtype_t t, const void *P, const void *xa, float *y,
 AVX512_INLINE void matmat_p4(dtype_t t, const void *P, const void *X, size_t xs,
 			     float *Y, int64_t ys, int64_t n, int64_t ng, int64_t ntok)
 {
-	const size_t sb = 32 * (t == DTYPE_F32 ? 4 : 2);
+	const size_t sb = fstep_bytes(t);
 	const mm_rows_t L = { P, 4 * (size_t)n / 32 * sb, sb, 4 };
 	matmat_float(t, &L, X, xs, Y, ys, n, 0, 4 * ng, ntok);
 }
@@ -1034,13 +1039,12 @@ AVX512_INLINE __m512 exp_eg_avx512(__m512 x)
 	VEC_ROUNDED(a);
 	r = _mm512_sub_ps(r, a);
 	__m512 z = _mm512_mul_ps(r, r);
-	__m512 p = _mm512_set1_ps(EXP_EG_P0);
-	static const float c[5] = { EXP_EG_P1, EXP_EG_P2, EXP_EG_P3, EXP_EG_P4, EXP_EG_P5 };
+	__m512 p = _mm512_set1_ps(exp_eg_poly[0]);
 #pragma GCC unroll 5
-	for (int i = 0; i < 5; i++) {
+	for (int i = 1; i < 6; i++) {
 		p = _mm512_mul_ps(p, r);
 		VEC_ROUNDED(p);
-		p = _mm512_add_ps(p, _mm512_set1_ps(c[i]));
+		p = _mm512_add_ps(p, _mm512_set1_ps(exp_eg_poly[i]));
 	}
 	p = _mm512_mul_ps(p, z);
 	VEC_ROUNDED(p);

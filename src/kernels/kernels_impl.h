@@ -65,19 +65,17 @@
  * (2^(n>>1), then 2^(n - (n>>1))) so the results down to the subnormals
  * round once. Against double exp, over every 7th float of (-104, 88.72]:
  * relative error at most 8.2e-8 where the result is normal (libm's expf:
- * 6.0e-8), 0.75 of a unit below (tests/test_kernels.c test_exp_eg). Every product is rounded
- * before its add (FP_ROUNDED; no FMA), rint rounds to nearest even. */
+ * 6.0e-8), 0.75 of a unit below (tests/test_kernels.c test_exp_eg). Every
+ * product is rounded before its add (FP_ROUNDED; no FMA), rint rounds to
+ * nearest even. */
 #define EXP_EG_HI 0x1.62e42ep+6f /* 88.7228317, the largest x with e^x finite */
 #define EXP_EG_LO (-104.0f)       /* at or below: 0 */
 #define EXP_EG_LOG2E 1.44269504088896341f
 #define EXP_EG_C1 0.693359375f
 #define EXP_EG_C2 (-2.12194440e-4f)
-#define EXP_EG_P0 1.9875691500e-4f
-#define EXP_EG_P1 1.3981999507e-3f
-#define EXP_EG_P2 8.3334519073e-3f
-#define EXP_EG_P3 4.1665795894e-2f
-#define EXP_EG_P4 1.6666665459e-1f
-#define EXP_EG_P5 5.0000001201e-1f
+/* P(r), highest degree first (Horner) */
+static const float exp_eg_poly[6] = { 1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+				      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f };
 
 static inline float exp_eg_pow2(int32_t k) /* 2^k, -126 <= k <= 127 */
 {
@@ -104,12 +102,11 @@ static inline float exp_eg(float x)
 	FP_ROUNDED(a);
 	r = r - a;
 	float z = r * r;
-	float p = EXP_EG_P0;
-	static const float c[5] = { EXP_EG_P1, EXP_EG_P2, EXP_EG_P3, EXP_EG_P4, EXP_EG_P5 };
-	for (int i = 0; i < 5; i++) {
+	float p = exp_eg_poly[0];
+	for (int i = 1; i < 6; i++) {
 		p = p * r;
 		FP_ROUNDED(p);
-		p = p + c[i];
+		p = p + exp_eg_poly[i];
 	}
 	p = p * z;
 	FP_ROUNDED(p);

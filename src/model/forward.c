@@ -773,6 +773,7 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		forward_free(f);
 		return NULL;
 	}
+	/* a row per batch position (one for decode); + 1: never calloc(0) */
 	f->rope_cs = calloc((size_t)(f->bmax > 1 ? f->bmax : 1) * (size_t)c->rope_dim + 1,
 			    sizeof(float));
 	if (!f->rope_cs) {
