@@ -12,7 +12,7 @@ for cmd in "" generate info synth convert; do
 done
 expect_exit "no command" 2 "usage|COMMAND" "$EGANG"
 expect_exit "unknown command" 2 "unknown command 'frobnicate'" "$EGANG" frobnicate
-expect_exit "generate without -m" 2 "-m MODEL is required" "$EGANG" generate
+expect_exit "generate without -m" 2 "-m/--model is required" "$EGANG" generate
 expect_exit "unknown flag" 2 "unrecognized option|see .egang generate --help" "$EGANG" generate --bogus
 expect_exit "-n not a number" 2 "-n: 'abc' is not an integer" "$EGANG" generate -m x -n abc
 expect_exit "-n negative" 2 "-n: -5 is out of range" "$EGANG" generate -m x -n -5

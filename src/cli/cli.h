@@ -25,25 +25,94 @@ int cmd_bench_matvec(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_scx(int argc, char **argv);
 
-/* Strict number parsing for flags: the whole string must be a number in
- * [min, max]; otherwise a one-line error naming the flag and -1. */
+/* ---- Option parsing (opt.c) ----------------------------------------------
+ * A command describes its options in a table ending with CLI_END and calls
+ *
+ *	int rc;
+ *	if (!cli_parse(&cmd, argc, argv, &rc))
+ *		return rc;
+ *
+ * argv[0] is the command's name. -h/--help (prints cmd.help, rc 0) and
+ * -q/--quiet (sets log_quiet) are always there. Every error is one line on
+ * stderr and rc EXIT_INPUT: an unknown option, a missing or malformed value,
+ * a number out of [min, max], a value not among the choices, a missing
+ * required option, too few or too many operands. */
+typedef enum cli_arg {
+	CLI_FLAG,   /* bool *dst: true (false with .off) */
+	CLI_STR,    /* const char **dst; empty refused unless .empty_ok */
+	CLI_INT,    /* int64_t *dst in [min, max] (strtoll base 0) */
+	CLI_FLOAT,  /* double *dst, finite, in [min, max] */
+	CLI_CHOICE, /* int *dst: index of the value in .choices (NULL-ended) */
+	CLI_LIST,   /* const char *dst[max], repeatable; *count values */
+	CLI_CPUS,   /* cli_cpus_t *dst: resolved even when the flag is absent */
+	CLI_ARG_COUNT
+} cli_arg_t;
+
+typedef struct cli_opt {
+	const char *name;  /* long name without "--", or NULL */
+	char short_name;   /* 0: long only; never 'h' or 'q' */
+	cli_arg_t arg;
+	void *dst;
+	double min, max;   /* CLI_INT, CLI_FLOAT; CLI_LIST, CLI_CPUS: capacity */
+	const char *const *choices; /* CLI_CHOICE */
+	int *count;        /* CLI_LIST */
+	bool required;
+	bool off;          /* CLI_FLAG: store false (a --no-X flag) */
+	bool empty_ok;     /* CLI_STR: accept "" */
+} cli_opt_t;
+#define CLI_END {.arg = CLI_ARG_COUNT}
+/* Table entries; extra designated fields may follow (.required = true). */
+#define OPT_FLAG(l, s, d, ...) {.name = l, .short_name = s, .arg = CLI_FLAG, .dst = d, __VA_ARGS__}
+#define OPT_STR(l, s, d, ...) {.name = l, .short_name = s, .arg = CLI_STR, .dst = d, __VA_ARGS__}
+#define OPT_INT(l, s, d, lo, hi, ...) {.name = l, .short_name = s, .arg = CLI_INT, \
+	.dst = d, .min = (double)(lo), .max = (double)(hi), __VA_ARGS__}
+#define OPT_FLOAT(l, s, d, lo, hi, ...) {.name = l, .short_name = s, .arg = CLI_FLOAT, \
+	.dst = d, .min = (lo), .max = (hi), __VA_ARGS__}
+#define OPT_CHOICE(l, s, d, ch, ...) {.name = l, .short_name = s, .arg = CLI_CHOICE, \
+	.dst = d, .choices = ch, __VA_ARGS__}
+#define OPT_LIST(l, s, arr, cnt, ...) {.name = l, .short_name = s, .arg = CLI_LIST, \
+	.dst = arr, .max = (double)EG_ARRAY_LEN(arr), .count = cnt, __VA_ARGS__}
+#define OPT_CPUS(l, d, cap, ...) {.name = l, .arg = CLI_CPUS, .dst = d, \
+	.max = (double)(cap), __VA_ARGS__}
+
+/* --cores: the CPUs in slot order (the list's order, lowest first); with
+ * no list every allowed CPU, physical cores first. */
+typedef struct cli_cpus {
+	const char *list; /* as given, NULL when absent */
+	int cpu[CPUMASK_MAX];
+	int n;
+} cli_cpus_t;
+
+typedef struct cli_cmd {
+	const char *name;  /* for messages: "generate", "bench decode" */
+	const char *help;  /* the --help text */
+	const cli_opt_t *opts;
+	const char **operands; /* receives argv's operands, max_operands of them */
+	int min_operands, max_operands;
+	const char *operands_name; /* for "missing MODEL" */
+	bool stop_at_operand;      /* options end at the first operand */
+} cli_cmd_t;
+
+/* false when the command must return *exit_code now (see above). */
+bool cli_parse(const cli_cmd_t *cmd, int argc, char **argv, int *exit_code);
+
+/* Strict number parsing for flags outside cli_parse: the whole string must
+ * be a number in [min, max]; otherwise a one-line error naming the flag and
+ * -1. */
 int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
 	    int64_t *out);
 int cli_float(const char *flag, const char *s, double min, double max,
 	      double *out);
-/* -1 after a one-line error if argv[optind..] holds an operand the command
- * does not take; 0 otherwise. */
-int cli_no_more_args(const char *cmd, int argc, char **argv);
 
-/* One line for getopt's '?' (unknown option or missing argument; opterr
- * is 0 so getopt itself prints nothing); returns EXIT_INPUT. */
-int cli_usage_error(const char *cmd, const char *arg);
-
-/* Parses --cores: a CPU list, all of it inside the process's affinity
- * mask; fills cpus in slot order (the list's order, lowest first).
- * NULL list = every allowed CPU, physical cores first. Returns the count,
- * -1 with a message. */
+/* Parses a CPU list, all of it inside the process's affinity mask; fills
+ * cpus in slot order. NULL list = every allowed CPU, physical cores first.
+ * Returns the count, -1 with a message (err_get). */
 int cli_cores(const char *list, int *cpus, int max);
+
+/* For commands not yet on cli_parse: -1 after a one-line error if
+ * argv[optind..] holds an operand; one line for getopt's '?' (EXIT_INPUT). */
+int cli_no_more_args(const char *cmd, int argc, char **argv);
+int cli_usage_error(const char *cmd, const char *arg);
 
 /* A progress line on stderr when it is a terminal (and not --quiet). */
 void cli_progress(void *user, uint64_t done, uint64_t total);

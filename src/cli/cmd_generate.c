@@ -1,9 +1,6 @@
 /* egang generate: one prompt, streamed text, optional gang membership
  * experiments and traces. */
 #include <errno.h>
-#include <getopt.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +8,13 @@
 
 #include "cli/cli.h"
 #include "gang/gang.h"
+#include "gang/membership.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "server/engine.h"
+#include "server/engine_open.h"
 
 static const char generate_help[] =
 	"usage: egang generate -m MODEL [options]\n"
@@ -55,26 +54,12 @@ static const char generate_help[] =
 	"  -q, --quiet             no speed report\n"
 	"  -h, --help              this text\n";
 
-typedef enum membership_kind {
-	MEMBER_FIXED,
-	MEMBER_RANDOM,
-	MEMBER_FILE,
-	MEMBER_FLIP,
-	MEMBER_COUNT
-} membership_kind_t;
-
 typedef struct run_ctx {
-	gang_t *g;
-	membership_kind_t kind;
-	rng_t rng;
-	uint32_t *masks; /* file: */
-	size_t n_masks;
-	uint32_t flip_ms;
-	_Atomic bool flip_stop;
+	engine_t *e;
+	membership_t ms;
 	FILE *trace;
 	uint64_t last_ns;
-	uint64_t tokens;
-	policy_rt_t *rt; /* --control: the policy runtime */
+	bool policy; /* the policy runtime chooses the membership */
 } run_ctx_t;
 
 static int on_text(void *user, const char *s, size_t n)
@@ -85,115 +70,26 @@ static int on_text(void *user, const char *s, size_t n)
 	return 0;
 }
 
+/* --trace: the token that just ended: tag, participant mask, microseconds */
+static void trace_token(run_ctx_t *rc)
+{
+	gang_stats_t st;
+	uint64_t now = time_now_ns();
+	gang_stats(rc->e->g, &st);
+	fprintf(rc->trace, "%llu %#x %.1f\n", (unsigned long long)st.tokens,
+		st.last_mask, (double)(now - rc->last_ns) / 1e3);
+}
+
 static void before_token(void *user, uint64_t index)
 {
 	run_ctx_t *rc = user;
-	if (!rc->g) {
-		if (rc->rt)
-			policy_rt_before_token(rc->rt, index);
-		return;
-	}
-	if (rc->trace && index > 0) {
-		gang_stats_t st;
-		uint64_t now = time_now_ns();
-		gang_stats(rc->g, &st);
-		fprintf(rc->trace, "%llu %#x %.1f\n",
-			(unsigned long long)st.tokens, st.last_mask,
-			(double)(now - rc->last_ns) / 1e3);
-	}
+	if (rc->trace && rc->e->g && index > 0)
+		trace_token(rc);
 	rc->last_ns = time_now_ns();
-	if (rc->rt) {
-		policy_rt_before_token(rc->rt, index);
-		return;
-	}
-	uint32_t all = gang_all(rc->g);
-	switch (rc->kind) {
-	case MEMBER_RANDOM:
-		gang_request(rc->g, (uint32_t)rng_next(&rc->rng) & all);
-		break;
-	case MEMBER_FILE: {
-		size_t i = index < rc->n_masks ? index : rc->n_masks - 1;
-		gang_request(rc->g, rc->masks[i] & all);
-		break;
-	}
-	default:
-		break;
-	}
-}
-
-static void *flip_main(void *arg)
-{
-	run_ctx_t *rc = arg;
-	uint32_t all = gang_all(rc->g);
-	while (!atomic_load(&rc->flip_stop)) {
-		usleep(rc->flip_ms * 1000u);
-		uint32_t bit = 1u << (rng_next(&rc->rng) % (uint64_t)gang_n_slots(rc->g));
-		gang_request(rc->g, (gang_requested(rc->g) ^ bit) & all);
-	}
-	return NULL;
-}
-
-static int load_masks(run_ctx_t *rc, const char *path)
-{
-	size_t len;
-	char *text = file_read_all(path, &len);
-	if (!text)
-		return err_wrap("--membership file");
-	size_t cap = 64, line = 0;
-	rc->masks = malloc(cap * sizeof *rc->masks);
-	for (char *save = NULL, *tok = strtok_r(text, "\n", &save); tok;
-	     tok = strtok_r(NULL, "\n", &save)) {
-		line++;
-		char *end;
-		errno = 0;
-		unsigned long v = strtoul(tok, &end, 0);
-		while (*end == ' ' || *end == '\r' || *end == '\t')
-			end++;
-		if (end == tok || *end || errno || v > 0xffffffffu) {
-			err_set("--membership file %s: line %zu: '%.40s' is not "
-				"a mask", path, line, tok);
-			free(text);
-			return -1;
-		}
-		if (rc->n_masks == cap)
-			rc->masks = realloc(rc->masks, (cap *= 2) * sizeof *rc->masks);
-		rc->masks[rc->n_masks++] = (uint32_t)v;
-	}
-	free(text);
-	if (!rc->n_masks)
-		return err_set("--membership file %s: no masks", path);
-	return 0;
-}
-
-static int parse_membership(run_ctx_t *rc, const char *spec)
-{
-	int64_t v;
-	if (!strncmp(spec, "random:", 7)) {
-		if (cli_int("--membership random", spec + 7, 0, INT64_MAX, &v) < 0)
-			return -1;
-		rc->kind = MEMBER_RANDOM;
-		rng_seed(&rc->rng, (uint64_t)v);
-		return 0;
-	}
-	if (!strncmp(spec, "flip:", 5)) {
-		if (cli_int("--membership flip", spec + 5, 1, 60000, &v) < 0)
-			return -1;
-		rc->kind = MEMBER_FLIP;
-		rc->flip_ms = (uint32_t)v;
-		rng_seed(&rc->rng, 1);
-		return 0;
-	}
-	if (!strncmp(spec, "file:", 5)) {
-		rc->kind = MEMBER_FILE;
-		if (load_masks(rc, spec + 5) < 0) {
-			log_error("%s", err_get());
-			return -1;
-		}
-		return 0;
-	}
-	log_error("--membership: '%s' is not random:SEED, file:PATH or flip:MS",
-		  spec);
-	return -1;
+	if (rc->policy)
+		policy_rt_before_token(&rc->e->rt, index);
+	else
+		membership_before_token(&rc->ms, index);
 }
 
 static int write_ids(const char *path, const engine_result_t *r)
@@ -213,252 +109,161 @@ static int write_ids(const char *path, const engine_result_t *r)
 	return 0;
 }
 
-int cmd_generate(int argc, char **argv)
+/* The speed line and, on a gang, its membership counters (stderr). */
+static void report(const engine_t *e, const engine_result_t *r)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, 0, 'm'},
-		{"tokenizer", required_argument, 0, 'z'},
-		{"prompt", required_argument, 0, 'p'},
-		{"n-predict", required_argument, 0, 'n'},
-		{"temp", required_argument, 0, 't'},
-		{"top-k", required_argument, 0, 'K'},
-		{"top-p", required_argument, 0, 'P'},
-		{"seed", required_argument, 0, 's'},
-		{"sampler", required_argument, 0, 'S'},
-		{"ctx", required_argument, 0, 'c'},
-		{"logits-hash", required_argument, 0, 'H'},
-		{"cores", required_argument, 0, 'C'},
-		{"membership", required_argument, 0, 'M'},
-		{"trace", required_argument, 0, 'T'},
-		{"control", required_argument, 0, 'W'},
-		{"policies", required_argument, 0, 'L'},
-		{"ids", required_argument, 0, 'I'},
-		{"no-echo", no_argument, 0, 'E'},
-		{"stop", required_argument, 0, 'X'},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *model_path = NULL, *tok_path = NULL, *prompt = "",
-		   *hash_path = NULL, *cores = NULL, *membership = NULL,
-		   *trace_path = NULL, *ids_path = NULL, *control = NULL,
-		   *policies = NULL;
-	int64_t n_predict = 256, top_k = 0, seed = 42, ctx = 0;
-	double temp = 0.8, top_p = 0.9;
-	sampler_mode_t mode = SAMPLER_EGANG;
-	bool echo = true;
+	fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %lld tokens, "
+			"%.2f tok/s (%s, %d core%s, %s); stop: %s\n",
+		(long long)r->n_prompt,
+		r->prefill_s > 0 ? (double)r->n_prompt / r->prefill_s : 0.0,
+		(long long)r->n_gen,
+		r->decode_s > 0 ? (double)r->decode_steps / r->decode_s : 0.0,
+		kernels_isa(), e->n_cpus, e->n_cpus > 1 ? "s" : "",
+		e->g ? "gang" : "serial", engine_stop_name(r->stop));
+	if (!e->g)
+		return;
+	gang_stats_t st;
+	gang_stats(e->g, &st);
+	fprintf(stderr, "gang: %llu tokens, %llu latch changes, %llu joins, "
+			"%llu departures, participation",
+		(unsigned long long)st.tokens, (unsigned long long)st.latch_changes,
+		(unsigned long long)st.joins, (unsigned long long)st.departures);
+	for (int i = 0; i < st.n_slots; i++)
+		fprintf(stderr, " cpu%d=%llu", st.cpus[i],
+			(unsigned long long)st.participation[i]);
+	fputc('\n', stderr);
+}
+
+typedef struct gen_opts {
+	const char *model, *tok, *prompt, *hash, *membership, *trace, *ids,
+		*control, *policies;
+	int64_t n_predict, top_k, seed, ctx;
+	double temp, top_p;
+	int sampler;
+	bool no_echo;
 	const char *stops[8];
-	int n_stop = 0;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "m:z:p:n:t:s:qh", opts, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'm': model_path = optarg; break;
-		case 'z': tok_path = optarg; break;
-		case 'p': prompt = optarg; break;
-		case 'n': bad = cli_int("-n", optarg, 0, 1 << 24, &n_predict); break;
-		case 't': bad = cli_float("-t", optarg, 0, 100, &temp); break;
-		case 'K': bad = cli_int("--top-k", optarg, 0, 1 << 24, &top_k); break;
-		case 'P': bad = cli_float("--top-p", optarg, 1e-6, 1, &top_p); break;
-		case 's': bad = cli_int("-s", optarg, 0, INT64_MAX, &seed); break;
-		case 'c': bad = cli_int("--ctx", optarg, 2, 1 << 22, &ctx); break;
-		case 'S':
-			if (!strcmp(optarg, "egang"))
-				mode = SAMPLER_EGANG;
-			else if (!strcmp(optarg, "llama2c"))
-				mode = SAMPLER_LLAMA2C;
-			else {
-				log_error("--sampler: '%s' is not egang or llama2c", optarg);
-				bad = -1;
-			}
-			break;
-		case 'H': hash_path = optarg; break;
-		case 'C': cores = optarg; break;
-		case 'M': membership = optarg; break;
-		case 'T': trace_path = optarg; break;
-		case 'W': control = optarg; break;
-		case 'L': policies = optarg; break;
-		case 'I': ids_path = optarg; break;
-		case 'E': echo = false; break;
-		case 'X':
-			if (n_stop == 8 || !*optarg) {
-				log_error("--stop: at most 8 non-empty strings");
-				bad = -1;
-			} else {
-				stops[n_stop++] = optarg;
-			}
-			break;
-		case 'q': log_quiet = true; break;
-		case 'h': fputs(generate_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("generate", argv[optind - 1]);
-		}
-		if (bad)
-			return EXIT_INPUT;
-	}
-	if (cli_no_more_args("generate", argc, argv) < 0)
-		return EXIT_INPUT;
-	if (!model_path) {
-		log_error("generate: -m MODEL is required");
-		return EXIT_INPUT;
-	}
-	if (control && membership) {
-		log_error("generate: --control and --membership both set the "
-			  "gang's membership; use one");
-		return EXIT_INPUT;
-	}
-	if (policies && !control) {
-		log_error("generate: --policies needs --control");
-		return EXIT_INPUT;
-	}
-	run_ctx_t rc = {0};
-	if (membership && parse_membership(&rc, membership) < 0) {
-		free(rc.masks);
-		return EXIT_INPUT;
-	}
-	int cpus[GANG_MAX_SLOTS];
-	int n_cpus = cli_cores(cores, cpus, GANG_MAX_SLOTS);
-	if (n_cpus < 0) {
-		log_error("%s", err_get());
-		free(rc.masks);
-		return EXIT_INPUT;
-	}
-	static policy_lib_t lib; /* frozen once loaded */
-	static policy_rt_t rt;
-	control_t *cw = NULL;
-	if (control) {
-		policy_lib_builtin(&lib, n_cpus);
-		if (policies && policy_lib_load(&lib, policies) < 0) {
-			log_error("--policies %s", err_get());
-			return EXIT_INPUT;
-		}
-		if (!(cw = control_open(control, true))) {
-			log_error("%s", err_get());
-			return EXIT_INPUT;
-		}
-	}
-	model_t *m = model_load(model_path, tok_path);
-	if (!m) {
-		log_error("%s", err_get());
-		free(rc.masks);
-		control_close(cw);
-		return EXIT_INPUT;
-	}
-	if (ctx == 0)
-		ctx = m->cfg.ctx < 4096 ? m->cfg.ctx : 4096;
-	forward_t *f = forward_new(m, (int32_t)ctx, 0);
-	FILE *hash = NULL;
-	int status = EXIT_OK;
-	if (!f) {
-		log_error("%s", err_get());
-		status = EXIT_FAIL;
-		goto out;
-	}
-	if (hash_path && !(hash = fopen(hash_path, "w"))) {
-		log_error("--logits-hash %s: %s", hash_path, strerror(errno));
-		status = EXIT_INPUT;
-		goto out;
-	}
-	if (trace_path && !(rc.trace = fopen(trace_path, "w"))) {
-		log_error("--trace %s: %s", trace_path, strerror(errno));
-		status = EXIT_INPUT;
-		goto out;
-	}
-	if (n_cpus > 1 || membership || trace_path) {
-		gang_config_t gc = {.cpus = cpus, .n_cpus = n_cpus, .pin = true};
-		if (cw) /* the keep spin of the record in force at start */
-			gc.keep_us = policy_keep_us(&lib, atomic_load_explicit(
-				&cw->w->index, memory_order_relaxed));
-		rc.g = gang_init(&gc);
-		if (!rc.g) {
-			log_error("%s", err_get());
-			status = EXIT_FAIL;
-			goto out;
-		}
-		gang_request(rc.g, gang_all(rc.g));
-	}
-	if (cw) {
-		policy_rt_init(&rt, &lib, cw->w, rc.g);
-		rc.rt = &rt;
-	}
-	pthread_t flipper;
-	if (rc.kind == MEMBER_FLIP)
-		pthread_create(&flipper, NULL, flip_main, &rc);
+	int n_stop;
+	cli_cpus_t cpus;
+} gen_opts_t;
+
+/* Runs the generation on an open engine; an exit code. */
+static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
+{
+	engine_t *e = rc->e;
 	engine_params_t ep = {
-		.prompt = prompt,
-		.n_predict = (int32_t)n_predict,
-		.sampler = {.temp = (float)temp, .top_p = (float)top_p,
-			    .top_k = (int32_t)top_k, .seed = (uint64_t)seed,
-			    .mode = mode},
-		.echo_prompt = echo,
+		.prompt = o->prompt,
+		.n_predict = (int32_t)o->n_predict,
+		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
+			    .top_k = (int32_t)o->top_k, .seed = (uint64_t)o->seed,
+			    .mode = o->sampler == 1 ? SAMPLER_LLAMA2C : SAMPLER_EGANG},
+		.echo_prompt = !o->no_echo,
 		.logits_hash = hash,
 		.before_token = before_token,
 		.on_text = on_text,
-		.user = &rc,
-		.stop = stops,
-		.n_stop = n_stop,
+		.user = rc,
+		.stop = o->stops,
+		.n_stop = o->n_stop,
 	};
-	engine_result_t r;
-	int grc = engine_generate(m, f, rc.g, &ep, &r);
-	if (rc.kind == MEMBER_FLIP) {
-		atomic_store(&rc.flip_stop, true);
-		pthread_join(flipper, NULL);
+	if (membership_start(&rc->ms, e->g) < 0) {
+		log_error("%s", err_get());
+		return EXIT_FAIL;
 	}
+	engine_result_t r;
+	int grc = engine_generate(e->m, e->f, e->g, &ep, &r);
+	membership_stop(&rc->ms);
 	if (grc < 0) {
 		log_error("%s", err_get());
-		status = EXIT_INPUT;
-		goto out;
+		return EXIT_INPUT;
 	}
-	if (rc.rt) {
-		policy_rt_generation_end(rc.rt, r.n_gen > 0 ? r.first_token_s : -1,
+	int status = EXIT_OK;
+	if (rc->policy) {
+		policy_rt_generation_end(&e->rt, r.n_gen > 0 ? r.first_token_s : -1,
 					 r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0,
 					 0);
-		rc.rt = NULL; /* the trace line below must not read the index */
+		rc->policy = false; /* the trace line below must not read the index */
 	}
-	before_token(&rc, 1); /* trace the last token */
-	if (ids_path && write_ids(ids_path, &r) < 0) {
+	if (rc->trace && e->g)
+		trace_token(rc); /* the last token */
+	if (o->ids && write_ids(o->ids, &r) < 0) {
 		log_error("%s", err_get());
 		status = EXIT_FAIL;
 	}
 	fputc('\n', stdout);
 	fflush(stdout);
-	if (!log_quiet) {
-		fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %lld "
-				"tokens, %.2f tok/s (%s, %d core%s, %s); stop: %s\n",
-			(long long)r.n_prompt,
-			r.prefill_s > 0 ? (double)r.n_prompt / r.prefill_s : 0.0,
-			(long long)r.n_gen,
-			r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0.0,
-			kernels_isa(), n_cpus, n_cpus > 1 ? "s" : "",
-			rc.g ? "gang" : "serial", engine_stop_name(r.stop));
-		if (rc.g) {
-			gang_stats_t st;
-			gang_stats(rc.g, &st);
-			fprintf(stderr, "gang: %llu tokens, %llu latch changes, "
-					"%llu joins, %llu departures, participation",
-				(unsigned long long)st.tokens,
-				(unsigned long long)st.latch_changes,
-				(unsigned long long)st.joins,
-				(unsigned long long)st.departures);
-			for (int i = 0; i < st.n_slots; i++)
-				fprintf(stderr, " cpu%d=%llu", st.cpus[i],
-					(unsigned long long)st.participation[i]);
-			fputc('\n', stderr);
-		}
-	}
+	if (!log_quiet)
+		report(e, &r);
 	engine_result_free(&r);
-out:
+	return status;
+}
+
+static const char *const sampler_names[] = {"egang", "llama2c", NULL};
+
+int cmd_generate(int argc, char **argv)
+{
+	gen_opts_t o = {.prompt = "", .n_predict = 256, .seed = 42, .temp = 0.8,
+			.top_p = 0.9};
+	const cli_opt_t opts[] = {
+		OPT_STR("model", 'm', &o.model, .required = true),
+		OPT_STR("tokenizer", 'z', &o.tok),
+		OPT_STR("prompt", 'p', &o.prompt, .empty_ok = true),
+		OPT_INT("n-predict", 'n', &o.n_predict, 0, 1 << 24),
+		OPT_FLOAT("temp", 't', &o.temp, 0, 100),
+		OPT_INT("top-k", 0, &o.top_k, 0, 1 << 24),
+		OPT_FLOAT("top-p", 0, &o.top_p, 1e-6, 1),
+		OPT_INT("seed", 's', &o.seed, 0, INT64_MAX),
+		OPT_CHOICE("sampler", 0, &o.sampler, sampler_names),
+		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
+		OPT_STR("logits-hash", 0, &o.hash),
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		OPT_STR("membership", 0, &o.membership),
+		OPT_STR("trace", 0, &o.trace),
+		OPT_STR("control", 0, &o.control),
+		OPT_STR("policies", 0, &o.policies),
+		OPT_STR("ids", 0, &o.ids),
+		OPT_FLAG("no-echo", 0, &o.no_echo),
+		OPT_LIST("stop", 0, o.stops, &o.n_stop),
+		CLI_END,
+	};
+	const cli_cmd_t cmd = {.name = "generate", .help = generate_help, .opts = opts};
+	int status;
+	if (!cli_parse(&cmd, argc, argv, &status))
+		return status;
+	if (o.control && o.membership) {
+		log_error("generate: --control and --membership both set the "
+			  "gang's membership; use one");
+		return EXIT_INPUT;
+	}
+	run_ctx_t rc = {.policy = o.control != NULL};
+	if (membership_parse(&rc.ms, o.membership) < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	engine_config_t ec = {
+		.model_path = o.model, .tok_path = o.tok,
+		.cpus = o.cpus.cpu, .n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx,
+		.gang = o.membership || o.trace,
+		.control = o.control, .policies = o.policies,
+	};
+	FILE *hash = NULL;
+	rc.e = engine_open(&ec, &status);
+	if (!rc.e)
+		log_error("%s", err_get());
+	else if (o.hash && !(hash = fopen(o.hash, "w"))) {
+		log_error("--logits-hash %s: %s", o.hash, strerror(errno));
+		status = EXIT_INPUT;
+	} else if (o.trace && !(rc.trace = fopen(o.trace, "w"))) {
+		log_error("--trace %s: %s", o.trace, strerror(errno));
+		status = EXIT_INPUT;
+	} else {
+		status = generate(&o, &rc, hash);
+	}
 	if (hash && fclose(hash) != 0 && status == EXIT_OK) {
 		log_error("--logits-hash: write failed");
 		status = EXIT_FAIL;
 	}
 	if (rc.trace)
 		fclose(rc.trace);
-	gang_free(rc.g);
-	forward_free(f);
-	model_free(m);
-	free(rc.masks);
-	control_close(cw);
+	engine_close(rc.e);
+	membership_free(&rc.ms);
 	return status;
 }

@@ -1,8 +1,4 @@
 /* egang: command-line entry point. */
-#include <errno.h>
-#include <getopt.h>
-#include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,92 +36,6 @@ static void usage(FILE *f)
 	fprintf(f, "\n`egang COMMAND --help` lists a command's options.\n"
 		   "exit codes: 0 success, 1 runtime failure, 2 bad input "
 		   "(flag, file, request).\n");
-}
-
-int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
-	    int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (!*s || *end || errno) {
-		log_error("%s: '%s' is not an integer", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %lld is out of range [%lld, %lld]", flag, v,
-			  (long long)min, (long long)max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_float(const char *flag, const char *s, double min, double max,
-	      double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v)) {
-		log_error("%s: '%s' is not a number", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %g is out of range [%g, %g]", flag, v, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_no_more_args(const char *cmd, int argc, char **argv)
-{
-	if (optind < argc) {
-		log_error("%s: unexpected argument '%s'", cmd, argv[optind]);
-		return -1;
-	}
-	return 0;
-}
-
-int cli_usage_error(const char *cmd, const char *arg)
-{
-	log_error("%s: unknown option or missing value in '%s' (see `egang "
-		  "%s --help`)", cmd, arg, cmd);
-	return EXIT_INPUT;
-}
-
-int cli_cores(const char *list, int *cpus, int max)
-{
-	int all[CPUMASK_MAX];
-	int n_all = topo_cores(all, CPUMASK_MAX);
-	if (n_all < 0)
-		return -1;
-	if (!list) {
-		int n = n_all < max ? n_all : max;
-		memcpy(cpus, all, (size_t)n * sizeof *cpus);
-		return n;
-	}
-	cpumask_t want, allowed = 0;
-	if (cpumask_parse(list, &want) < 0)
-		return err_wrap("--cores");
-	for (int i = 0; i < n_all; i++)
-		allowed |= 1ull << all[i];
-	if (want & ~allowed) {
-		char a[128], b[128];
-		return err_set("--cores %s: CPUs %s are not in this process's "
-			       "affinity mask (%s)", list,
-			       cpumask_format(want & ~allowed, a, sizeof a),
-			       cpumask_format(allowed, b, sizeof b));
-	}
-	int n = 0;
-	for (int c = 0; c < CPUMASK_MAX; c++)
-		if (want >> c & 1) {
-			if (n == max)
-				return err_set("--cores %s: at most %d CPUs", list, max);
-			cpus[n++] = c;
-		}
-	return n;
 }
 
 void cli_progress(void *user, uint64_t done, uint64_t total)

@@ -1,0 +1,109 @@
+/* engine_open: model + forward + gang + policy for a command
+ * (engine_open.h). */
+#include "server/engine_open.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+int engine_policies(policy_lib_t *lib, int n_slots, const char *policies)
+{
+	policy_lib_builtin(lib, n_slots);
+	if (policies && policy_lib_load(lib, policies) < 0)
+		return err_wrap("--policies");
+	return 0;
+}
+
+/* The control word and the library; EXIT_OK or an exit code. */
+static int open_policy(engine_t *e, const engine_config_t *c)
+{
+	if (engine_policies(&e->lib, c->n_cpus, c->policies) < 0)
+		return EXIT_INPUT;
+	if (c->control && !(e->cw = control_open(c->control, true)))
+		return EXIT_INPUT;
+	return EXIT_OK;
+}
+
+/* The forward pass for ctx positions; EXIT_OK or an exit code. */
+static int open_forward(engine_t *e, const engine_config_t *c)
+{
+	int32_t model_ctx = e->m->cfg.ctx;
+	e->ctx = c->ctx ? c->ctx : model_ctx < 4096 ? model_ctx : 4096;
+	if (e->ctx > model_ctx) {
+		err_set("--ctx %d is larger than the model's context %d", e->ctx,
+			model_ctx);
+		return EXIT_INPUT;
+	}
+	if (c->no_forward)
+		return EXIT_OK;
+	e->f = forward_new(e->m, e->ctx, 0);
+	return e->f ? EXIT_OK : EXIT_FAIL;
+}
+
+/* The gang over the CPUs, bound to the policy runtime; EXIT_OK or code. */
+static int open_gang(engine_t *e, const engine_config_t *c)
+{
+	if (!c->no_gang && (c->n_cpus > 1 || c->gang)) {
+		gang_config_t gc = {.cpus = e->cpus, .n_cpus = e->n_cpus, .pin = true};
+		/* the keep spin of the record named at start; relaxed: the
+		 * index is one word and the runtime rereads it every token */
+		if (e->cw)
+			gc.keep_us = policy_keep_us(&e->lib, atomic_load_explicit(
+				&e->cw->w->index, memory_order_relaxed));
+		if (!(e->g = gang_init(&gc)))
+			return EXIT_FAIL;
+		if (!e->cw)
+			gang_request(e->g, gang_all(e->g));
+	}
+	if (e->cw)
+		policy_rt_init(&e->rt, &e->lib, e->cw->w, e->g);
+	return EXIT_OK;
+}
+
+engine_t *engine_open(const engine_config_t *c, int *exit_code)
+{
+	*exit_code = EXIT_INPUT;
+	if (c->n_cpus < 1 || c->n_cpus > GANG_MAX_SLOTS) {
+		err_set("%d CPUs: the gang takes 1 to %d", c->n_cpus, GANG_MAX_SLOTS);
+		return NULL;
+	}
+	if (c->policies && !c->control) {
+		err_set("--policies needs --control");
+		return NULL;
+	}
+	engine_t *e = calloc(1, sizeof *e);
+	if (!e) {
+		err_sys("engine_open: calloc");
+		*exit_code = EXIT_FAIL;
+		return NULL;
+	}
+	memcpy(e->cpus, c->cpus, (size_t)c->n_cpus * sizeof *e->cpus);
+	e->n_cpus = c->n_cpus;
+	int rc = open_policy(e, c);
+	if (rc == EXIT_OK && !(e->m = model_load(c->model_path, c->tok_path)))
+		rc = EXIT_INPUT;
+	if (rc == EXIT_OK)
+		rc = open_forward(e, c);
+	if (rc == EXIT_OK)
+		rc = open_gang(e, c);
+	if (rc != EXIT_OK) {
+		*exit_code = rc;
+		engine_close(e);
+		return NULL;
+	}
+	*exit_code = EXIT_OK;
+	return e;
+}
+
+void engine_close(engine_t *e)
+{
+	if (!e)
+		return;
+	gang_free(e->g);
+	forward_free(e->f);
+	model_free(e->m);
+	control_close(e->cw);
+	free(e);
+}

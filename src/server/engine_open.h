@@ -1,0 +1,61 @@
+/* engine_open: the one way a command opens what it needs to generate.
+ *
+ * In order: the policy library (built-ins for the gang's slots, then a user
+ * file) and the control word when one is named, the model, its forward pass
+ * with a KV cache of ctx positions, and the gang over the chosen CPUs (its
+ * leader is the calling thread), bound to the policy runtime. engine_close
+ * undoes it in reverse. Checks that need no memory (the library, the
+ * control word, the context) come before the model is read. */
+#ifndef EGANG_ENGINE_OPEN_H
+#define EGANG_ENGINE_OPEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gang/gang.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "policy/control.h"
+#include "policy/policy.h"
+
+typedef struct engine_config {
+	const char *model_path; /* GGUF or llama2.c checkpoint */
+	const char *tok_path;   /* llama2.c tokenizer.bin, or NULL */
+	const int *cpus;        /* gang slots in order; slot 0 = this thread */
+	int n_cpus;             /* >= 1 */
+	int32_t ctx;            /* KV positions; 0: the model's, at most 4096;
+				   over the model's context: bad input */
+	bool gang;              /* a gang even on one CPU (membership, traces);
+				   more than one CPU always gets one */
+	bool no_gang;           /* never a gang (the caller makes its own) */
+	bool no_forward;        /* the model only (the caller sizes its own) */
+	const char *control;    /* control word path (created 0600 if absent);
+				   NULL: no policy runtime */
+	const char *policies;   /* INI library after the built-ins, or NULL */
+} engine_config_t;
+
+typedef struct engine {
+	model_t *m;
+	forward_t *f;      /* NULL with no_forward */
+	gang_t *g;         /* NULL: serial on the calling thread */
+	int32_t ctx;       /* the KV positions allocated */
+	policy_lib_t lib;  /* built-ins (+ user file): frozen once open */
+	control_t *cw;     /* NULL without a control word */
+	policy_rt_t rt;    /* bound to cw, lib and g when cw is set */
+	int cpus[GANG_MAX_SLOTS];
+	int n_cpus;
+} engine_t;
+
+/* Opens everything engine_config asks for. NULL + err_get() on failure,
+ * with *exit_code EXIT_INPUT (a bad file, library, control word or context)
+ * or EXIT_FAIL (memory, threads). The gang, if any, starts with every slot
+ * requested unless a control word names the policy. */
+engine_t *engine_open(const engine_config_t *c, int *exit_code);
+/* Frees what engine_open made; NULL is fine. */
+void engine_close(engine_t *e);
+
+/* Loads the built-in library for n_slots and then the user file (NULL: none);
+ * -1 + err_get() naming the file, line and field. */
+int engine_policies(policy_lib_t *lib, int n_slots, const char *policies);
+
+#endif
