@@ -1,5 +1,5 @@
 /* bench_pool: the fixed-pool baseline (see bench_pool.h). */
-#include "cli/bench_pool.h"
+#include "bench/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
