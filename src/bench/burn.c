@@ -114,7 +114,7 @@ int burn_run(const burn_config_t *c, burn_result_t *r)
 	atomic_store(&stop, true);
 	for (int i = 0; i < started; i++)
 		pthread_join(b[i].thread, NULL);
-	r->units = atomic_load(&units);
+	r->units = atomic_load(&units); /* after the joins */
 	r->seconds = (double)(time_now_ns() - t0) / 1e9;
 	free(b);
 	return rc;

@@ -37,6 +37,7 @@ static int sw_on_text(void *user, const char *s, size_t n)
 	(void)s;
 	(void)n;
 	sw_ctx_t *c = user;
+	/* relaxed: a stop flag; pthread_join orders the controller's data */
 	return atomic_load_explicit(&c->done, memory_order_relaxed);
 }
 
@@ -55,6 +56,7 @@ static void *controller_main(void *arg)
 	/* relaxed: a progress hint only */
 	while (atomic_load_explicit(&w->tokens, memory_order_relaxed) < 16)
 		sleep_us(200);
+	/* relaxed: this thread is the only writer of index */
 	uint32_t cur = atomic_load_explicit(&w->index, memory_order_relaxed);
 	for (int i = 0; i < c->n_switches; i++) {
 		sleep_us(1000 + rng_next(&r) % 2000);
@@ -63,6 +65,7 @@ static void *controller_main(void *arg)
 		/* acquire: pairs with the leader's release store of
 		 * applied_seq; we wait for it to move past this value */
 		uint64_t seq = atomic_load_explicit(&w->applied_seq, memory_order_acquire);
+		/* relaxed: a count of boundaries, read for a difference */
 		uint64_t tok = atomic_load_explicit(&w->tokens, memory_order_relaxed);
 		uint64_t t0 = time_now_ns();
 		control_write_index(c->cw, v);
@@ -86,6 +89,7 @@ static void *controller_main(void *arg)
 		c->n_done++;
 		cur = v;
 	}
+	/* relaxed: a stop flag; the join orders write_ns and the rest */
 	atomic_store_explicit(&c->done, true, memory_order_relaxed);
 	return NULL;
 }
@@ -130,6 +134,7 @@ static int64_t decode_while_switching(engine_t *e, sw_ctx_t *sc)
 		};
 		engine_result_t r;
 		if (engine_generate(e->m, e->f, e->g, &ep, &r) < 0) {
+			/* relaxed: the stop flag the controller polls */
 			atomic_store_explicit(&sc->done, true, memory_order_relaxed);
 			return -1;
 		}

@@ -141,6 +141,8 @@ static void *burners_main(void *arg)
 	burners_t *b = arg;
 	struct pollfd pf[MAX_BURNERS];
 	uint64_t last_write = 0;
+	/* seq_cst, stronger than needed: a stop flag; the join orders the
+	 * buckets for the reader */
 	while (!atomic_load(&b->stop)) {
 		for (int i = 0; i < b->n; i++)
 			pf[i] = (struct pollfd){.fd = b->fd[i], .events = POLLIN};
@@ -199,7 +201,7 @@ static int burners_start(burners_t *b, const cfg_t *c, double max_s)
 		b->last_t[b->n] = 0;
 		b->n++;
 	}
-	atomic_store(&b->stop, false);
+	atomic_store(&b->stop, false); /* before the thread starts */
 	if (pthread_create(&b->thread, NULL, burners_main, b))
 		return err_set("pthread_create failed");
 	return 0;
@@ -207,7 +209,7 @@ static int burners_start(burners_t *b, const cfg_t *c, double max_s)
 
 static void burners_stop(burners_t *b)
 {
-	atomic_store(&b->stop, true);
+	atomic_store(&b->stop, true); /* polled by burners_main */
 	pthread_join(b->thread, NULL);
 	for (int i = 0; i < b->n; i++)
 		kill(b->pid[i], SIGTERM);
