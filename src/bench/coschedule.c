@@ -65,7 +65,6 @@ struct cosched {
 	uint64_t mismatches;
 };
 
-
 /* ---- tenants: forked processes running burn_loop ---- */
 
 /* The counters are in a shared mapping; the stores before fork() are seen
@@ -167,7 +166,7 @@ static uint64_t generation(cosched_t *c, runner_t *r, uint64_t *hashes)
 
 /* Runs one arm at one duty for c->seconds; period_ns 0 = no inference. */
 static cosched_result_t run_arm(cosched_t *c, const arm_t *a, uint64_t period_ns,
-			const char *trace_path, bool with_tenants)
+				const char *trace_path, bool with_tenants)
 {
 	cosched_result_t res = {0};
 	policy_t pol = {.width = WIDTH_ALL, .acquire = GANG_ACQUIRE_POLITE};
