@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-for b in "bench" "bench protocol" "bench decode" "bench prefill" "bench width" "bench overhead" "bench coschedule" "burn"; do
+for b in "bench" "bench protocol" "bench decode" "bench prefill" "bench width" "bench overhead" "bench coschedule" "bench switch-cost" "bench switch" "burn"; do
 	"$EGANG" $b --help >$TMP/h 2>&1
 	if [[ $? -eq 0 && $(grep -c usage $TMP/h) -ge 1 ]]; then pass "egang $b --help"; else fail "egang $b --help"; fi
 done
@@ -16,9 +16,17 @@ if grep -q "^burn t=" $TMP/burn && grep -q "^burn total: [1-9][0-9]* units" $TMP
 else fail "burn reports its rate" "$(cat $TMP/burn)"; fi
 "$EGANG" burn --seconds 0.3 --mode mem --threads 2 -q >$TMP/burn 2>&1
 if grep -q "^burn total: .*(mem, 2 threads)" $TMP/burn; then pass "burn --mode mem"; else fail "burn --mode mem" "$(cat $TMP/burn)"; fi
-expect_exit "burn bad mode" 2 "--mode: 'gpu' is not cpu or mem" "$EGANG" burn --mode gpu
+expect_exit "burn bad mode" 2 "--mode: 'gpu' is not one of cpu, mem" "$EGANG" burn --mode gpu
 expect_exit "bench unknown" 2 "unknown benchmark 'x'" "$EGANG" bench x
 expect_exit "coschedule bad duty" 2 "--duty: 150 is out of range" "$EGANG" bench coschedule -m x --duty 0,150
+expect_exit "coschedule missing -m" 2 "bench coschedule: -m/--model is required" "$EGANG" bench coschedule
+expect_exit "decode missing -m" 2 "bench decode: -m/--model is required" "$EGANG" bench decode
+expect_exit "burn stray operand" 2 "burn: unexpected argument 'x'" "$EGANG" burn x
+# switch-cost is the command's name, switch its alias: the same experiment
+"$EGANG" bench switch-cost --switches 5 -q >$TMP/sc 2>&1
+if grep -Eq '^bench switch: switches [1-5] .*write_ns p50 [0-9]+ ' $TMP/sc; then pass "bench switch-cost: one summary line"
+else fail "bench switch-cost: one summary line" "$(cat $TMP/sc)"; fi
+expect_exit "switch-cost bad --switches" 2 "--switches: 0 is out of range" "$EGANG" bench switch-cost --switches 0
 
 if [[ $(nproc) -ge 2 ]]; then
 	"$EGANG" bench protocol --reps 100 >$TMP/proto 2>&1

@@ -13,7 +13,7 @@ if [[ $? -eq 0 ]] && grep -q "usage: egang bench switching" "$TMP/help"; then
 	pass "bench switching --help"; else fail "bench switching --help"; fi
 M=$MODELS/stories260K.gguf
 [[ -r $M ]] || M=/nonexistent-model
-expect_exit "switching: missing -m" 2 "-m MODEL is required" "$EGANG" bench switching
+expect_exit "switching: missing -m" 2 "bench switching: -m/--model is required" "$EGANG" bench switching
 expect_exit "switching: unreadable model" 2 "-m /nonexistent-model" \
 	"$EGANG" bench switching -m /nonexistent-model
 if [[ -r $MODELS/stories260K.gguf ]]; then

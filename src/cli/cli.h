@@ -14,14 +14,8 @@ int cmd_synth(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_burn(int argc, char **argv);
-int cmd_cosched(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
-int cmd_bench_serve(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
-int cmd_bench_switch(int argc, char **argv);
-int cmd_bench_switching(int argc, char **argv);
-int cmd_bench_membw(int argc, char **argv);
-int cmd_bench_matvec(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_scx(int argc, char **argv);
 

@@ -1,5 +1,5 @@
 /* loadgen: a streaming completion request (loadgen.h). */
-#include "cli/loadgen.h"
+#include "bench/loadgen.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* bench_pool: the fixed-pool baseline (see bench_pool.h). */
-#include "cli/bench_pool.h"
+#include "bench/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +9,7 @@
 
 void spin_barrier_init(spin_barrier_t *b, unsigned n)
 {
+	/* before any thread uses the barrier (thread creation orders them) */
 	atomic_store(&b->count, 0);
 	atomic_store(&b->gen, 0);
 	b->n = n;
@@ -21,11 +22,14 @@ void spin_barrier_wait(spin_barrier_t *b)
 
 void spin_barrier_wait_last(spin_barrier_t *b, void (*last)(void *), void *arg)
 {
+	/* relaxed: gen cannot move before we arrive (the last arriver is at
+	 * least us); the acq_rel RMW below orders it */
 	unsigned gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
 	/* acq_rel: publishes our work to the last arriver and takes theirs */
 	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == b->n) {
 		if (last)
 			last(arg);
+		/* relaxed: published by the release of gen below */
 		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
 		/* release: pairs with the waiters' acquire below */
 		atomic_store_explicit(&b->gen, gen + 1, memory_order_release);
@@ -60,6 +64,7 @@ static void pool_finish(void *arg)
 	const wave_t *wv = &a->plan->waves[a->w];
 	if (wv->finish)
 		wv->finish(a->plan->ctx, a->w);
+	/* relaxed: published by the barrier's release of gen */
 	atomic_store_explicit(&a->p->cursor, 0, memory_order_relaxed);
 }
 
@@ -68,6 +73,7 @@ static void pool_waves(bench_pool_t *p, const wave_plan_t *plan)
 	for (uint32_t w = 0; w < plan->n_waves; w++) {
 		const wave_t *wv = &plan->waves[w];
 		uint32_t i;
+		/* relaxed: a claim counter; chunks publish through the barrier */
 		while ((i = atomic_fetch_add_explicit(&p->cursor, 1,
 						      memory_order_relaxed)) < wv->n_chunks)
 			wv->chunk(plan->ctx, w, i);
@@ -93,6 +99,8 @@ static void *pool_main(void *arg)
 		 * so an idle engine does not hold the cores between requests */
 		uint32_t g;
 		uint64_t t0 = time_now_ns();
+		/* acquire: pairs with bench_pool_run's seq_cst bump of go (plan,
+		 * cursor); stop is relaxed, bench_pool_free's join orders it */
 		while ((g = atomic_load_explicit(&p->go, memory_order_acquire)) == seen &&
 		       !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 			cpu_relax();
@@ -107,7 +115,7 @@ static void *pool_main(void *arg)
 				t0 = time_now_ns();
 			}
 		}
-		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
+		if (atomic_load_explicit(&p->stop, memory_order_relaxed)) /* as above */
 			return NULL;
 		seen = g;
 		pool_waves(p, p->plan);
@@ -133,6 +141,8 @@ bench_pool_t *bench_pool_new(const int *cpus, int n)
 
 void bench_pool_free(bench_pool_t *p)
 {
+	/* seq_cst: stop before the bump that wakes the workers (they reread
+	 * stop after go moves) */
 	atomic_store(&p->stop, true);
 	atomic_fetch_add(&p->go, 1);
 	futex_wake((uint32_t *)&p->go, INT32_MAX);
@@ -144,6 +154,7 @@ void bench_pool_free(bench_pool_t *p)
 void bench_pool_run(bench_pool_t *p, const wave_plan_t *plan)
 {
 	p->plan = plan;
+	/* relaxed: published by the seq_cst bump of go below */
 	atomic_store_explicit(&p->cursor, 0, memory_order_relaxed);
 	/* seq_cst: plan and cursor before the workers start, and ordered
 	 * with the sleepers read (pairs with pool_main's sleep path) */

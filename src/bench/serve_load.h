@@ -1,0 +1,41 @@
+/* serve_load: a closed-loop load generator for `egang serve` (`egang bench
+ * serve`). One thread per client, each sending streaming completions back
+ * to back with libcurl (bench/loadgen.h) until the time is up; every
+ * request must end in a 200 with a complete stream ("data: [DONE]") or in
+ * a 429. Time to first token is from the request's start; percentiles are
+ * nearest rank (base/stats.h). The server's RSS is read after the first
+ * 100 requests and at the end, from /metrics'
+ * process_resident_memory_bytes, or /proc/PID/status with pid. */
+#ifndef EGANG_BENCH_SERVE_LOAD_H
+#define EGANG_BENCH_SERVE_LOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct serve_load_config {
+	const char *url;     /* the server, e.g. http://127.0.0.1:8080 */
+	const char *prompt, *api_key; /* api_key: NULL for none */
+	int clients;
+	double seconds;
+	int max_tokens;
+	bool chat;           /* /v1/chat/completions instead */
+	long pid;            /* 0: RSS from /metrics */
+	long req_timeout;    /* seconds, one request */
+} serve_load_config_t;
+
+typedef struct serve_load_result {
+	int started;         /* client threads that ran */
+	double wall_s;
+	uint64_t total, ok, busy, failed, tokens;
+	double ttft_p50_s, ttft_p99_s;
+	long rss_100, rss_end; /* bytes; 0 if not read */
+	char why[200];       /* the first failure, "" if none */
+} serve_load_result_t;
+
+/* Runs the load; -1 + err_get() with *exit_code (EXIT_INPUT: the prompt is
+ * not valid UTF-8; EXIT_FAIL: libcurl or memory). Failed requests are in
+ * the result, not an error. */
+int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
+		   int *exit_code);
+
+#endif

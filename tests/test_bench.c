@@ -1,0 +1,279 @@
+/* The bench layer's tools: the membw kernels agree at every level with
+ * their scalar twin, the fixed pool runs every chunk of every wave exactly
+ * once and finishes each wave once, the tenant's units and its runner's
+ * reports, the load generator's request bodies, the model drivers' input
+ * checks and decode on a tiny synthetic model, and the switching goal's
+ * arithmetic. */
+#include "testutil.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "base/base.h"
+#include "bench/burn.h"
+#include "bench/decode.h"
+#include "bench/loadgen.h"
+#include "bench/pool.h"
+#include "bench/switching.h"
+#include "kernels/membw.h"
+#include "model/model.h"
+
+/* ---- membw: every level is the xor of the buffer's words ---- */
+
+static void test_membw_twins(void **state)
+{
+	(void)state;
+	size_t bytes = 64 << 10;
+	uint64_t *buf = aligned_alloc(64, bytes);
+	rng_t r;
+	rng_seed(&r, 3);
+	uint64_t want = 0;
+	for (size_t i = 0; i < bytes / 8; i++) {
+		buf[i] = rng_next(&r);
+		want ^= buf[i];
+	}
+	assert_int_equal(membw_read_generic(buf, bytes), want);
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		assert_int_equal(membw_read_avx2(buf, bytes), want);
+	if (__builtin_cpu_supports("avx512f"))
+		assert_int_equal(membw_read_avx512(buf, bytes), want);
+#endif
+	const char *name = NULL;
+	membw_read_fn rd = membw_reader(&name);
+	assert_non_null(name);
+	assert_int_equal(rd(buf, bytes), want);
+	/* one word changed changes the result: no load is dropped */
+	buf[bytes / 8 - 1] ^= 1;
+	assert_int_equal(rd(buf, bytes), want ^ 1);
+	free(buf);
+}
+
+/* ---- the fixed pool ---- */
+
+#define POOL_WAVES 5
+#define POOL_CHUNKS 97
+
+typedef struct pool_probe {
+	_Atomic uint32_t runs[POOL_WAVES][POOL_CHUNKS];
+	_Atomic uint32_t finishes[POOL_WAVES];
+	_Atomic uint32_t bad_order; /* a chunk of wave w ran before w-1 finished */
+} pool_probe_t;
+
+static void pool_chunk(void *ctx, uint32_t w, uint32_t i)
+{
+	pool_probe_t *p = ctx;
+	/* seq_cst, stronger than needed: test counters read after the run */
+	if (w > 0 && atomic_load(&p->finishes[w - 1]) == 0)
+		atomic_fetch_add(&p->bad_order, 1);
+	atomic_fetch_add(&p->runs[w][i], 1);
+}
+
+static void pool_finish(void *ctx, uint32_t w)
+{
+	pool_probe_t *p = ctx;
+	atomic_fetch_add(&p->finishes[w], 1); /* seq_cst: as above */
+}
+
+static void test_pool_runs_every_chunk_once(void **state)
+{
+	(void)state;
+	int cpus[2], n = 0;
+	int all[CPUMASK_MAX], n_all = topo_cores(all, CPUMASK_MAX);
+	assert_true(n_all >= 1);
+	for (int i = 0; i < n_all && n < 2; i++)
+		cpus[n++] = all[i];
+	cpus[1] = cpus[n - 1]; /* one CPU: two threads share it */
+	bench_pool_t *pool = bench_pool_new(cpus, 2);
+	assert_non_null(pool);
+	static pool_probe_t probe;
+	wave_t waves[POOL_WAVES];
+	for (int w = 0; w < POOL_WAVES; w++)
+		waves[w] = (wave_t){POOL_CHUNKS, pool_chunk, pool_finish};
+	wave_plan_t plan = {&probe, POOL_WAVES, waves};
+	for (int token = 1; token <= 3; token++) {
+		memset(&probe, 0, sizeof probe);
+		bench_pool_run(pool, &plan);
+		for (int w = 0; w < POOL_WAVES; w++) {
+			assert_int_equal(atomic_load(&probe.finishes[w]), 1);
+			for (int i = 0; i < POOL_CHUNKS; i++)
+				assert_int_equal(atomic_load(&probe.runs[w][i]), 1);
+		}
+		assert_int_equal(atomic_load(&probe.bad_order), 0);
+	}
+	bench_pool_free(pool);
+}
+
+/* ---- the tenant ---- */
+
+static void test_burn_units(void **state)
+{
+	(void)state;
+	/* the CPU unit is a pure function of its input */
+	assert_int_equal(burn_cpu_unit(1), burn_cpu_unit(1));
+	assert_int_not_equal(burn_cpu_unit(1), burn_cpu_unit(2));
+	/* the memory unit reads 64 KiB and wraps at the buffer's end */
+	size_t len = 128 << 10, pos = 0;
+	uint64_t *buf = calloc(1, len);
+	buf[0] = 5;
+	assert_int_equal(burn_mem_unit(buf, len, &pos), 5);
+	assert_int_equal(pos, 65536);
+	assert_int_equal(burn_mem_unit(buf, len, &pos), 0);
+	assert_int_equal(pos, 0);
+	free(buf);
+	assert_string_equal(burn_mode_names[BURN_MODE_CPU], "cpu");
+	assert_string_equal(burn_mode_names[BURN_MODE_MEM], "mem");
+	assert_null(burn_mode_names[BURN_MODE_COUNT]);
+}
+
+static void count_report(void *user, double t_s, double units_s)
+{
+	int *n = user;
+	assert_true(t_s > 0 && units_s >= 0);
+	(*n)++;
+}
+
+static void test_burn_run_reports(void **state)
+{
+	(void)state;
+	int reports = 0;
+	burn_config_t c = {.mode = BURN_MODE_CPU, .threads = 2, .seconds = 0.2,
+			   .report_ms = 20, .report = count_report, .user = &reports};
+	burn_result_t r;
+	assert_int_equal(burn_run(&c, &r), 0);
+	assert_true(r.units > 0);
+	assert_true(r.seconds >= 0.2);
+	/* a report per period that ended before the end: at most 10, and
+	 * the first period ends long before the run does */
+	assert_true(reports >= 1 && reports <= 10);
+}
+
+/* ---- the load generator's bodies ---- */
+
+static void test_loadgen_body(void **state)
+{
+	(void)state;
+	char *b = loadgen_body("Once", 7, false, 0.5);
+	json_t *j = json_loads(b, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "prompt")), "Once");
+	assert_int_equal(json_integer_value(json_object_get(j, "max_tokens")), 7);
+	assert_true(json_is_true(json_object_get(j, "stream")));
+	json_decref(j);
+	free(b);
+	b = loadgen_body("Hi", 3, true, 0);
+	j = json_loads(b, 0, NULL);
+	json_t *msg = json_array_get(json_object_get(j, "messages"), 0);
+	assert_string_equal(json_string_value(json_object_get(msg, "content")), "Hi");
+	assert_string_equal(json_string_value(json_object_get(msg, "role")), "user");
+	json_decref(j);
+	free(b);
+	assert_null(loadgen_body("\xff\xfe", 3, false, 0)); /* not UTF-8 */
+}
+
+/* ---- the model drivers ---- */
+
+static const char *tiny_model(void)
+{
+	static char path[128];
+	if (!path[0]) {
+		snprintf(path, sizeof path, "%s/tiny.gguf", test_tmpdir());
+		assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_Q8_0, 1, 2,
+					     path, NULL, NULL), 0);
+	}
+	return path;
+}
+
+static void test_model_open_checks(void **state)
+{
+	(void)state;
+	int cpu0 = 0, all[CPUMASK_MAX];
+	assert_true(topo_cores(all, CPUMASK_MAX) >= 1);
+	cpu0 = all[0];
+	int rc = -1;
+	bench_model_config_t c = {.name = "bench decode", .model = tiny_model(),
+				  .cpus = &cpu0, .n_cpus = 1, .tokens = 100000};
+	assert_null(bench_model_open(&c, &rc));
+	assert_int_equal(rc, EXIT_INPUT);
+	assert_non_null(strstr(err_get(), "--tokens 100000 does not fit"));
+	c.model = "/nonexistent.gguf";
+	c.tokens = 8;
+	assert_null(bench_model_open(&c, &rc));
+	assert_int_equal(rc, EXIT_INPUT);
+}
+
+static void test_decode_and_width(void **state)
+{
+	(void)state;
+	int all[CPUMASK_MAX], n = topo_cores(all, CPUMASK_MAX);
+	n = n > 2 ? 2 : n;
+	int rc = -1;
+	bench_model_config_t c = {.name = "bench decode", .model = tiny_model(),
+				  .cpus = all, .n_cpus = n, .tokens = 8};
+	engine_t *e = bench_model_open(&c, &rc);
+	assert_non_null(e);
+	assert_int_equal(rc, EXIT_OK);
+	assert_non_null(e->g); /* a gang even on one CPU */
+	assert_string_equal(bench_model_type(e->m), "q8_0");
+	double v[2];
+	bench_decode_run(e, 8, 2, false, v);
+	assert_true(v[0] > 0 && v[1] > 0);
+	assert_int_equal(bench_prefill_run(e, 8, 2, false, v), 0);
+	assert_true(v[0] > 0 && v[1] > 0);
+	bench_width_result_t w;
+	assert_int_equal(bench_width_run(e, 4, 1, &w), 0);
+	assert_true(w.knee >= 1 && w.knee <= n);
+	for (int i = 0; i < n; i++)
+		assert_true(w.s[i].p50 > 0 && w.s[i].p50 <= w.best);
+	engine_close(e);
+}
+
+/* ---- the switching goal ---- */
+
+static void test_switching_goal(void **state)
+{
+	(void)state;
+	switching_config_t c = {0};
+	switching_defaults(&c);
+	assert_int_equal(c.reps, 3);
+	assert_true(c.arm_on[SWITCHING_ARM_AGENT]);
+	switching_summary_t s = {0};
+	s.arm[SWITCHING_ARM_LATENCY].p99[1] = 100;
+	s.arm[SWITCHING_ARM_LATENCY].p99_sd[1] = 10;
+	s.arm[SWITCHING_ARM_THROUGHPUT].work = 0.8;
+	s.arm[SWITCHING_ARM_THROUGHPUT].left = 0.5;
+	s.arm[SWITCHING_ARM_ORACLE] = (switching_arm_summary_t){.work = 0.79, .left = 0.5};
+	s.arm[SWITCHING_ARM_ORACLE].p99[1] = 109;
+	s.arm[SWITCHING_ARM_ORACLE].p99_sd[1] = 5;
+	switching_goal_t g;
+	assert_true(switching_goal(&c, &s, SWITCHING_ARM_ORACLE, &g));
+	assert_true(g.latency_ok); /* 109 <= 100 + max(10, 5) */
+	assert_true(g.work_ok);    /* 0.79 / 0.8 >= 0.97 */
+	s.arm[SWITCHING_ARM_ORACLE].p99[1] = 111;
+	s.arm[SWITCHING_ARM_ORACLE].work = 0.7;
+	assert_true(switching_goal(&c, &s, SWITCHING_ARM_ORACLE, &g));
+	assert_false(g.latency_ok);
+	assert_false(g.work_ok);
+	/* no goal for a fixed arm, nor without the latency arm */
+	assert_false(switching_goal(&c, &s, SWITCHING_ARM_THROUGHPUT, &g));
+	c.arm_on[SWITCHING_ARM_LATENCY] = false;
+	assert_false(switching_goal(&c, &s, SWITCHING_ARM_ORACLE, &g));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_membw_twins),
+		cmocka_unit_test(test_pool_runs_every_chunk_once),
+		cmocka_unit_test(test_burn_units),
+		cmocka_unit_test(test_burn_run_reports),
+		cmocka_unit_test(test_loadgen_body),
+		cmocka_unit_test(test_model_open_checks),
+		cmocka_unit_test(test_decode_and_width),
+		cmocka_unit_test(test_switching_goal),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
