@@ -388,41 +388,34 @@ int controller_answer_digit(const char *piece)
 	return -1;
 }
 
-static void agent_mark(agent_t *a, int32_t id, int d)
-{
-	if (id >= 0 && id < a->vocab)
-		a->digit_of[id] = (int8_t)d;
-}
-
+/* Marks every token whose piece is an answer (controller_answer_digit);
+ * a digit spelled by no piece falls back to its one-token encoding (a
+ * byte piece). The vocabulary must spell all ten. */
 static int agent_init(agent_t *a, const tokenizer_t *tok, int32_t vocab)
 {
 	a->vocab = vocab;
 	a->digit_of = malloc((size_t)vocab);
 	if (!a->digit_of)
 		return err_sys("agent: malloc");
-	memset(a->digit_of, -1, (size_t)vocab);
-	int found = 0;
-	for (int d = 0; d <= 9; d++) {
-		/* the bare piece, and the piece after a space in each
-		 * vocabulary's spelling (controller_answer_digit) */
-		char s[3][8];
-		snprintf(s[0], sizeof s[0], "%d", d);
-		snprintf(s[1], sizeof s[1], "\xe2\x96\x81%d", d);
-		snprintf(s[2], sizeof s[2], "\xc4\xa0%d", d);
-		int32_t id = tokenizer_find(tok, s[0]);
-		found += id >= 0;
-		for (int k = 0; k < 3; k++)
-			agent_mark(a, k ? tokenizer_find(tok, s[k]) : id, d);
-		if (id < 0) { /* a vocabulary that spells it otherwise */
-			int32_t one[4];
-			if (tokenizer_encode(tok, s[0], 1, false, one, 4) == 1) {
-				agent_mark(a, one[0], d);
-				found++;
-			}
-		}
+	bool have[10] = {0};
+	for (int32_t t = 0; t < vocab; t++) {
+		const char *piece = tokenizer_piece(tok, t);
+		int d = piece ? controller_answer_digit(piece) : -1;
+		a->digit_of[t] = (int8_t)d;
+		if (d >= 0)
+			have[d] = true;
 	}
-	if (found < 10)
-		return err_set("the vocabulary has no token for some digit 0..9");
+	for (int d = 0; d <= 9; d++) {
+		char s[2] = {(char)('0' + d), 0};
+		int32_t one[4];
+		if (!have[d] && tokenizer_encode(tok, s, 1, false, one, 4) == 1 &&
+		    one[0] >= 0 && one[0] < vocab) {
+			a->digit_of[one[0]] = (int8_t)d;
+			have[d] = true;
+		}
+		if (!have[d])
+			return err_set("the vocabulary has no token for the digit %d", d);
+	}
 	return 0;
 }
 
