@@ -6,6 +6,17 @@
 #include "cli/cli.h"
 #include "model/model.h"
 
+/* cli_parse for a command of one operand (`what` names it in messages). */
+static bool parse_one(const char *name, const char *help, const cli_opt_t *opts,
+		      const char **operand, const char *what, int argc,
+		      char **argv, int *status)
+{
+	const cli_cmd_t cmd = {.name = name, .help = help, .opts = opts,
+			       .operands = operand, .min_operands = 1,
+			       .max_operands = 1, .operands_name = what};
+	return cli_parse(&cmd, argc, argv, status);
+}
+
 /* ---- info ---- */
 
 static const char info_help[] =
@@ -28,11 +39,8 @@ int cmd_info(int argc, char **argv)
 {
 	const char *tok = NULL, *path = NULL;
 	const cli_opt_t opts[] = {OPT_STR("tokenizer", 'z', &tok), CLI_END};
-	const cli_cmd_t cmd = {.name = "info", .help = info_help, .opts = opts,
-			       .operands = &path, .min_operands = 1,
-			       .max_operands = 1, .operands_name = "MODEL"};
 	int status;
-	if (!cli_parse(&cmd, argc, argv, &status))
+	if (!parse_one("info", info_help, opts, &path, "MODEL", argc, argv, &status))
 		return status;
 	model_set_weights(MODEL_WEIGHTS_MAP); /* info reads headers, not weights */
 	model_t *m = model_load(path, tok);
@@ -138,11 +146,8 @@ int cmd_synth(int argc, char **argv)
 		OPT_INT("layers", 0, &layers, 1, 1024),
 		CLI_END,
 	};
-	const cli_cmd_t cmd = {.name = "synth", .help = synth_usage(), .opts = opts,
-			       .operands = &shape, .min_operands = 1,
-			       .max_operands = 1, .operands_name = "SHAPE"};
 	int status;
-	if (!cli_parse(&cmd, argc, argv, &status))
+	if (!parse_one("synth", synth_usage(), opts, &shape, "SHAPE", argc, argv, &status))
 		return status;
 	const synth_shape_t *s = synth_find(shape);
 	if (!s) {
@@ -183,11 +188,8 @@ int cmd_convert(int argc, char **argv)
 		OPT_STR("output", 'o', &out, .required = true),
 		CLI_END,
 	};
-	const cli_cmd_t cmd = {.name = "convert", .help = convert_help, .opts = opts,
-			       .operands = &in, .min_operands = 1,
-			       .max_operands = 1, .operands_name = "CHECKPOINT"};
 	int status;
-	if (!cli_parse(&cmd, argc, argv, &status))
+	if (!parse_one("convert", convert_help, opts, &in, "CHECKPOINT", argc, argv, &status))
 		return status;
 	if (model_convert_llama2c(in, tok, out) < 0) {
 		log_error("%s", err_get());

@@ -18,18 +18,13 @@ void controller_snap_read(control_word_t *w, controller_snap_t *s)
 {
 #define LD(f) atomic_load_explicit(&w->f, memory_order_relaxed)
 	/* relaxed: each field stands alone (control.h) */
-	s->generations = LD(generations);
-	s->ttft_p50_us = LD(ttft_p50_us);
-	s->ttft_p99_us = LD(ttft_p99_us);
-	s->decode_mtok_s = LD(decode_mtok_s);
-	s->index = LD(index);
-	s->effective = LD(effective);
-	s->fallback = LD(fallback);
-	s->n_policies = LD(n_policies);
-	s->n_slots = LD(n_slots);
-	s->gang_width = LD(gang_width);
-	s->tenant_width = LD(tenant_width);
-	s->queue_depth = LD(queue_depth);
+	*s = (controller_snap_t){
+		.generations = LD(generations), .ttft_p50_us = LD(ttft_p50_us),
+		.ttft_p99_us = LD(ttft_p99_us), .decode_mtok_s = LD(decode_mtok_s),
+		.index = LD(index), .fallback = LD(fallback),
+		.n_policies = LD(n_policies), .n_slots = LD(n_slots),
+		.tenant_width = LD(tenant_width), .queue_depth = LD(queue_depth),
+	};
 #undef LD
 }
 

@@ -47,8 +47,7 @@
 /* The telemetry a controller reads: relaxed loads, one field at a time. */
 typedef struct controller_snap {
 	uint64_t generations, ttft_p50_us, ttft_p99_us, decode_mtok_s;
-	uint32_t index, effective, fallback, n_policies, n_slots, gang_width,
-		tenant_width, queue_depth;
+	uint32_t index, fallback, n_policies, n_slots, tenant_width, queue_depth;
 } controller_snap_t;
 
 void controller_snap_read(control_word_t *w, controller_snap_t *s);
