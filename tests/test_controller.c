@@ -107,6 +107,14 @@ static void test_oracle_refuses(void **state)
 
 /* ---- the bandit ---- */
 
+/* A bandit over the four built-ins for one slot. */
+static controller_config_t bandit(bandit_config_t b)
+{
+	policy_lib_builtin(&lib, 1);
+	return (controller_config_t){.kind = CONTROLLER_BANDIT, .lib = &lib,
+				     .n_arms = 4, .bandit = b};
+}
+
 /* A leader whose TTFT p50 is ttft_us[arm in force]: one generation per
  * period. */
 static controller_snap_t leader(controller_snap_t *s, int64_t index,
@@ -120,12 +128,10 @@ static controller_snap_t leader(controller_snap_t *s, int64_t index,
 static void test_bandit_explores_then_exploits(void **state)
 {
 	(void)state;
-	policy_lib_builtin(&lib, 1);
 	static const uint64_t ttft_us[4] = {4000, 3000, 1000, 2000}; /* arm 2 */
 	static controller_t c, c2;
-	controller_config_t cfg = {.kind = CONTROLLER_BANDIT, .lib = &lib,
-				   .n_arms = 4,
-				   .bandit = {.hold = 1, .w_ttft = 1, .seed = 9}};
+	controller_config_t cfg = bandit((bandit_config_t){.hold = 1, .w_ttft = 1,
+							   .seed = 9});
 	assert_int_equal(controller_init(&c, &cfg), 0);
 	assert_int_equal(controller_init(&c2, &cfg), 0);
 	controller_snap_t s = {0}, s2 = {0};
@@ -166,12 +172,9 @@ static void test_bandit_explores_then_exploits(void **state)
 static void test_bandit_skips_and_holds(void **state)
 {
 	(void)state;
-	policy_lib_builtin(&lib, 1);
 	static controller_t c;
-	controller_config_t cfg = {.kind = CONTROLLER_BANDIT, .lib = &lib,
-				   .n_arms = 4,
-				   .bandit = {.hold = 3, .w_ttft = 0.5, .seed = 1,
-					      .n_slots = 1}};
+	controller_config_t cfg = bandit((bandit_config_t){.hold = 3, .w_ttft = 0.5,
+							   .seed = 1, .n_slots = 1});
 	assert_int_equal(controller_init(&c, &cfg), 0);
 	controller_snap_t s = {.n_slots = 1};
 	controller_decision_t d = step(&c, &s, 0);
@@ -197,12 +200,9 @@ static void test_bandit_skips_and_holds(void **state)
 static void test_bandit_units_file(void **state)
 {
 	(void)state;
-	policy_lib_builtin(&lib, 1);
 	static controller_t c;
-	controller_config_t cfg = {.kind = CONTROLLER_BANDIT, .lib = &lib,
-				   .n_arms = 4,
-				   .bandit = {.hold = 1, .w_ttft = 0.5,
-					      .units_path = "/nonexistent/units"}};
+	controller_config_t cfg = bandit((bandit_config_t){
+		.hold = 1, .w_ttft = 0.5, .units_path = "/nonexistent/units"});
 	assert_int_equal(controller_init(&c, &cfg), -1);
 	assert_non_null(strstr(err_get(), "--tenant-units /nonexistent/units"));
 	char path[256];

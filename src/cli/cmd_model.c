@@ -147,7 +147,8 @@ int cmd_synth(int argc, char **argv)
 		CLI_END,
 	};
 	int status;
-	if (!parse_one("synth", synth_usage(), opts, &shape, "SHAPE", argc, argv, &status))
+	if (!parse_one("synth", synth_usage(), opts, &shape, "SHAPE", argc, argv,
+		       &status))
 		return status;
 	const synth_shape_t *s = synth_find(shape);
 	if (!s) {
@@ -189,7 +190,8 @@ int cmd_convert(int argc, char **argv)
 		CLI_END,
 	};
 	int status;
-	if (!parse_one("convert", convert_help, opts, &in, "CHECKPOINT", argc, argv, &status))
+	if (!parse_one("convert", convert_help, opts, &in, "CHECKPOINT", argc,
+		       argv, &status))
 		return status;
 	if (model_convert_llama2c(in, tok, out) < 0) {
 		log_error("%s", err_get());
