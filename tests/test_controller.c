@@ -239,7 +239,7 @@ static void test_agent_answer_parsing(void **state)
 	}
 	static const char *const refused[] = {
 		"", "a", "x7", "12", "-1", "+3", "3.", " 3", "3 ", "\xe2\x96\x81",
-		"\xe2\x96\x81x", "\xc4\xa0\xc4\xa0" "1", "\xef\xbc\x93", /* U+FF13 */
+		"\xe2\x96\x81x", "\xc4\xa0\xc4\xa0\x31", "\xef\xbc\x93", /* U+FF13 */
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
 		if (controller_answer_digit(refused[i]) != -1)
