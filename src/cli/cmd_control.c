@@ -214,7 +214,9 @@ int cmd_control(int argc, char **argv)
 	/* the schedule and the units file are checked before the control
 	 * word is created */
 	static controller_t check;
-	if (kind != CONTROLLER_AGENT && controller_init(&check, &cc) < 0) {
+	int bad = kind != CONTROLLER_AGENT && controller_init(&check, &cc) < 0;
+	controller_free(&check);
+	if (bad) {
 		log_error("%s", err_get());
 		return EXIT_INPUT;
 	}
