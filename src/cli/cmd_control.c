@@ -132,11 +132,19 @@ static int run(const control_opts_t *o, controller_config_t *cc, control_t *cw)
 	int status = EXIT_OK;
 	engine_t *e = NULL;
 	if (cc->kind == CONTROLLER_AGENT) {
+		/* serial; a KV cache of 1024 positions at most (the prompt is
+		 * a few hundred tokens), not the engine's default 4096 */
 		engine_config_t ec = {.model_path = o->model, .tok_path = o->tok,
 				      .cpus = o->cpus.cpu, .n_cpus = 1,
-				      .no_gang = true};
-		if (!(e = engine_open(&ec, &status))) {
+				      .no_gang = true, .no_forward = true};
+		if ((e = engine_open(&ec, &status))) {
+			e->ctx = e->ctx < 1024 ? e->ctx : 1024;
+			if (!(e->f = forward_new(e->m, e->ctx, 0)))
+				status = EXIT_FAIL;
+		}
+		if (!e || !e->f) {
 			log_error("control --agent: %s", err_get());
+			engine_close(e);
 			return status;
 		}
 		cc->tok = e->m->tok;
