@@ -20,7 +20,7 @@ CW=$TMP/cw
 # ---- flags ----
 "$EGANG" control --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q "usage: egang control" "$TMP/help"; then pass "control --help"; else fail "control --help"; fi
-expect_exit "control: missing --control" 2 "missing --control" "$EGANG" control --bandit
+expect_exit "control: missing --control" 2 "--control is required" "$EGANG" control --bandit
 expect_exit "control: no controller" 2 "missing --oracle SCHEDULE, --bandit or --agent" \
 	"$EGANG" control --control "$CW"
 expect_exit "control: --oracle and --bandit" 2 "only one of --oracle, --bandit, --agent" \

@@ -65,7 +65,7 @@ if [[ $(nproc) -ge 2 ]]; then
 	expect_exit "library refused: missing leader" 2 "lead.ini:2: \[a\] cores: must include the leader" \
 		"$EGANG" policy list --cores 0-1 --policies "$TMP/lead.ini"
 else skip "library refused: missing leader" "one CPU: no slot 1"; fi
-expect_exit "library refused: missing file" 2 "--policies /nonexistent.ini" \
+expect_exit "library refused: missing file" 2 "--policies: /nonexistent.ini" \
 	"$EGANG" policy list --policies /nonexistent.ini
 expect_exit "serve refuses a bad library" 2 "bad.ini:1: '.*' is not \[name\]" \
 	"$EGANG" serve -m x --cores 0 --policies "$TMP/bad.ini"

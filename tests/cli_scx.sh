@@ -12,7 +12,7 @@ expect_exit "scx exec: no command" 2 'missing the command' "$EGANG" scx exec
 expect_exit "scx status: stray operand" 2 "unexpected argument 'x'" "$EGANG" scx status x
 expect_exit "scx load: --gang does not apply" 2 'does not apply' "$EGANG" scx load --gang
 expect_exit "scx bench: bad --reps" 2 'reps' "$EGANG" scx bench --reps 0
-expect_exit "serve: bad --backend" 2 "'gpu' is not user or scx" \
+expect_exit "serve: bad --backend" 2 "--backend: 'gpu' is not one of user, scx" \
 	"$EGANG" serve -m x --backend gpu
 if "$EGANG" scx status >/dev/null 2>"$TMP/e" || ! grep -q 'no sched_ext support' "$TMP/e"; then
 	skip "scx: refusal without SCX=1" "this egang is an SCX=1 build"

@@ -83,7 +83,7 @@ PY
 # ---- the command line ----
 "$EGANG" serve --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q usage "$TMP/help"; then pass "serve --help"; else fail "serve --help"; fi
-expect_exit "serve without -m" 2 "-m MODEL is required" "$EGANG" serve
+expect_exit "serve without -m" 2 "-m/--model is required" "$EGANG" serve
 expect_exit "serve --policy bogus" 2 "--policy: 'bogus' names no record" "$EGANG" serve -m x --policy bogus
 expect_exit "serve --policy static:0" 2 "--policy: 'static:0' names no record" "$EGANG" serve -m x --policy static:0
 expect_exit "serve --port out of range" 2 "--port: 70000 is out of range" "$EGANG" serve -m x --port 70000

@@ -1,11 +1,21 @@
 /* egang info / synth / convert: model files. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "model/model.h"
+
+/* cli_parse for a command of one operand (`what` names it in messages). */
+static bool parse_one(const char *name, const char *help, const cli_opt_t *opts,
+		      const char **operand, const char *what, int argc,
+		      char **argv, int *status)
+{
+	const cli_cmd_t cmd = {.name = name, .help = help, .opts = opts,
+			       .operands = operand, .min_operands = 1,
+			       .max_operands = 1, .operands_name = what};
+	return cli_parse(&cmd, argc, argv, status);
+}
 
 /* ---- info ---- */
 
@@ -27,27 +37,11 @@ static void print_tensor(const char *name, const tensor_t *t)
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"tokenizer", required_argument, 0, 'z'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *tok = NULL;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "z:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'z': tok = optarg; break;
-		case 'h': fputs(info_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("info", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1) {
-		log_error("info: expected one MODEL file");
-		return EXIT_INPUT;
-	}
-	const char *path = argv[optind];
+	const char *tok = NULL, *path = NULL;
+	const cli_opt_t opts[] = {OPT_STR("tokenizer", 'z', &tok), CLI_END};
+	int status;
+	if (!parse_one("info", info_help, opts, &path, "MODEL", argc, argv, &status))
+		return status;
 	model_set_weights(MODEL_WEIGHTS_MAP); /* info reads headers, not weights */
 	model_t *m = model_load(path, tok);
 	if (!m) {
@@ -111,76 +105,59 @@ int cmd_info(int argc, char **argv)
 
 /* ---- synth ---- */
 
-static void synth_usage(FILE *f)
+static const char synth_help[] =
+	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N] [-q]\n"
+	"\n"
+	"Writes a GGUF with random weights (deterministic from the seed) and a\n"
+	"working synthetic tokenizer, in the shape of a real model.\n"
+	"\n"
+	"  -o, --output FILE   the GGUF to write (required)\n"
+	"      --type T        f32, f16, bf16, q8_0 or q4_0 (default q8_0); matrices\n"
+	"                      whose rows are not whole 32-blocks are stored as f16\n"
+	"      --seed S        (default 1)\n"
+	"      --layers N      override the layer count (small test models)\n"
+	"  -q, --quiet         no progress\n"
+	"  -h, --help          this text\n"
+	"\nshapes:\n";
+
+/* The help text with the shapes' table after it. */
+static const char *synth_usage(void)
 {
-	fprintf(f, "usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N] [-q]\n"
-		   "\n"
-		   "Writes a GGUF with random weights (deterministic from the seed) and a\n"
-		   "working synthetic tokenizer, in the shape of a real model.\n"
-		   "\n"
-		   "  -o, --output FILE   the GGUF to write (required)\n"
-		   "      --type T        f32, f16, bf16, q8_0 or q4_0 (default q8_0); matrices\n"
-		   "                      whose rows are not whole 32-blocks are stored as f16\n"
-		   "      --seed S        (default 1)\n"
-		   "      --layers N      override the layer count (small test models)\n"
-		   "  -q, --quiet         no progress\n"
-		   "  -h, --help          this text\n"
-		   "\nshapes:\n");
-	for (int i = 0; i < synth_n_shapes; i++) {
+	static char buf[sizeof synth_help + 4096];
+	size_t k = (size_t)snprintf(buf, sizeof buf, "%s", synth_help);
+	for (int i = 0; i < synth_n_shapes && k < sizeof buf; i++) {
 		const synth_shape_t *s = &synth_shapes[i];
-		fprintf(f, "  %-15s %s dim %d, hidden %d, %d layers, %d/%d heads, vocab %d\n",
+		k += (size_t)snprintf(buf + k, sizeof buf - k,
+			"  %-15s %s dim %d, hidden %d, %d layers, %d/%d heads, vocab %d\n",
 			s->name, s->arch == ARCH_QWEN2 ? "qwen2" : "llama", s->dim,
 			s->hidden_dim, s->n_layers, s->n_heads, s->n_kv_heads, s->vocab);
 	}
+	return buf;
 }
 
 int cmd_synth(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"output", required_argument, 0, 'o'},
-		{"type", required_argument, 0, 'T'},
-		{"seed", required_argument, 0, 's'},
-		{"layers", required_argument, 0, 'L'},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *out = NULL, *type = "q8_0";
+	const char *out = NULL, *type = "q8_0", *shape = NULL;
 	int64_t seed = 1, layers = 0;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:s:qh", opts, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'o': out = optarg; break;
-		case 'T': type = optarg; break;
-		case 's': bad = cli_int("--seed", optarg, 0, UINT32_MAX, &seed); break;
-		case 'L': bad = cli_int("--layers", optarg, 1, 1024, &layers); break;
-		case 'q': log_quiet = true; break;
-		case 'h': synth_usage(stdout); return EXIT_OK;
-		default: return cli_usage_error("synth", argv[optind - 1]);
-		}
-		if (bad)
-			return EXIT_INPUT;
-	}
-	if (optind != argc - 1) {
-		log_error("synth: expected one SHAPE (see `egang synth --help`)");
-		return EXIT_INPUT;
-	}
-	const synth_shape_t *s = synth_find(argv[optind]);
+	const cli_opt_t opts[] = {
+		OPT_STR("output", 'o', &out, .required = true),
+		OPT_STR("type", 0, &type),
+		OPT_INT("seed", 's', &seed, 0, UINT32_MAX),
+		OPT_INT("layers", 0, &layers, 1, 1024),
+		CLI_END,
+	};
+	int status;
+	if (!parse_one("synth", synth_usage(), opts, &shape, "SHAPE", argc, argv,
+		       &status))
+		return status;
+	const synth_shape_t *s = synth_find(shape);
 	if (!s) {
-		log_error("synth: unknown shape '%s' (see `egang synth --help`)",
-			  argv[optind]);
+		log_error("synth: unknown shape '%s' (see `egang synth --help`)", shape);
 		return EXIT_INPUT;
 	}
 	int t = dtype_from_name(type);
 	if (t < 0) {
 		log_error("synth: --type '%s' is not f32, f16, bf16, q8_0 or q4_0", type);
-		return EXIT_INPUT;
-	}
-	if (!out) {
-		log_error("synth: -o FILE is required");
 		return EXIT_INPUT;
 	}
 	if (synth_write(s, (dtype_t)t, (uint64_t)seed, (int32_t)layers, out,
@@ -206,29 +183,17 @@ static const char convert_help[] =
 
 int cmd_convert(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"tokenizer", required_argument, 0, 'z'},
-		{"output", required_argument, 0, 'o'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
+	const char *tok = NULL, *out = NULL, *in = NULL;
+	const cli_opt_t opts[] = {
+		OPT_STR("tokenizer", 'z', &tok, .required = true),
+		OPT_STR("output", 'o', &out, .required = true),
+		CLI_END,
 	};
-	const char *tok = NULL, *out = NULL;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "z:o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'z': tok = optarg; break;
-		case 'o': out = optarg; break;
-		case 'h': fputs(convert_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("convert", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1 || !tok || !out) {
-		log_error("convert: expected CHECKPOINT -z TOKENIZER -o OUT");
-		return EXIT_INPUT;
-	}
-	if (model_convert_llama2c(argv[optind], tok, out) < 0) {
+	int status;
+	if (!parse_one("convert", convert_help, opts, &in, "CHECKPOINT", argc,
+		       argv, &status))
+		return status;
+	if (model_convert_llama2c(in, tok, out) < 0) {
 		log_error("%s", err_get());
 		return EXIT_INPUT;
 	}

@@ -1,6 +1,5 @@
 /* egang policy: list / show the policy library, set the index in the
  * control word, print its telemetry (src/policy/policy.h, control.h). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +7,7 @@
 #include "cli/cli.h"
 #include "policy/control.h"
 #include "policy/policy.h"
+#include "server/engine_open.h"
 
 static const char policy_help[] =
 	"usage: egang policy list|show P|set P|status [options]\n"
@@ -30,23 +30,6 @@ static const char policy_help[] =
 	"  -q, --quiet          set: no confirmation line\n"
 	"  -h, --help           this text\n";
 
-/* Library for the gang --cores names (+ --policies). */
-static int lib_setup(policy_lib_t *lib, const char *cores, const char *file)
-{
-	int cpus[GANG_MAX_SLOTS];
-	int n = cli_cores(cores, cpus, GANG_MAX_SLOTS);
-	if (n < 0) {
-		log_error("%s", err_get());
-		return -1;
-	}
-	policy_lib_builtin(lib, n);
-	if (file && policy_lib_load(lib, file) < 0) {
-		log_error("--policies %s", err_get());
-		return -1;
-	}
-	return 0;
-}
-
 static void print_status(const control_word_t *w, const char *path)
 {
 	control_word_t *c = (control_word_t *)w;
@@ -67,118 +50,89 @@ static void print_status(const control_word_t *w, const char *path)
 #undef LD
 }
 
-int cmd_policy(int argc, char **argv)
+typedef struct policy_opts {
+	const char *policies, *control;
+	bool force;
+	cli_cpus_t cpus;
+	policy_lib_t lib; /* loaded for every action but status */
+} policy_opts_t;
+
+/* Opens the control word; NULL after a one-line error. */
+static control_t *open_word(const char *path, bool create)
 {
-	static const struct option opts[] = {
-		{"policies", required_argument, 0, 'P'},
-		{"cores", required_argument, 0, 'C'},
-		{"control", required_argument, 0, 'c'},
-		{"force", no_argument, 0, 'f'},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *file = NULL, *cores = NULL, *control = NULL;
-	bool force = false;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'P': file = optarg; break;
-		case 'C': cores = optarg; break;
-		case 'c': control = optarg; break;
-		case 'f': force = true; break;
-		case 'q': log_quiet = true; break;
-		case 'h': fputs(policy_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("policy", argv[optind - 1]);
-		}
+	control_t *cw = control_open(path, create);
+	if (!cw)
+		log_error("%s", err_get());
+	return cw;
+}
+
+static int do_status(policy_opts_t *o, const char *arg)
+{
+	(void)arg;
+	control_t *cw = open_word(o->control, false);
+	if (!cw)
+		return EXIT_INPUT;
+	print_status(cw->w, o->control);
+	control_close(cw);
+	return EXIT_OK;
+}
+
+/* One `policy list` row's slot set and guard. */
+static void list_row(const policy_lib_t *lib, int i)
+{
+	const policy_t *p = &lib->rec[i];
+	char slots[64] = "", guard[96] = "-";
+	uint32_t all = lib->n_slots >= 32 ? ~0u : (1u << lib->n_slots) - 1;
+	if (p->width == WIDTH_STATIC)
+		cpumask_format(p->static_mask, slots, sizeof slots);
+	else
+		cpumask_format(all & ~p->reserved_mask, slots, sizeof slots);
+	if (p->guard_checks) {
+		int k = 0;
+		if (p->guard_ttft_p99_ms > 0)
+			k = snprintf(guard, sizeof guard, "ttft_p99<=%gms ",
+				     p->guard_ttft_p99_ms);
+		if (p->guard_queue_depth)
+			k += snprintf(guard + k, sizeof guard - (size_t)k,
+				      "queue<=%u ", p->guard_queue_depth);
+		snprintf(guard + k, sizeof guard - (size_t)k, "x%u", p->guard_checks);
 	}
-	if (optind >= argc) {
-		log_error("policy: missing list, show, set or status (see `egang "
-			  "policy --help`)");
+	printf("%5d  %-16s %-7s %-7s %-8s %7u  %s%s\n", i, p->name,
+	       policy_width_name(p->width), slots, policy_acquire_name(p->acquire),
+	       p->keep_ms, guard, i == 0 ? "  (default)" : "");
+}
+
+static int do_list(policy_opts_t *o, const char *arg)
+{
+	(void)arg;
+	printf("%5s  %-16s %-7s %-7s %-8s %7s  %s\n", "index", "name", "width",
+	       "slots", "acquire", "keep_ms", "guard");
+	for (int i = 0; i < o->lib.n; i++)
+		list_row(&o->lib, i);
+	return EXIT_OK;
+}
+
+static int do_show(policy_opts_t *o, const char *arg)
+{
+	int idx = policy_lib_find(&o->lib, arg);
+	if (idx < 0) {
+		log_error("policy show: '%s' names no record (indices 0..%d; "
+			  "see `egang policy list`)", arg, o->lib.n - 1);
 		return EXIT_INPUT;
 	}
-	const char *what = argv[optind++];
-	bool needs_arg = !strcmp(what, "show") || !strcmp(what, "set");
-	if (!needs_arg && strcmp(what, "list") && strcmp(what, "status")) {
-		log_error("policy: unknown action '%s' (list, show, set, status)", what);
-		return EXIT_INPUT;
-	}
-	if (needs_arg && optind >= argc) {
-		log_error("policy %s: missing the policy (an index or a name)", what);
-		return EXIT_INPUT;
-	}
-	const char *arg = needs_arg ? argv[optind++] : NULL;
-	if (optind < argc) {
-		log_error("policy %s: unexpected argument '%s'", what, argv[optind]);
-		return EXIT_INPUT;
-	}
-	if (force && strcmp(what, "set")) {
-		log_error("policy %s: --force is only for set", what);
-		return EXIT_INPUT;
-	}
-	char pathbuf[4096];
-	if (!control)
-		control = control_default_path(pathbuf, sizeof pathbuf);
-	if (!strcmp(what, "status")) {
-		control_t *cw = control_open(control, false);
-		if (!cw) {
-			log_error("%s", err_get());
-			return EXIT_INPUT;
-		}
-		print_status(cw->w, control);
-		control_close(cw);
-		return EXIT_OK;
-	}
-	static policy_lib_t lib;
-	if (lib_setup(&lib, cores, file) < 0)
-		return EXIT_INPUT;
-	if (!strcmp(what, "list")) {
-		printf("%5s  %-16s %-7s %-7s %-8s %7s  %s\n", "index", "name", "width",
-		       "slots", "acquire", "keep_ms", "guard");
-		for (int i = 0; i < lib.n; i++) {
-			const policy_t *p = &lib.rec[i];
-			char slots[64] = "", guard[96] = "-";
-			uint32_t all = lib.n_slots >= 32 ? ~0u : (1u << lib.n_slots) - 1;
-			if (p->width == WIDTH_STATIC)
-				cpumask_format(p->static_mask, slots, sizeof slots);
-			else
-				cpumask_format(all & ~p->reserved_mask, slots, sizeof slots);
-			if (p->guard_checks) {
-				int k = 0;
-				if (p->guard_ttft_p99_ms > 0)
-					k = snprintf(guard, sizeof guard, "ttft_p99<=%gms ",
-						     p->guard_ttft_p99_ms);
-				if (p->guard_queue_depth)
-					k += snprintf(guard + k, sizeof guard - (size_t)k,
-						      "queue<=%u ", p->guard_queue_depth);
-				snprintf(guard + k, sizeof guard - (size_t)k, "x%u",
-					 p->guard_checks);
-			}
-			printf("%5d  %-16s %-7s %-7s %-8s %7u  %s%s\n", i, p->name,
-			       policy_width_name(p->width), slots,
-			       policy_acquire_name(p->acquire), p->keep_ms, guard,
-			       i == 0 ? "  (default)" : "");
-		}
-		return EXIT_OK;
-	}
-	int idx = policy_lib_find(&lib, arg);
-	if (!strcmp(what, "show")) {
-		if (idx < 0) {
-			log_error("policy show: '%s' names no record (indices 0..%d; "
-				  "see `egang policy list`)", arg, lib.n - 1);
-			return EXIT_INPUT;
-		}
-		printf("# index %d%s\n", idx, idx == 0 ? " (default)" : "");
-		policy_print(&lib.rec[idx], lib.n_slots, stdout);
-		return EXIT_OK;
-	}
-	/* set */
+	printf("# index %d%s\n", idx, idx == 0 ? " (default)" : "");
+	policy_print(&o->lib.rec[idx], o->lib.n_slots, stdout);
+	return EXIT_OK;
+}
+
+static int do_set(policy_opts_t *o, const char *arg)
+{
+	const policy_lib_t *lib = &o->lib;
+	int idx = policy_lib_find(lib, arg);
 	uint32_t value;
 	if (idx >= 0) {
 		value = (uint32_t)idx;
-	} else if (force) {
+	} else if (o->force) {
 		int64_t v;
 		if (cli_int("policy set --force", arg, INT32_MIN, UINT32_MAX, &v) < 0)
 			return EXIT_INPUT;
@@ -186,17 +140,15 @@ int cmd_policy(int argc, char **argv)
 					writer storing an int would */
 	} else {
 		log_error("policy set: '%s' names no record (indices 0..%d); "
-			  "--force writes it anyway (it is inert)", arg, lib.n - 1);
+			  "--force writes it anyway (it is inert)", arg, lib->n - 1);
 		return EXIT_INPUT;
 	}
-	control_t *cw = control_open(control, true);
-	if (!cw) {
-		log_error("%s", err_get());
+	control_t *cw = open_word(o->control, true);
+	if (!cw)
 		return EXIT_INPUT;
-	}
 	/* relaxed: a hint only; the leader's own library decides validity */
 	uint32_t live = atomic_load_explicit(&cw->w->n_policies, memory_order_relaxed);
-	if (!force && live && value >= live) {
+	if (!o->force && live && value >= live) {
 		log_error("policy set: index %u is past the running leader's "
 			  "library (%u records; does --policies/--cores match the "
 			  "server's?); --force writes it anyway", value, live);
@@ -207,6 +159,77 @@ int cmd_policy(int argc, char **argv)
 	control_close(cw);
 	if (!log_quiet)
 		fprintf(stderr, "policy index %u (%s) written to %s\n", value,
-			idx >= 0 ? lib.rec[idx].name : "no record: inert", control);
+			idx >= 0 ? lib->rec[idx].name : "no record: inert", o->control);
 	return EXIT_OK;
+}
+
+typedef struct policy_action {
+	const char *name;
+	bool operand; /* takes P */
+	bool library; /* needs the library */
+	int (*run)(policy_opts_t *o, const char *arg);
+} policy_action_t;
+
+static const policy_action_t actions[] = {
+	{"list", false, true, do_list},
+	{"show", true, true, do_show},
+	{"set", true, true, do_set},
+	{"status", false, false, do_status},
+};
+
+/* The action named by ops[0] with its operand checked; NULL after an
+ * error. */
+static const policy_action_t *find_action(const char *const *ops)
+{
+	if (!ops[0]) {
+		log_error("policy: missing list, show, set or status (see `egang "
+			  "policy --help`)");
+		return NULL;
+	}
+	const policy_action_t *a = NULL;
+	for (size_t i = 0; i < EG_ARRAY_LEN(actions) && !a; i++)
+		if (!strcmp(ops[0], actions[i].name))
+			a = &actions[i];
+	if (!a)
+		log_error("policy: unknown action '%s' (list, show, set, status)", ops[0]);
+	else if (a->operand && !ops[1])
+		log_error("policy %s: missing the policy (an index or a name)", a->name);
+	else if (!a->operand && ops[1])
+		log_error("policy %s: unexpected argument '%s'", a->name, ops[1]);
+	else
+		return a;
+	return NULL;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	static policy_opts_t o;
+	const cli_opt_t opts[] = {
+		OPT_STR("policies", 0, &o.policies),
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		OPT_STR("control", 0, &o.control),
+		OPT_FLAG("force", 0, &o.force),
+		CLI_END,
+	};
+	const char *ops[2] = {0};
+	const cli_cmd_t cmd = {.name = "policy", .help = policy_help, .opts = opts,
+			       .operands = ops, .max_operands = 2};
+	int status;
+	if (!cli_parse(&cmd, argc, argv, &status))
+		return status;
+	const policy_action_t *a = find_action(ops);
+	if (!a)
+		return EXIT_INPUT;
+	if (o.force && a->run != do_set) {
+		log_error("policy %s: --force is only for set", a->name);
+		return EXIT_INPUT;
+	}
+	char pathbuf[4096];
+	if (!o.control)
+		o.control = control_default_path(pathbuf, sizeof pathbuf);
+	if (a->library && engine_policies(&o.lib, o.cpus.n, o.policies) < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	return a->run(&o, ops[1]);
 }

@@ -1,6 +1,5 @@
 /* egang serve: the OpenAI-compatible HTTP server (src/server/server.h). */
 #include <arpa/inet.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
+#include "server/engine_open.h"
 #include "server/server.h"
 
 static const char serve_help[] =
@@ -59,188 +59,92 @@ static const char serve_help[] =
 	"request, 401 bad key, 404 unknown path or model, 405 wrong method,\n"
 	"413 body over 1 MiB, 429 queue full, 503 shutting down.\n";
 
-int cmd_serve(int argc, char **argv)
+typedef struct serve_opts {
+	const char *model, *tok, *host, *policy, *policies, *control, *api_key;
+	int backend; /* 0 user, 1 scx */
+	int64_t port, ctx, max_queue, timeout, max_conns;
+	cli_cpus_t cpus;
+} serve_opts_t;
+
+/* The checks that need no model: the backend, the host, the initial
+ * policy (a library loaded for the lookup only; engine_open loads the one
+ * the server keeps). The policy's index, or -1 with *status set. */
+static int check_opts(const serve_opts_t *o, int *status)
 {
-	static const struct option opts[] = {
-		{"model", required_argument, 0, 'm'},
-		{"tokenizer", required_argument, 0, 'z'},
-		{"host", required_argument, 0, 'H'},
-		{"port", required_argument, 0, 'p'},
-		{"cores", required_argument, 0, 'C'},
-		{"policy", required_argument, 0, 'P'},
-		{"policies", required_argument, 0, 'L'},
-		{"control", required_argument, 0, 'W'},
-		{"ctx", required_argument, 0, 'c'},
-		{"backend", required_argument, 0, 'B'},
-		{"max-queue", required_argument, 0, 'Q'},
-		{"api-key", required_argument, 0, 'k'},
-		{"timeout", required_argument, 0, 'T'},
-		{"max-conns", required_argument, 0, 'N'},
-		{"quiet", no_argument, 0, 'q'},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	const char *model_path = NULL, *tok_path = NULL, *host = "127.0.0.1",
-		   *cores = NULL, *policy = "elastic", *api_key = NULL,
-		   *policies = NULL, *control = NULL, *backend = "user";
-	int64_t port = 8080, ctx = 0, max_queue = 64, timeout = 30,
-		max_conns = 256;
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "m:z:qh", opts, NULL)) != -1) {
-		int bad = 0;
-		switch (c) {
-		case 'm': model_path = optarg; break;
-		case 'z': tok_path = optarg; break;
-		case 'H': host = optarg; break;
-		case 'p': bad = cli_int("--port", optarg, 0, 65535, &port); break;
-		case 'C': cores = optarg; break;
-		case 'P': policy = optarg; break;
-		case 'L': policies = optarg; break;
-		case 'W': control = optarg; break;
-		case 'B': backend = optarg; break;
-		case 'c': bad = cli_int("--ctx", optarg, 2, 1 << 22, &ctx); break;
-		case 'Q': bad = cli_int("--max-queue", optarg, 0, 100000, &max_queue); break;
-		case 'k':
-			api_key = optarg;
-			if (!*api_key) {
-				log_error("--api-key: the key is empty");
-				bad = -1;
-			}
-			break;
-		case 'T': bad = cli_int("--timeout", optarg, 1, 86400, &timeout); break;
-		case 'N': bad = cli_int("--max-conns", optarg, 1, 100000, &max_conns); break;
-		case 'q': log_quiet = true; break;
-		case 'h': fputs(serve_help, stdout); return EXIT_OK;
-		default: return cli_usage_error("serve", argv[optind - 1]);
-		}
-		if (bad)
-			return EXIT_INPUT;
-	}
-	if (cli_no_more_args("serve", argc, argv) < 0)
-		return EXIT_INPUT;
-	if (!model_path) {
-		log_error("serve: -m MODEL is required");
-		return EXIT_INPUT;
-	}
-	bool scx = !strcmp(backend, "scx");
-	if (!scx && strcmp(backend, "user")) {
-		log_error("--backend: '%s' is not user or scx", backend);
-		return EXIT_INPUT;
-	}
-	if (scx && !scx_built()) {
+	*status = EXIT_INPUT;
+	if (o->backend && !scx_built()) {
 		log_error("--backend scx: this build has no sched_ext support (rebuild "
 			  "with `make SCX=1`; tools/deps-scx.sh)");
-		return EXIT_FAIL;
+		*status = EXIT_FAIL;
+		return -1;
 	}
 	unsigned char addr[sizeof(struct in6_addr)];
-	if (inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1) {
-		log_error("--host '%s' is not a numeric IPv4 or IPv6 address", host);
-		return EXIT_INPUT;
+	if (inet_pton(AF_INET, o->host, addr) != 1 &&
+	    inet_pton(AF_INET6, o->host, addr) != 1) {
+		log_error("--host '%s' is not a numeric IPv4 or IPv6 address", o->host);
+		return -1;
 	}
-	int cpus[GANG_MAX_SLOTS];
-	int n_cpus = cli_cores(cores, cpus, GANG_MAX_SLOTS);
-	if (n_cpus < 0) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	/* the library: frozen from here on (the runtime selects by index) */
 	static policy_lib_t lib;
-	policy_lib_builtin(&lib, n_cpus);
-	if (policies && policy_lib_load(&lib, policies) < 0) {
-		log_error("--policies %s", err_get());
-		return EXIT_INPUT;
+	if (engine_policies(&lib, o->cpus.n, o->policies) < 0) {
+		log_error("%s", err_get());
+		return -1;
 	}
-	int policy_index = policy_lib_find(&lib, policy);
-	if (policy_index < 0) {
+	int index = policy_lib_find(&lib, o->policy);
+	if (index < 0)
 		log_error("--policy: '%s' names no record (indices 0..%d; see "
-			  "`egang policy list`)", policy, lib.n - 1);
-		return EXIT_INPUT;
+			  "`egang policy list`)", o->policy, lib.n - 1);
+	return index;
+}
+
+/* --backend scx: egang's scheduler loaded (unless it is) with the index in
+ * force, this process in SCHED_EXT before server_new starts the gang, so
+ * every thread inherits it (gang.c base_policy). *ours: this call loaded
+ * it. -1 after an error. */
+static int scx_setup(const engine_t *e, int index, bool *ours)
+{
+	*ours = false;
+	if (!scx_loaded()) {
+		if (scx_load(&e->lib, e->cpus, e->n_cpus, (uint32_t)index) < 0)
+			goto fail;
+		*ours = true;
+	} else if (scx_set_index((uint32_t)index, NULL) < 0) {
+		goto fail;
 	}
-	char pathbuf[4096];
-	if (!control)
-		control = control_default_path(pathbuf, sizeof pathbuf);
-	control_t *cw = control_open(control, true);
-	if (!cw) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	control_write_index(cw, (uint32_t)policy_index);
-	/* --backend scx: the kernel side before the gang exists, so every
-	 * thread server_new starts inherits SCHED_EXT (gang.c base_policy) */
-	bool scx_ours = false;
-	if (scx) {
-		if (!scx_loaded()) {
-			if (scx_load(&lib, cpus, n_cpus, (uint32_t)policy_index) < 0) {
-				log_error("--backend scx: %s", err_get());
-				control_close(cw);
-				return EXIT_FAIL;
-			}
-			scx_ours = true;
-		} else if (scx_set_index((uint32_t)policy_index, NULL) < 0) {
-			log_error("--backend scx: %s", err_get());
-			control_close(cw);
-			return EXIT_FAIL;
-		}
-		if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0) {
-			log_error("--backend scx: %s", err_get());
-			if (scx_ours)
-				scx_unload(NULL);
-			control_close(cw);
-			return EXIT_FAIL;
-		}
-	}
-	model_t *m = model_load(model_path, tok_path);
-	if (!m) {
-		log_error("%s", err_get());
-		if (scx_ours)
-			scx_unload(NULL);
-		control_close(cw);
-		return EXIT_INPUT;
-	}
-	if (ctx == 0)
-		ctx = m->cfg.ctx < 4096 ? m->cfg.ctx : 4096;
-	if (ctx > m->cfg.ctx) {
-		log_error("--ctx %lld is larger than the model's context %d",
-			  (long long)ctx, m->cfg.ctx);
-		model_free(m);
-		if (scx_ours)
-			scx_unload(NULL);
-		control_close(cw);
-		return EXIT_INPUT;
-	}
+	if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0)
+		goto fail;
+	return 0;
+fail:
+	log_error("--backend scx: %s", err_get());
+	if (*ours)
+		scx_unload(NULL);
+	*ours = false;
+	return -1;
+}
+
+/* Runs the server on an open engine until SIGINT/SIGTERM; an exit code. */
+static int serve(const serve_opts_t *o, engine_t *e, int index)
+{
+	model_t *m = e->m;
 	char *tmpl = NULL;
 	gguf_str_t ts;
 	if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0)
 		tmpl = strndup(ts.s, (size_t)ts.n);
-	const char *base = strrchr(model_path, '/');
-	base = base ? base + 1 : model_path;
+	const char *base = strrchr(o->model, '/');
 	server_config_t cfg = {
-		.tok = m->tok,
-		.model_id = m->name,
-		.model_file = base,
-		.chat_template = tmpl,
-		.ctx = (int32_t)ctx,
-		.max_queue = (int)max_queue,
-		.api_key = api_key,
-		.policy_index = policy_index,
-		.m = m,
-		.cpus = cpus,
-		.n_cpus = n_cpus,
-		.policies = &lib,
-		.control = cw->w,
-		.host = host,
-		.port = (int)port,
-		.timeout_s = (int)timeout,
-		.max_conns = (int)max_conns,
+		.tok = m->tok, .model_id = m->name,
+		.model_file = base ? base + 1 : o->model, .chat_template = tmpl,
+		.ctx = e->ctx, .max_queue = (int)o->max_queue,
+		.api_key = o->api_key, .policy_index = index, .m = m,
+		.cpus = e->cpus, .n_cpus = e->n_cpus, .policies = &e->lib,
+		.control = e->cw->w, .host = o->host, .port = (int)o->port,
+		.timeout_s = (int)o->timeout, .max_conns = (int)o->max_conns,
 	};
 	int status = EXIT_OK;
 	server_t *s = server_new(&cfg);
 	if (!s) {
 		log_error("%s", err_get());
-		status = EXIT_INPUT;
-		goto out;
+		free(tmpl);
+		return EXIT_INPUT;
 	}
 	/* Every thread started from here on inherits this mask, so only
 	 * sigwait() below sees SIGINT/SIGTERM; SIGPIPE never kills us. */
@@ -253,25 +157,78 @@ int cmd_serve(int argc, char **argv)
 	if (server_start(s) < 0) {
 		log_error("%s", err_get());
 		status = EXIT_FAIL;
-		goto out;
+	} else {
+		bool v6 = strchr(o->host, ':') != NULL;
+		log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
+			 "core%s, policy %s, control %s, ctx %d, queue %lld",
+			 m->name, server_chat_name(server_chat_kind(tmpl, m->tok)),
+			 v6 ? "[" : "", o->host, v6 ? "]" : "", server_port(s),
+			 e->n_cpus, e->n_cpus > 1 ? "s" : "", e->lib.rec[index].name,
+			 o->control, e->ctx, (long long)o->max_queue);
+		int sig = 0;
+		sigwait(&set, &sig);
+		log_info("egang serve: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		server_stop(s);
 	}
-	log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
-		 "core%s, policy %s, control %s, ctx %lld, queue %lld",
-		 m->name, server_chat_name(server_chat_kind(tmpl, m->tok)),
-		 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-		 server_port(s), n_cpus, n_cpus > 1 ? "s" : "",
-		 lib.rec[policy_index].name, control, (long long)ctx, (long long)max_queue);
-	int sig = 0;
-	sigwait(&set, &sig);
-	log_info("egang serve: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	server_stop(s);
-out:
 	server_free(s);
 	free(tmpl);
-	model_free(m);
+	return status;
+}
+
+static const char *const backends[] = {"user", "scx", NULL};
+
+int cmd_serve(int argc, char **argv)
+{
+	serve_opts_t o = {.host = "127.0.0.1", .policy = "elastic", .port = 8080,
+			  .max_queue = 64, .timeout = 30, .max_conns = 256};
+	const cli_opt_t opts[] = {
+		OPT_STR("model", 'm', &o.model, .required = true),
+		OPT_STR("tokenizer", 'z', &o.tok),
+		OPT_STR("host", 0, &o.host),
+		OPT_INT("port", 0, &o.port, 0, 65535),
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		OPT_STR("policy", 0, &o.policy),
+		OPT_STR("policies", 0, &o.policies),
+		OPT_STR("control", 0, &o.control),
+		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
+		OPT_CHOICE("backend", 0, &o.backend, backends),
+		OPT_INT("max-queue", 0, &o.max_queue, 0, 100000),
+		OPT_STR("api-key", 0, &o.api_key),
+		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
+		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
+		CLI_END,
+	};
+	const cli_cmd_t cmd = {.name = "serve", .help = serve_help, .opts = opts};
+	int status;
+	if (!cli_parse(&cmd, argc, argv, &status))
+		return status;
+	int index = check_opts(&o, &status);
+	if (index < 0)
+		return status;
+	char pathbuf[4096];
+	if (!o.control)
+		o.control = control_default_path(pathbuf, sizeof pathbuf);
+	/* the library is frozen from here on (the runtime selects by index);
+	 * the server makes its own forward passes and gang */
+	engine_config_t ec = {
+		.model_path = o.model, .tok_path = o.tok, .cpus = o.cpus.cpu,
+		.n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx, .no_gang = true,
+		.no_forward = true, .control = o.control, .policies = o.policies,
+	};
+	engine_t *e = engine_open(&ec, &status);
+	if (!e) {
+		log_error("%s", err_get());
+		return status;
+	}
+	control_write_index(e->cw, (uint32_t)index);
+	bool scx_ours = false;
+	if (o.backend && scx_setup(e, index, &scx_ours) < 0)
+		status = EXIT_FAIL;
+	else
+		status = serve(&o, e, index);
 	/* the scheduler this server loaded goes with it */
 	if (scx_ours && scx_unload(NULL) < 0)
 		log_error("--backend scx: %s", err_get());
-	control_close(cw);
+	engine_close(e);
 	return status;
 }

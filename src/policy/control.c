@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/stats.h"
+
 /* ---- the file ---- */
 
 const char *control_default_path(char *buf, size_t cap)
@@ -235,22 +237,13 @@ void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* The q-quantile (nearest rank) of the window, in ms; 0 when empty. */
+/* The q-quantile (nearest rank, base/stats.h) of the window, in ms; 0
+ * when empty. */
 static double window_quantile(const policy_rt_t *rt, double q)
 {
-	if (!rt->n_ttft)
-		return 0;
 	double v[POLICY_RT_WINDOW];
 	memcpy(v, rt->ttft_ms, (size_t)rt->n_ttft * sizeof *v);
-	qsort(v, (size_t)rt->n_ttft, sizeof *v, cmp_double);
-	int i = (int)(q * rt->n_ttft + 0.999999) - 1;
-	return v[i < 0 ? 0 : i >= rt->n_ttft ? rt->n_ttft - 1 : i];
+	return stats_quantile(v, (size_t)rt->n_ttft, q);
 }
 
 void policy_rt_generation_end(policy_rt_t *rt, double ttft_s,

@@ -389,6 +389,15 @@ static int parse_uint(const char *v, int64_t max, int64_t *out)
 	return 0;
 }
 
+/* The index of v among names[0..n), -1 if absent. */
+static int name_index(const char *const *names, int n, const char *v)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v, names[i]))
+			return i;
+	return -1;
+}
+
 /* Slot list "0-1,3" inside 0..n_slots-1. */
 static int parse_slots(const char *v, int n_slots, uint32_t *out)
 {
@@ -409,14 +418,13 @@ static int ini_set(ini_rec_t *r, int n_slots, ini_key_t k, const char *v)
 	int64_t x;
 	double d;
 	char *end;
+	int i;
 	switch (k) {
 	case KEY_WIDTH:
-		for (int w = 0; w < WIDTH_COUNT; w++)
-			if (!strcmp(v, width_names[w])) {
-				p->width = (policy_width_t)w;
-				return 0;
-			}
-		return err_set("width: '%s' is not all, static or knee", v);
+		if ((i = name_index(width_names, WIDTH_COUNT, v)) < 0)
+			return err_set("width: '%s' is not all, static or knee", v);
+		p->width = (policy_width_t)i;
+		return 0;
 	case KEY_MIN_WIDTH:
 	case KEY_MAX_WIDTH:
 		if (parse_uint(v, INT32_MAX, &x) < 0 || x < 1 || x > n_slots)
@@ -434,12 +442,10 @@ static int ini_set(ini_rec_t *r, int n_slots, ini_key_t k, const char *v)
 		return parse_slots(v, n_slots, &p->reserved_mask) < 0
 			       ? err_wrap("reserved") : 0;
 	case KEY_ACQUIRE:
-		for (int a = 0; a < GANG_ACQUIRE_COUNT; a++)
-			if (!strcmp(v, acquire_names[a])) {
-				p->acquire = (gang_acquire_t)a;
-				return 0;
-			}
-		return err_set("acquire: '%s' is not polite or preempt", v);
+		if ((i = name_index(acquire_names, GANG_ACQUIRE_COUNT, v)) < 0)
+			return err_set("acquire: '%s' is not polite or preempt", v);
+		p->acquire = (gang_acquire_t)i;
+		return 0;
 	case KEY_KEEP_MS:
 		if (parse_uint(v, POLICY_KEEP_MS_MAX, &x) < 0)
 			return err_set("keep_ms: '%s' is out of range [0, %d]", v,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/stats.h"
 
 /* ---- the kernel form of a record (always built: pure, unit-tested) ---- */
 
@@ -123,6 +124,132 @@ int scx_enter(pid_t tid)
 				       "in this kernel?)", strerror(errno));
 		return err_sys("sched_setattr(SCHED_EXT)");
 	}
+	return 0;
+}
+
+/* enum scx_exit_kind (kernel/sched/ext.c, Linux 6.12) */
+const char *scx_exit_name(int64_t kind)
+{
+	switch (kind) {
+	case 0: return "none";
+	case 1: return "done";
+	case 64: return "unregistered by user space";
+	case 65: return "unregistered by BPF";
+	case 66: return "unregistered by the kernel";
+	case 67: return "sysrq";
+	case 1024: return "error";
+	case 1025: return "error raised by BPF";
+	case 1026: return "runnable task stall";
+	default: return "?";
+	}
+}
+
+int scx_print_status(const policy_lib_t *lib, FILE *out)
+{
+	char state[64], ops[128];
+	if (scx_state(state, sizeof state) < 0)
+		return -1;
+	scx_root_ops(ops, sizeof ops);
+	fprintf(out, "state=%s\nops=%s\nloaded=%s\n", state, ops,
+		scx_loaded() ? "yes" : "no");
+	if (!scx_loaded())
+		return 0;
+	static scx_counts_t c;
+	if (scx_read(&c) < 0)
+		return -1;
+	fprintf(out, "index=%u\ngang_tgid=%u\n", c.index, c.gang);
+	uint64_t tx = 0, tf = 0;
+	for (int s = 0; s <= EGANG_SLOTS; s++) {
+		uint64_t x = 0, f = 0;
+		for (int cb = 0; cb < EGANG_CB_COUNT; cb++) {
+			x += s < EGANG_SLOTS ? c.xfer[s][cb] : 0;
+			f += c.fall[s][cb];
+		}
+		tx += x;
+		tf += f;
+		bool populated = s < EGANG_SLOTS && c.krec[s].kind != EGANG_KIND_NONE;
+		/* the out-of-range line always: scripts read its count */
+		if (!populated && !x && !f && !(s < lib->n) && s < EGANG_SLOTS)
+			continue;
+		if (s == EGANG_SLOTS)
+			fprintf(out, "slot=out_of_range transfers=0 fallthroughs=%llu\n",
+				(unsigned long long)f);
+		else
+			fprintf(out, "slot=%d name=%s kind=%s transfers=%llu "
+				"fallthroughs=%llu "
+				"select=%llu enqueue=%llu dispatch=%llu\n", s,
+				s < lib->n ? lib->rec[s].name : "-",
+				scx_kind_name(c.krec[s].kind), (unsigned long long)x,
+				(unsigned long long)f,
+				(unsigned long long)(c.xfer[s][0] + c.fall[s][0]),
+				(unsigned long long)(c.xfer[s][1] + c.fall[s][1]),
+				(unsigned long long)(c.xfer[s][2] + c.fall[s][2]));
+	}
+	fprintf(out, "transfers=%llu\nfallthroughs=%llu\n", (unsigned long long)tx,
+		(unsigned long long)tf);
+	return 0;
+}
+
+int scx_index_of(const policy_lib_t *lib, const int *cpus, int n,
+		 const char *p, bool force, uint32_t *out)
+{
+	int idx = policy_lib_find(lib, p);
+	if (idx >= 0) {
+		struct egang_krec r;
+		scx_krec_from_policy(&lib->rec[idx], cpus, n, &r);
+		if (r.kind == EGANG_KIND_NONE && !force)
+			return err_set("'%s' (index %d) has no kernel form (its width "
+				       "is measured in user space); --force writes "
+				       "it anyway (falls through)", lib->rec[idx].name,
+				       idx);
+		*out = (uint32_t)idx;
+		return 0;
+	}
+	if (!force)
+		return err_set("'%s' names no record (0..%d or a name; --force "
+			       "writes any index, inert)", p, lib->n - 1);
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(p, &end, 0);
+	if (!*p || *end || errno || *p == '-' || v > UINT32_MAX)
+		return err_set("'%s' is not an integer in [0, %u]", p, UINT32_MAX);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int scx_bench_switch(int reps, scx_bench_t *b)
+{
+	static scx_counts_t c;
+	if (reps < 1)
+		return err_set("scx bench: %d writes", reps);
+	if (scx_read(&c) < 0)
+		return -1;
+	/* two populated slots to alternate between */
+	b->a = b->b = -1;
+	for (int s = 0; s < EGANG_SLOTS && b->b < 0; s++)
+		if (c.krec[s].kind != EGANG_KIND_NONE) {
+			if (b->a < 0)
+				b->a = s;
+			else
+				b->b = s;
+		}
+	if (b->b < 0)
+		b->b = b->a;
+	uint64_t *ns = calloc((size_t)reps, sizeof *ns);
+	if (!ns)
+		return err_sys("scx bench: calloc");
+	for (int i = 0; i < reps; i++)
+		if (scx_set_index((uint32_t)(i & 1 ? b->b : b->a), &ns[i]) < 0) {
+			free(ns);
+			return -1;
+		}
+	scx_set_index(c.index, NULL); /* the index in force before */
+	b->p50 = stats_quantile_u64(ns, (size_t)reps, 0.5); /* sorts ns */
+	b->p99 = stats_quantile_u64(ns, (size_t)reps, 0.99);
+	b->min = ns[0];
+	b->max = ns[reps - 1];
+	b->reps = reps;
+	free(ns);
 	return 0;
 }
 

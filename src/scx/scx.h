@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "../../bpf/egang_scx.h"
@@ -67,6 +68,32 @@ typedef struct scx_counts {
 } scx_counts_t;
 /* Reads the pinned maps. */
 int scx_read(scx_counts_t *c);
+
+/* `egang scx status`: sched_ext's state, the ops, whether egang's scheduler
+ * is loaded and, when it is, the index, the gang and one line per slot
+ * (name from lib, kind, transfers, fall-throughs, per callback), the
+ * out-of-range line always; key=value lines to out. 0, or -1 + err_get(). */
+int scx_print_status(const policy_lib_t *lib, FILE *out);
+
+/* The index `egang scx set P` writes (the user-space guard): P names a
+ * record of lib (on a gang over cpus[0..n)) that has a kernel form; with
+ * force, any record or any number 0..UINT32_MAX (inert by construction).
+ * 0, or -1 + err_get(). */
+int scx_index_of(const policy_lib_t *lib, const int *cpus, int n,
+		 const char *p, bool force, uint32_t *out);
+
+/* The name of an exit record's kind (enum scx_exit_kind), "?" if unknown. */
+const char *scx_exit_name(int64_t kind);
+
+/* The cost of one index write: reps map updates alternating between the
+ * first two populated slots (a, b; the same slot when only one is), then
+ * the index in force before is restored. Nearest-rank percentiles
+ * (base/stats.h). */
+typedef struct scx_bench {
+	int reps, a, b;
+	uint64_t min, p50, p99, max; /* ns */
+} scx_bench_t;
+int scx_bench_switch(int reps, scx_bench_t *b);
 
 /* Puts thread (or process) tid in SCHED_EXT with sched_setattr(2); 0 = the
  * caller. Threads it creates afterwards inherit the class. */
