@@ -103,11 +103,6 @@ int cli_float(const char *flag, const char *s, double min, double max,
  * Returns the count, -1 with a message (err_get). */
 int cli_cores(const char *list, int *cpus, int max);
 
-/* For commands not yet on cli_parse: -1 after a one-line error if
- * argv[optind..] holds an operand; one line for getopt's '?' (EXIT_INPUT). */
-int cli_no_more_args(const char *cmd, int argc, char **argv);
-int cli_usage_error(const char *cmd, const char *arg);
-
 /* A progress line on stderr when it is a terminal (and not --quiet). */
 void cli_progress(void *user, uint64_t done, uint64_t total);
 

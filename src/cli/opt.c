@@ -272,21 +272,3 @@ bool cli_parse(const cli_cmd_t *c, int argc, char **argv, int *exit_code)
 	*exit_code = EXIT_OK;
 	return true;
 }
-
-/* The two helpers of the hand-written getopt loops, until every command
- * parses through cli_parse. */
-int cli_no_more_args(const char *cmd, int argc, char **argv)
-{
-	if (optind < argc) {
-		log_error("%s: unexpected argument '%s'", cmd, argv[optind]);
-		return -1;
-	}
-	return 0;
-}
-
-int cli_usage_error(const char *cmd, const char *arg)
-{
-	log_error("%s: unknown option or missing value in '%s' (see `egang "
-		  "%s --help`)", cmd, arg, cmd);
-	return EXIT_INPUT;
-}
