@@ -257,7 +257,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
 		 "core%s, policy %s, control %s, ctx %lld, queue %lld",
-		 m->name, server_chat_name(server_chat_kind(tmpl, m->tok)),
+		 m->name, chat_name(chat_kind(tmpl, m->tok)),
 		 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
 		 server_port(s), n_cpus, n_cpus > 1 ? "s" : "",
 		 lib.rec[policy_index].name, control, (long long)ctx, (long long)max_queue);
