@@ -9,7 +9,8 @@
  * byte of a multi-byte character or for a control character (<0xE3>, the
  * byte-level chars of 0x80..0xFF), BOS/EOS and other control tokens: the
  * vocabulary keeps them, since encoding any text needs them
- * (tokenizer_synth). The other weights are as random as before. */
+ * (tokenizer_synth). With a tied embedding those tokens also enter the
+ * model as zero vectors. The other weights are as random as before. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -135,8 +135,8 @@ static int text_decoded(text_out_t *o, const engine_params_t *p, const char *d,
 {
 	if (!o->generated || !p->n_stop)
 		return text_emit(p, d, n) ? STOP_CANCEL : -1;
-	if (o->len + n > o->cap) {
-		o->cap = (o->len + n) * 2;
+	if (o->len + n >= o->cap) { /* never NULL once here, even for n = 0 */
+		o->cap = (o->len + n) * 2 + 64;
 		o->buf = realloc(o->buf, o->cap);
 		if (!o->buf)
 			abort(); /* out of memory */

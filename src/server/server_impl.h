@@ -15,7 +15,7 @@
  *
  * Locks: s->qmu guards the queue (head, tail, depth, running_job, gen_*);
  * s->mmu the metrics; j->mu a job's shared part. No thread holds two of
- * them at once, except qmu then nothing else. */
+ * them at once. */
 #ifndef EGANG_SERVER_IMPL_H
 #define EGANG_SERVER_IMPL_H
 
