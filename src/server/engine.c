@@ -150,7 +150,7 @@ static int text_decoded(text_out_t *o, const engine_params_t *p, const char *d,
 		return c ? STOP_CANCEL : STOP_STRING;
 	}
 	size_t out = last ? o->len : o->len - stop_hold(p, o->buf, o->len);
-	while (out < o->len && !char_start(o->buf, out))
+	while (out > 0 && out < o->len && !char_start(o->buf, out))
 		out--; /* whole characters only (a stop that is not UTF-8) */
 	int c = text_emit(p, o->buf, out);
 	memmove(o->buf, o->buf + out, o->len - out);
