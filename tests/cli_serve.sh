@@ -142,15 +142,17 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 	curl -s --max-time 10 -o "$TMP/m2.txt" "$URL/metrics"
 	bad=$(grep -v '^#' "$TMP/m1.txt" | grep -Ecv '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? ([0-9eE+.-]+|NaN|[+-]Inf)$')
 	[[ $bad -eq 0 && $(grep -c . "$TMP/m1.txt") -gt 20 ]] && pass "/metrics parses as Prometheus text" || fail "/metrics format" "$bad bad lines"
+	missing=""
 	for m in egang_requests_total egang_prompt_tokens_total egang_generated_tokens_total \
 		egang_prefill_tokens_per_second egang_decode_tokens_per_second \
 		egang_time_to_first_token_seconds_bucket egang_time_per_output_token_seconds_count \
 		egang_queue_depth egang_gang_width egang_gang_latch_changes_total egang_gang_joins_total \
 		egang_gang_departures_total egang_policy_index egang_policy_invalid_index_total \
 		process_resident_memory_bytes; do
-		grep -q "^$m" "$TMP/m1.txt" || fail "/metrics has $m"
+		grep -q "^$m" "$TMP/m1.txt" || missing+="$m "
 	done
-	pass "/metrics has every required family"
+	if [[ -z $missing ]]; then pass "/metrics has every required family"
+	else fail "/metrics has every required family" "missing: $missing"; fi
 	sum() { grep "^$1" "$2" | awk '{s+=$NF} END {print s+0}'; }
 	if [[ $(sum egang_generated_tokens_total "$TMP/m2.txt") -gt $(sum egang_generated_tokens_total "$TMP/m1.txt") &&
 	      $(sum egang_requests_total "$TMP/m2.txt") -gt $(sum egang_requests_total "$TMP/m1.txt") ]]; then

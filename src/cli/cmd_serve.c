@@ -161,7 +161,7 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		bool v6 = strchr(o->host, ':') != NULL;
 		log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
 			 "core%s, policy %s, control %s, ctx %d, queue %lld",
-			 m->name, server_chat_name(server_chat_kind(tmpl, m->tok)),
+			 m->name, chat_name(chat_kind(tmpl, m->tok)),
 			 v6 ? "[" : "", o->host, v6 ? "]" : "", server_port(s),
 			 e->n_cpus, e->n_cpus > 1 ? "s" : "", e->lib.rec[index].name,
 			 o->control, e->ctx, (long long)o->max_queue);

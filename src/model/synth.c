@@ -1,5 +1,16 @@
 /* synth: random-weight GGUF models of named real shapes, and the llama2.c
- * -> GGUF converter; both write the same metadata. */
+ * -> GGUF converter; both write the same metadata.
+ *
+ * A synthetic model's output is legible text: the logit rows (the output
+ * matrix, or the tied embedding) of the tokens whose text is not printable
+ * UTF-8 on its own are zero, so their logits are 0 while the others spread
+ * over several units either side; greedy decoding never picks them and
+ * sampling almost never does. Those are the byte tokens that stand for one
+ * byte of a multi-byte character or for a control character (<0xE3>, the
+ * byte-level chars of 0x80..0xFF), BOS/EOS and other control tokens: the
+ * vocabulary keeps them, since encoding any text needs them
+ * (tokenizer_synth). With a tied embedding those tokens also enter the
+ * model as zero vectors. The other weights are as random as before. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +18,7 @@
 
 #include "base/base.h"
 #include "model/model.h"
+#include "model/utf8.h"
 
 /* Shapes of public models (from their config.json); weights are random. */
 const synth_shape_t synth_shapes[] = {
@@ -62,6 +74,7 @@ typedef struct synth_tensor {
 	dtype_t type;
 	int64_t rows, cols;
 	uint64_t seed;
+	const uint8_t *mute; /* (rows) rows to write as zeros, or NULL */
 } synth_tensor_t;
 
 typedef struct synth_ctx {
@@ -87,11 +100,46 @@ static int synth_fill(void *user, int64_t index, void *dst, size_t nbytes)
 			float u = rng_float(&rng) * 2.0f - 1.0f;
 			row[i] = t->kind == KIND_NORM ? 1.0f + 0.1f * u : a * u;
 		}
+		if (t->mute && t->mute[r]) /* drawn all the same: the rng
+					      stream of the other rows stays */
+			memset(row, 0, (size_t)t->cols * sizeof *row);
 		quantize_row(t->type, row, (char *)dst + (size_t)r * rb, t->cols);
 	}
 	free(row);
 	(void)nbytes;
 	return 0;
+}
+
+/* True when text[0..n) is non-empty, well-formed UTF-8 and has no control
+ * character but newline and tab (C0, DEL, C1). */
+static bool printable(const char *text, size_t n)
+{
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_seq_len(text + i, n - i);
+		unsigned char c = (unsigned char)text[i];
+		if (!k || (k == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)) ||
+		    (k == 2 && c == 0xC2 && (unsigned char)text[i + 1] < 0xA0))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+/* (n_vocab) 1 for each token whose text is not printable on its own. */
+static uint8_t *unprintable_tokens(const tokenizer_t *tok)
+{
+	int32_t n = tokenizer_n_vocab(tok);
+	uint8_t *mute = malloc((size_t)n);
+	if (!mute)
+		return err_sys("malloc"), NULL;
+	for (int32_t id = 0; id < n; id++) {
+		char piece[512];
+		int k = tokenizer_decode(tok, -1, id, piece, sizeof piece);
+		mute[id] = !printable(piece, k > 0 ? (size_t)k : 0);
+	}
+	return mute;
 }
 
 int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
@@ -117,7 +165,12 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 		return -1;
 	}
 	tokenizer_write_gguf(tok, w);
+	uint8_t *mute = unprintable_tokens(tok);
 	tokenizer_free(tok);
+	if (!mute) {
+		gguf_writer_free(w);
+		return -1;
+	}
 
 	int64_t D = c.dim, H = c.hidden_dim, Q = (int64_t)c.n_heads * c.head_dim,
 		KV = (int64_t)c.n_kv_heads * c.head_dim;
@@ -134,7 +187,9 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 									   : type; \
 		int64_t ne_[2] = {(cols_), (rows_)};                             \
 		sc.t[sc.n] = (synth_tensor_t){(kind_), t_, (rows_), (cols_),     \
-					      hash64(name_, strlen(name_), h0)}; \
+					      hash64(name_, strlen(name_), h0), NULL}; \
+		if (!strcmp(name_, s->tied ? "token_embd.weight" : "output.weight")) \
+			sc.t[sc.n].mute = mute;                                  \
 		gguf_writer_add_tensor(w, name_, t_, (rows_) == 1 ? 1 : 2, ne_, NULL); \
 		sc.n++;                                                          \
 	} while (0)
@@ -167,6 +222,7 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 	int rc = gguf_writer_write(w, path);
 	gguf_writer_free(w);
 	free(sc.t);
+	free(mute);
 	return rc;
 }
 

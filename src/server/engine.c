@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "model/utf8.h"
 
 const char *engine_stop_name(engine_stop_t s)
 {
@@ -61,14 +62,22 @@ static size_t text_clean(char *s, size_t n)
 	return ctl ? 0 : n;
 }
 
-/* Generated text on its way to on_text. With stop strings, the last
- * (longest stop - 1) bytes are held back, so a stop string that spans
- * tokens is found before any of it is emitted, and the text handed out
- * never contains it (OpenAI semantics). */
+/* Generated text on its way to on_text, in three steps:
+ *  1. a single control byte that is not whitespace is dropped (text_clean);
+ *  2. the bytes go through the UTF-8 policy (model/utf8.h): an incomplete
+ *     character waits for the next piece, invalid bytes become U+FFFD;
+ *  3. with stop strings, the decoded text is searched for them: the text
+ *     before the first one is handed out and the generation stops; the
+ *     longest tail that may still begin one is held back, so a stop string
+ *     that spans tokens is found before any of it is emitted (OpenAI
+ *     semantics). Everything else is handed out at once.
+ * So on_text sees whole characters only, and `generate` and `serve` print
+ * the same text for the same tokens. */
 typedef struct text_out {
-	char *pending;
+	utf8_stream_t u8;
+	char *buf;       /* decoded text: held back, then the new piece */
 	size_t len, cap;
-	size_t hold; /* longest stop string - 1 */
+	bool generated;  /* the text after the prompt (stop strings apply) */
 } text_out_t;
 
 /* Hands n bytes to on_text; nonzero if the callback cancels. */
@@ -77,45 +86,106 @@ static int text_emit(const engine_params_t *p, const char *s, size_t n)
 	return n && p->on_text && p->on_text(p->user, s, n);
 }
 
-/* Adds generated text; returns STOP_STRING, STOP_CANCEL or -1 (go on). */
-static int text_add(text_out_t *o, const engine_params_t *p, const char *s,
-		    size_t n)
+static bool char_start(const char *s, size_t i)
 {
-	if (!p->n_stop)
-		return text_emit(p, s, n) ? STOP_CANCEL : -1;
-	if (o->len + n + 1 > o->cap) {
-		o->cap = (o->len + n + 1) * 2;
-		o->pending = realloc(o->pending, o->cap);
-	}
-	memcpy(o->pending + o->len, s, n);
-	o->len += n;
-	o->pending[o->len] = '\0';
-	size_t cut = o->len; /* earliest stop string start */
+	return ((unsigned char)s[i] & 0xC0) != 0x80;
+}
+
+/* The first stop string in s[0..n) that begins a character: its offset, n
+ * if none. */
+static size_t stop_find(const engine_params_t *p, const char *s, size_t n)
+{
+	size_t cut = n;
 	for (int i = 0; i < p->n_stop; i++) {
-		const char *hit = p->stop[i][0] ? strstr(o->pending, p->stop[i]) : NULL;
-		if (hit && (size_t)(hit - o->pending) < cut)
-			cut = (size_t)(hit - o->pending);
+		size_t sl = strlen(p->stop[i]);
+		size_t from = 0;
+		const char *hit;
+		while (sl && from < cut &&
+		       (hit = memmem(s + from, n - from, p->stop[i], sl))) {
+			size_t at = (size_t)(hit - s);
+			if (at < cut && char_start(s, at)) {
+				cut = at;
+				break;
+			}
+			from = at + 1;
+		}
 	}
+	return cut;
+}
+
+/* The longest tail of s[0..n) that is a proper prefix of a stop string. */
+static size_t stop_hold(const engine_params_t *p, const char *s, size_t n)
+{
+	size_t hold = 0;
+	for (int i = 0; i < p->n_stop; i++) {
+		size_t sl = strlen(p->stop[i]);
+		for (size_t k = sl ? sl - 1 : 0; k > hold; k--)
+			if (k <= n && !memcmp(s + n - k, p->stop[i], k)) {
+				hold = k;
+				break;
+			}
+	}
+	return hold;
+}
+
+/* Decoded text d[0..n): emitted, or searched and partly held back.
+ * Returns STOP_STRING, STOP_CANCEL or -1 (go on). */
+static int text_decoded(text_out_t *o, const engine_params_t *p, const char *d,
+			size_t n, bool last)
+{
+	if (!o->generated || !p->n_stop)
+		return text_emit(p, d, n) ? STOP_CANCEL : -1;
+	if (o->len + n >= o->cap) { /* never NULL once here, even for n = 0 */
+		o->cap = (o->len + n) * 2 + 64;
+		o->buf = realloc(o->buf, o->cap);
+		if (!o->buf)
+			abort(); /* out of memory */
+	}
+	memcpy(o->buf + o->len, d, n);
+	o->len += n;
+	size_t cut = stop_find(p, o->buf, o->len);
 	if (cut < o->len) {
-		int c = text_emit(p, o->pending, cut);
+		int c = text_emit(p, o->buf, cut);
 		o->len = 0;
 		return c ? STOP_CANCEL : STOP_STRING;
 	}
-	size_t out = o->len > o->hold ? o->len - o->hold : 0;
-	int c = text_emit(p, o->pending, out);
-	memmove(o->pending, o->pending + out, o->len - out + 1);
+	size_t out = last ? o->len : o->len - stop_hold(p, o->buf, o->len);
+	while (out > 0 && out < o->len && !char_start(o->buf, out))
+		out--; /* whole characters only (a stop that is not UTF-8) */
+	int c = text_emit(p, o->buf, out);
+	memmove(o->buf, o->buf + out, o->len - out);
 	o->len -= out;
 	return c ? STOP_CANCEL : -1;
 }
 
-int engine_generate(const model_t *m, forward_t *f, gang_t *g,
-		    const engine_params_t *p, engine_result_t *r)
+/* One token's piece; returns STOP_STRING, STOP_CANCEL or -1 (go on). */
+static int text_add(text_out_t *o, const engine_params_t *p, const char *s,
+		    size_t n)
 {
-	memset(r, 0, sizeof *r);
-	const tokenizer_t *tok = m->tok;
-	int32_t ctx = forward_ctx(f);
+	char d[UTF8_STREAM_OUT_MAX(512)];
+	if (n > 512)
+		n = 512; /* tokenizer_decode's pieces fit in 512 */
+	return text_decoded(o, p, d, utf8_stream_feed(&o->u8, s, n, d), false);
+}
+
+/* The end of the text: the incomplete character as U+FFFD (which a stop
+ * string may still match), then everything held back. */
+static int text_end(text_out_t *o, const engine_params_t *p)
+{
+	char d[4];
+	return text_decoded(o, p, d, utf8_stream_flush(&o->u8, d), true);
+}
+
+/* The prompt's ids (malloc'd, room for the context + 1 in *out): given,
+ * or encoded with BOS; checked against the context and the vocabulary.
+ * Returns their count, -1 + err_get(). */
+static int64_t prompt_load(const model_t *m, const engine_params_t *p,
+			   int32_t ctx, int32_t **out)
+{
 	int64_t cap = (int64_t)ctx + 1;
 	int32_t *ids = malloc((size_t)cap * sizeof *ids);
+	if (!ids)
+		return err_sys("malloc");
 	int64_t n_prompt;
 	if (p->prompt_ids) {
 		n_prompt = p->n_prompt_ids;
@@ -124,111 +194,148 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		memcpy(ids, p->prompt_ids, (size_t)n_prompt * sizeof *ids);
 	} else {
 		const char *text = p->prompt ? p->prompt : "";
-		n_prompt = tokenizer_encode(tok, text, strlen(text), true, ids, cap);
+		n_prompt = tokenizer_encode(m->tok, text, strlen(text), true, ids, cap);
 	}
-	if (n_prompt < 0) {
-		free(ids);
-		return -1;
-	}
-	if (n_prompt == 0) { /* a vocabulary without BOS and no prompt */
-		free(ids);
-		return err_set("the prompt is empty and the vocabulary has no "
-			       "BOS token to start from");
-	}
-	if (n_prompt >= ctx) {
-		free(ids);
-		return err_set("the prompt has %lld tokens; the context holds "
-			       "%d (--ctx)", (long long)n_prompt, ctx);
-	}
-	for (int64_t i = 0; i < n_prompt; i++)
+	if (n_prompt == 0) /* a vocabulary without BOS and no prompt */
+		err_set("the prompt is empty and the vocabulary has no "
+			"BOS token to start from");
+	else if (n_prompt >= ctx)
+		err_set("the prompt has %lld tokens; the context holds %d (--ctx)",
+			(long long)n_prompt, ctx);
+	for (int64_t i = 0; i < n_prompt && n_prompt < ctx; i++)
 		if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
 			err_set("prompt token %lld has id %d outside the "
 				"vocabulary", (long long)i, ids[i]);
-			free(ids);
-			return -1;
+			n_prompt = -1;
 		}
-	sampler_t *smp = sampler_new(m->cfg.vocab_size, &p->sampler);
-	if (!smp) {
+	if (n_prompt <= 0 || n_prompt >= ctx) {
 		free(ids);
 		return -1;
 	}
-	int32_t bos = tokenizer_bos(tok), eos = tokenizer_eos(tok);
-	text_out_t out = {0};
-	for (int i = 0; i < p->n_stop; i++) {
-		size_t l = strlen(p->stop[i]);
-		if (l > out.hold + 1)
-			out.hold = l - 1;
-	}
-	r->n_prompt = n_prompt;
-	r->stop = STOP_LENGTH;
-	uint64_t t0 = time_now_ns(), t_prefill = t0;
-	if (g)
-		gang_begin(g);
-	int64_t n = n_prompt;
+	*out = ids;
+	return n_prompt;
+}
+
+/* One generation in progress (engine_generate and its helpers). */
+typedef struct gen {
+	const model_t *m;
+	forward_t *f;
+	gang_t *g;
+	const engine_params_t *p;
+	engine_result_t *r;
+	int32_t *ids;      /* (ctx + 1) the prompt, then the generated tokens */
+	int64_t n_prompt;
+	text_out_t out;
 	char piece[512];
-	int rc = 0;
-	/* The prompt. Positions 0..n_prompt-1 (all but the last when nothing
-	 * is to be generated, as the token loop below would) go through
-	 * prefill batches of up to forward_batch_max tokens, one gang token
-	 * (one latch, one before_token call) per batch; only the last batch
-	 * computes logits. The batches give the same KV cache and logits, bit
-	 * for bit, as the token loop (forward.h), which runs the prompt instead
-	 * when batching is off. */
-	int32_t bmax = forward_batch_max(f);
+	uint64_t t0, t_prefill;
+	int32_t pos;       /* the position the token loop goes on from */
+	float *logits;     /* of position pos, when the prompt left them */
+	bool stopped;
+	int rc;
+} gen_t;
+
+/* The prompt. Positions 0..n_prompt-1 (all but the last when nothing is to
+ * be generated, as the token loop would) go through prefill batches of up
+ * to forward_batch_max tokens, one gang token (one latch, one before_token
+ * call) per batch; only the last batch computes logits. The batches give
+ * the same KV cache and logits, bit for bit, as the token loop (forward.h),
+ * which runs the prompt instead when batching is off. */
+static void gen_prefill(gen_t *s, int32_t bmax)
+{
+	const engine_params_t *p = s->p;
+	int32_t n_prompt = (int32_t)s->n_prompt;
+	int32_t end = p->n_predict > 0 ? n_prompt : n_prompt - 1;
+	/* The first batch is small when workers are requested: gang_begin
+	 * has only just woken them, and a worker joins at the first token
+	 * after its ack (gang.h, I4), so a full first batch ran on the leader
+	 * alone: half of a 256-token prompt (tinyllama-1.1b f16, 2 cores: the
+	 * worker was absent for the first 3.2 s of every 5.2 s prompt in
+	 * `perf record`). A batch of FIRST_BATCH tokens outlasts the worker's
+	 * wake-up (~0.1 ms) even on stories260K. `bench prefill --cores 0,1`,
+	 * 256 tokens, tok/s, first batch 128 (as before) / 1 / 4 / 8 / 32,
+	 * the same run: tinyllama-1.1b f16 53.2 / 75.4 / - / 74.5 / 69.8;
+	 * smollm-135m f16 437 / 603 / - / 591 / (16) 583; stories260K 25953 /
+	 * 31683 / 31995 / 31805. One core: no change (no worker to wait for). */
+	int32_t first = s->g && (gang_requested(s->g) & ~1u) && FIRST_BATCH < bmax
+				? FIRST_BATCH
+				: bmax;
 	int32_t pos = 0;
-	float *logits = NULL;
-	bool stopped = false;
-	if (bmax > 0) {
-		int32_t end = p->n_predict > 0 ? (int32_t)n_prompt : (int32_t)n_prompt - 1;
-		/* The first batch is small when workers are requested:
-		 * gang_begin has only just woken them, and a worker joins at
-		 * the first token after its ack (gang.h, I4), so a full first
-		 * batch ran on the leader alone: half of a 256-token prompt
-		 * (tinyllama-1.1b f16, 2 cores: the worker was absent for the
-		 * first 3.2 s of every 5.2 s prompt in `perf record`). A
-		 * batch of FIRST_BATCH tokens outlasts the worker's wake-up
-		 * (~0.1 ms) even on stories260K. `bench prefill --cores 0,1`,
-		 * 256 tokens, tok/s, first batch 128 (as before) / 1 / 4 / 8 /
-		 * 32, the same run: tinyllama-1.1b f16 53.2 / 75.4 / - / 74.5 /
-		 * 69.8; smollm-135m f16 437 / 603 / - / 591 / (16) 583;
-		 * stories260K 25953 / 31683 / 31995 / 31805. One core: no
-		 * change (no worker to wait for). */
-		int32_t first = g && (gang_requested(g) & ~1u) && FIRST_BATCH < bmax
-					? FIRST_BATCH
-					: bmax;
-		while (pos < end && !stopped) {
-			int32_t most = pos == 0 ? first : bmax;
-			int32_t nb = end - pos < most ? end - pos : most;
-			bool last = pos + nb == (int32_t)n_prompt;
-			if (p->before_token)
-				p->before_token(p->user, (uint64_t)pos);
-			if (prefill_batch(f, g, ids + pos, nb, pos, last) < 0) {
-				rc = -1;
-				stopped = true;
+	while (pos < end && !s->stopped) {
+		int32_t most = pos == 0 ? first : bmax;
+		int32_t nb = end - pos < most ? end - pos : most;
+		bool last = pos + nb == n_prompt;
+		if (p->before_token)
+			p->before_token(p->user, (uint64_t)pos);
+		if (prefill_batch(s->f, s->g, s->ids + pos, nb, pos, last) < 0) {
+			s->rc = -1;
+			s->stopped = true;
+			break;
+		}
+		if (last) {
+			s->logits = forward_logits(s->f);
+			s->t_prefill = time_now_ns();
+		}
+		/* echo the batch's prompt text (the last prompt token's text
+		 * follows the first sampled token, as in the token loop) */
+		for (int32_t q = pos; q < pos + nb && p->echo_prompt; q++) {
+			if (q + 1 >= n_prompt)
+				break;
+			int k = tokenizer_decode(s->m->tok, s->ids[q], s->ids[q + 1],
+						 s->piece, sizeof s->piece);
+			size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
+			if (text_add(&s->out, p, s->piece, len) >= 0) {
+				s->r->stop = STOP_CANCEL;
+				s->stopped = true;
 				break;
 			}
-			if (last) {
-				logits = forward_logits(f);
-				t_prefill = time_now_ns();
-			}
-			/* echo the batch's prompt text (the last prompt token's
-			 * text follows the first sampled token, as below) */
-			for (int32_t q = pos; q < pos + nb && p->echo_prompt; q++) {
-				if (q + 1 >= n_prompt)
-					break;
-				int k = tokenizer_decode(tok, ids[q], ids[q + 1], piece, sizeof piece);
-				size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;
-				if (text_emit(p, piece, len)) {
-					r->stop = STOP_CANCEL;
-					stopped = true;
-					break;
-				}
-			}
-			pos += nb;
 		}
-		pos = logits ? (int32_t)n_prompt - 1 : pos;
+		pos += nb;
 	}
-	for (; !stopped; pos++) {
+	s->pos = s->logits ? n_prompt - 1 : pos;
+}
+
+/* Samples the token after position pos from logits (hash line first). */
+static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
+			  int32_t pos)
+{
+	const engine_params_t *p = s->p;
+	uint64_t h = p->logits_hash
+			     ? hash64(logits, (size_t)s->m->cfg.vocab_size * sizeof(float),
+				      HASH64_INIT)
+			     : 0;
+	int32_t next = sampler_sample(smp, logits);
+	if (p->logits_hash)
+		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next,
+			(unsigned long long)h);
+	return next;
+}
+
+int engine_generate(const model_t *m, forward_t *f, gang_t *g,
+		    const engine_params_t *p, engine_result_t *r)
+{
+	memset(r, 0, sizeof *r);
+	int32_t ctx = forward_ctx(f);
+	gen_t s = {.m = m, .f = f, .g = g, .p = p, .r = r};
+	s.n_prompt = prompt_load(m, p, ctx, &s.ids);
+	if (s.n_prompt < 0)
+		return -1;
+	sampler_t *smp = sampler_new(m->cfg.vocab_size, &p->sampler);
+	if (!smp) {
+		free(s.ids);
+		return -1;
+	}
+	int32_t bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
+	int64_t n_prompt = s.n_prompt, n = n_prompt;
+	r->n_prompt = n_prompt;
+	r->stop = STOP_LENGTH;
+	s.t0 = s.t_prefill = time_now_ns();
+	if (g)
+		gang_begin(g);
+	int32_t bmax = forward_batch_max(f);
+	if (bmax > 0)
+		gen_prefill(&s, bmax);
+	float *logits = s.logits;
+	for (int32_t pos = s.pos; !s.stopped; pos++) {
 		if (n - n_prompt >= p->n_predict && pos >= n_prompt - 1) {
 			r->stop = STOP_LENGTH;
 			break;
@@ -240,31 +347,24 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		if (!logits) { /* the last batch's logits serve position n_prompt-1 */
 			if (p->before_token)
 				p->before_token(p->user, (uint64_t)pos);
-			logits = step(f, g, ids[pos], pos);
+			logits = step(f, g, s.ids[pos], pos);
 			if (pos >= n_prompt)
 				r->decode_steps++;
 			if (!logits) {
-				rc = -1;
+				s.rc = -1;
 				break;
 			}
 		}
 		int32_t next;
 		if (pos + 1 < n_prompt) {
-			next = ids[pos + 1];
+			next = s.ids[pos + 1];
 		} else {
 			if (pos + 1 == n_prompt && bmax == 0)
-				t_prefill = time_now_ns();
-			uint64_t h = p->logits_hash
-					     ? hash64(logits, (size_t)m->cfg.vocab_size *
-							      sizeof(float), HASH64_INIT)
-					     : 0;
-			next = sampler_sample(smp, logits);
-			if (p->logits_hash)
-				fprintf(p->logits_hash, "%d %d %016llx\n", pos,
-					next, (unsigned long long)h);
-			ids[n++] = next;
+				s.t_prefill = time_now_ns();
+			next = gen_sample(&s, smp, logits, pos);
+			s.ids[n++] = next;
 			if (n - n_prompt == 1)
-				r->first_token_s = (double)(time_now_ns() - t0) / 1e9;
+				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
 			if (next == eos || next == bos) {
 				r->stop = STOP_EOS;
 				n--; /* the end marker is not part of the text */
@@ -273,11 +373,11 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		}
 		logits = NULL;
 		if (pos + 1 >= n_prompt || p->echo_prompt) {
-			int k = tokenizer_decode(tok, ids[pos], next, piece, sizeof piece);
-			size_t len = k > 0 ? text_clean(piece, (size_t)k) : 0;
-			int why = pos + 1 < n_prompt
-					  ? (text_emit(p, piece, len) ? STOP_CANCEL : -1)
-					  : text_add(&out, p, piece, len);
+			int k = tokenizer_decode(m->tok, s.ids[pos], next, s.piece,
+						 sizeof s.piece);
+			size_t len = k > 0 ? text_clean(s.piece, (size_t)k) : 0;
+			s.out.generated = pos + 1 >= n_prompt;
+			int why = text_add(&s.out, p, s.piece, len);
 			if (why >= 0) {
 				r->stop = (engine_stop_t)why;
 				break;
@@ -286,17 +386,20 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	}
 	if (g)
 		gang_end(g);
-	if (r->stop != STOP_STRING && r->stop != STOP_CANCEL &&
-	    text_emit(p, out.pending, out.len))
-		r->stop = STOP_CANCEL; /* the held-back tail */
+	if (r->stop != STOP_STRING && r->stop != STOP_CANCEL) {
+		s.out.generated = true; /* even when nothing was generated */
+		int why = text_end(&s.out, p); /* the held-back tail */
+		if (why >= 0)
+			r->stop = (engine_stop_t)why;
+	}
 	uint64_t t1 = time_now_ns();
-	if (t_prefill == t0)
-		t_prefill = t1;
-	r->prefill_s = (double)(t_prefill - t0) / 1e9;
-	r->decode_s = (double)(t1 - t_prefill) / 1e9;
+	if (s.t_prefill == s.t0)
+		s.t_prefill = t1;
+	r->prefill_s = (double)(s.t_prefill - s.t0) / 1e9;
+	r->decode_s = (double)(t1 - s.t_prefill) / 1e9;
 	r->n_gen = n - n_prompt;
-	r->ids = ids;
-	free(out.pending);
+	r->ids = s.ids;
+	free(s.out.buf);
 	sampler_free(smp);
-	return rc;
+	return s.rc;
 }

@@ -38,10 +38,15 @@ typedef struct engine_params {
 	FILE *logits_hash;        /* "pos id hash" per generated token */
 	/* Called before every token (membership experiments); may be NULL. */
 	void (*before_token)(void *user, uint64_t index);
-	/* Receives the text of each token; a nonzero return cancels. */
+	/* Receives the text, as it becomes final, in chunks of whole UTF-8
+	 * characters (model/utf8.h: invalid bytes are U+FFFD, a split
+	 * character waits for its end) with stop strings already cut; a
+	 * nonzero return cancels. */
 	int (*on_text)(void *user, const char *text, size_t n);
 	void *user;
-	const char *const *stop;  /* stop strings (server), may be NULL */
+	/* Stop strings, matched on that text (may be NULL): the text ends
+	 * before the first one, which is not emitted (STOP_STRING). */
+	const char *const *stop;
 	int n_stop;
 } engine_params_t;
 

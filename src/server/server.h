@@ -1,15 +1,17 @@
 /* server: the OpenAI-compatible HTTP layer of `egang serve`.
  *
- * Three parts, top to bottom in server.c:
+ * Three parts (server_impl.h lists the files):
  *  1. server_handle_json(): a pure function from (method, path,
  *     Authorization header, body) to a status and a JSON reply, or to a
  *     validated generation job. No network, no model weights: the fuzzer
- *     calls it directly (fuzz/fuzz_server.c).
+ *     calls it directly (fuzz/fuzz_server.c). Chat prompts are rendered by
+ *     the model layer's templates (model/chat.h).
  *  2. The bounded FIFO queue and the single generation thread. That thread
  *     creates the gang (gang_init pins its caller as the leader) and the
  *     forward_t, and runs one job at a time with engine_generate(), which
  *     begins and ends the gang's generation, so cores go back to the OS
- *     between requests.
+ *     between requests. Its text follows the UTF-8 policy of model/utf8.h,
+ *     byte for byte what `egang generate` prints.
  *  3. The libmicrohttpd daemon (internal polling thread, one thread per
  *     connection): handler threads parse, enqueue, then wait (plain replies)
  *     or stream server-sent events from a content-reader callback.
@@ -30,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/chat.h" /* chat_kind(), chat_name() for callers */
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "policy/control.h"
@@ -116,20 +119,5 @@ int server_port(const server_t *s);
  * with 503, stops the daemon (joins its threads) and the generation
  * thread. Idempotent. */
 void server_stop(server_t *s);
-
-/* The chat template kinds recognised in tokenizer.chat_template. */
-typedef enum chat_kind {
-	CHAT_NONE,
-	CHAT_CHATML,
-	CHAT_LLAMA2,
-	CHAT_LLAMA3,
-	CHAT_ZEPHYR,
-	CHAT_COUNT
-} chat_kind_t;
-/* The template in use: from markers in the template text, else ChatML when
- * the vocabulary has <|im_start|>, else CHAT_NONE. */
-chat_kind_t server_chat_kind(const char *template_text,
-			     const tokenizer_t *tok);
-const char *server_chat_name(chat_kind_t k);
 
 #endif

@@ -1,0 +1,69 @@
+/* chat: chat templates, from a list of messages to a prompt.
+ *
+ * Two steps, as llama.cpp's server does them:
+ *  1. chat_render(): messages -> prompt text. Special tokens the template
+ *     places (BOS between Llama 2 turns, EOS after a Zephyr turn) are
+ *     spelled in the text by their pieces ("</s>", "<|im_end|>"). A leading
+ *     BOS is not part of the text: step 2 adds it when the vocabulary asks.
+ *  2. chat_tokenize(): prompt text -> token ids. The spellings of BOS and
+ *     EOS become those ids; the text between them is encoded as a prompt is
+ *     (tokenizer_encode, which also matches a gpt2 vocabulary's control
+ *     tokens such as <|im_start|>).
+ * The template kind is recognised from markers in tokenizer.chat_template
+ * (chat_kind); each kind renders as its reference template does for
+ * system, user and assistant messages. A Jinja interpreter would replace
+ * the kinds behind the same two calls. */
+#ifndef EGANG_CHAT_H
+#define EGANG_CHAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/tokenizer.h"
+
+/* The chat template kinds recognised in tokenizer.chat_template. */
+typedef enum chat_kind {
+	CHAT_NONE,
+	CHAT_CHATML,
+	CHAT_LLAMA2,
+	CHAT_LLAMA3,
+	CHAT_ZEPHYR,
+	CHAT_COUNT
+} chat_kind_t;
+
+typedef struct chat_msg {
+	const char *role; /* "system", "user" or "assistant" */
+	const char *text; /* UTF-8, len bytes (need not be NUL-terminated) */
+	size_t len;
+} chat_msg_t;
+
+typedef struct chat_template chat_template_t; /* opaque */
+
+/* The kind in use: from markers in the template text (may be NULL), else
+ * ChatML when the vocabulary (may be NULL) has <|im_start|>, else
+ * CHAT_NONE. */
+chat_kind_t chat_kind(const char *template_text, const tokenizer_t *tok);
+/* "none", "chatml", "llama2", "llama3", "zephyr"; "?" out of range. */
+const char *chat_name(chat_kind_t k);
+
+/* A template for tok (which must outlive it), of kind chat_kind(text, tok);
+ * never NULL (aborts on out of memory). CHAT_NONE renders nothing. */
+chat_template_t *chat_template_new(const char *template_text,
+				   const tokenizer_t *tok);
+void chat_template_free(chat_template_t *t);
+chat_kind_t chat_template_kind(const chat_template_t *t);
+
+/* Renders msgs[0..n) (roles as chat_msg_t says) to the prompt text, then
+ * the assistant's header when add_generation_prompt. *out: malloc'd,
+ * NUL-terminated. Returns its length, or -1 + err_get() (no template, an
+ * unknown role). */
+int64_t chat_render(const chat_template_t *t, const chat_msg_t *msgs, int n,
+		    bool add_generation_prompt, char **out);
+/* Encodes rendered text (step 2 above) into ids, BOS first when the
+ * vocabulary asks for it and the text does not begin with it. Returns the
+ * count (may exceed max: then only max were written), -1 + err_get(). */
+int64_t chat_tokenize(const chat_template_t *t, const char *text, size_t len,
+		      int32_t *ids, int64_t max);
+
+#endif

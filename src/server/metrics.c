@@ -1,0 +1,204 @@
+/* metrics: the counters and histograms the server keeps, /metrics in the
+ * Prometheus text exposition format (version 0.0.4), and /health. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "server/server_impl.h"
+
+static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+				 1, 2.5, 5, 10, 30};
+static const double tpot_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+				 0.05, 0.1, 0.25, 0.5, 1};
+
+static const char *const ep_names[EP_COUNT] = {
+	"completions", "chat_completions", "models", "health", "metrics",
+	"other"};
+
+void metrics_init(server_t *s)
+{
+	s->ttft.le = ttft_le;
+	s->ttft.n = (int)EG_ARRAY_LEN(ttft_le);
+	s->tpot.le = tpot_le;
+	s->tpot.n = (int)EG_ARRAY_LEN(tpot_le);
+	s->gang_width = 1;
+}
+
+void hist_observe(hist_t *h, double v)
+{
+	int i = 0;
+	while (i < h->n && v > h->le[i])
+		i++;
+	h->counts[i]++;
+	h->sum += v;
+	h->count++;
+}
+
+char *health_body(server_t *s, int *status)
+{
+	bool stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
+	pthread_mutex_lock(&s->qmu);
+	int depth = s->depth;
+	bool busy = s->running_job;
+	pthread_mutex_unlock(&s->qmu);
+	*status = stopping ? 503 : 200;
+	return json_take_dump(json_pack("{s:s, s:s, s:i, s:b}", "status",
+					stopping ? "stopping" : "ok", "model",
+					s->cfg.model_id, "queue", depth, "busy",
+					busy));
+}
+
+void server_count(server_t *s, server_endpoint_t ep, int status)
+{
+	if (ep >= EP_COUNT || status < 100 || status > 599)
+		return;
+	pthread_mutex_lock(&s->mmu);
+	s->req[ep][status]++;
+	pthread_mutex_unlock(&s->mmu);
+}
+
+static long rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmRSS:", 6)) {
+			kb = strtol(line + 6, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return kb * 1024;
+}
+
+static void metric_head(FILE *f, const char *name, const char *type,
+			const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void hist_print(FILE *f, const char *name, const char *help,
+		       const hist_t *h)
+{
+	metric_head(f, name, "histogram", help);
+	uint64_t cum = 0;
+	for (int i = 0; i < h->n; i++) {
+		cum += h->counts[i];
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, h->le[i],
+			(unsigned long long)cum);
+	}
+	cum += h->counts[h->n];
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9g\n%s_count %llu\n",
+		name, (unsigned long long)cum, name, h->sum, name,
+		(unsigned long long)h->count);
+}
+
+/* The server's own families, read under mmu. */
+static void metrics_counters(FILE *f, server_t *s, int depth, bool busy)
+{
+	pthread_mutex_lock(&s->mmu);
+	metric_head(f, "egang_requests_total", "counter",
+		    "HTTP requests answered, by endpoint and status.");
+	for (int e = 0; e < EP_COUNT; e++)
+		for (int st = 100; st < 600; st++)
+			if (s->req[e][st])
+				fprintf(f, "egang_requests_total{endpoint=\"%s\","
+					   "status=\"%d\"} %llu\n", ep_names[e], st,
+					(unsigned long long)s->req[e][st]);
+	metric_head(f, "egang_prompt_tokens_total", "counter",
+		    "Prompt tokens processed (BOS included).");
+	fprintf(f, "egang_prompt_tokens_total %llu\n", (unsigned long long)s->tok_prompt);
+	metric_head(f, "egang_generated_tokens_total", "counter",
+		    "Tokens generated.");
+	fprintf(f, "egang_generated_tokens_total %llu\n", (unsigned long long)s->tok_gen);
+	metric_head(f, "egang_generations_cancelled_total", "counter",
+		    "Generations cut short by a client that went away or by shutdown.");
+	fprintf(f, "egang_generations_cancelled_total %llu\n",
+		(unsigned long long)s->cancelled);
+	metric_head(f, "egang_generations_failed_total", "counter",
+		    "Generations that failed after they were accepted.");
+	fprintf(f, "egang_generations_failed_total %llu\n", (unsigned long long)s->failed);
+	metric_head(f, "egang_prefill_tokens_per_second", "gauge",
+		    "Prompt tokens per second of the last generation.");
+	fprintf(f, "egang_prefill_tokens_per_second %.6g\n", s->prefill_tps);
+	metric_head(f, "egang_decode_tokens_per_second", "gauge",
+		    "Decode tokens per second of the last generation.");
+	fprintf(f, "egang_decode_tokens_per_second %.6g\n", s->decode_tps);
+	hist_print(f, "egang_time_to_first_token_seconds",
+		   "From a request's enqueue to its first generated token.", &s->ttft);
+	hist_print(f, "egang_time_per_output_token_seconds",
+		   "Wall time of each decode step.", &s->tpot);
+	metric_head(f, "egang_queue_depth", "gauge",
+		    "Requests waiting behind the running generation.");
+	fprintf(f, "egang_queue_depth %d\n", depth);
+	metric_head(f, "egang_queue_capacity", "gauge", "--max-queue.");
+	fprintf(f, "egang_queue_capacity %d\n", s->cfg.max_queue);
+	metric_head(f, "egang_generation_running", "gauge",
+		    "1 while a generation runs on the gang.");
+	fprintf(f, "egang_generation_running %d\n", busy ? 1 : 0);
+	metric_head(f, "egang_gang_width", "gauge",
+		    "Cores in the last token's latch (popcount of its mask).");
+	fprintf(f, "egang_gang_width %u\n", s->gang_width);
+	metric_head(f, "egang_gang_tokens_total", "counter", "Tokens run on the gang.");
+	fprintf(f, "egang_gang_tokens_total %llu\n", (unsigned long long)s->gang_tokens);
+	metric_head(f, "egang_gang_latch_changes_total", "counter",
+		    "Tokens whose participant mask differed from the previous one.");
+	fprintf(f, "egang_gang_latch_changes_total %llu\n",
+		(unsigned long long)s->latch_changes);
+	metric_head(f, "egang_gang_joins_total", "counter", "Cores that entered the latch.");
+	fprintf(f, "egang_gang_joins_total %llu\n", (unsigned long long)s->joins);
+	metric_head(f, "egang_gang_departures_total", "counter", "Cores that left the latch.");
+	fprintf(f, "egang_gang_departures_total %llu\n", (unsigned long long)s->departures);
+	pthread_mutex_unlock(&s->mmu);
+}
+
+/* The control word's telemetry: relaxed loads, each field on its own
+ * (single writer, the generation thread; policy/control.h). */
+static void metrics_policy(FILE *f, const server_t *s)
+{
+	control_word_t *cw = s->cfg.policies ? s->cfg.control : NULL;
+#define CW(field) (cw ? (unsigned long long)atomic_load_explicit(&cw->field, \
+					memory_order_relaxed) : 0ull)
+	metric_head(f, "egang_policy_index", "gauge",
+		    "The policy record in force (egang policy list).");
+	fprintf(f, "egang_policy_index %llu\n",
+		cw ? CW(effective) : (unsigned long long)s->cfg.policy_index);
+	metric_head(f, "egang_policy_requested_index", "gauge",
+		    "The raw index in the control word (may name no record).");
+	fprintf(f, "egang_policy_requested_index %llu\n",
+		cw ? CW(index) : (unsigned long long)s->cfg.policy_index);
+	metric_head(f, "egang_policy_invalid_index_total", "counter",
+		    "Token-boundary reads of an index that names no validated "
+		    "record (the default policy ran instead).");
+	fprintf(f, "egang_policy_invalid_index_total %llu\n", CW(invalid_reads));
+	metric_head(f, "egang_policy_guard_fallbacks_total", "counter",
+		    "Times the leader's guard fell back to the default policy.");
+	fprintf(f, "egang_policy_guard_fallbacks_total %llu\n", CW(guard_fallbacks));
+	metric_head(f, "egang_policy_guard_fallback", "gauge",
+		    "1 while the guard's fallback to the default policy holds.");
+	fprintf(f, "egang_policy_guard_fallback %llu\n", CW(fallback));
+#undef CW
+}
+
+char *server_metrics_text(server_t *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	pthread_mutex_lock(&s->qmu);
+	int depth = s->depth;
+	bool busy = s->running_job;
+	pthread_mutex_unlock(&s->qmu);
+	metrics_counters(f, s, depth, busy);
+	metrics_policy(f, s);
+	metric_head(f, "process_resident_memory_bytes", "gauge",
+		    "Resident set size (VmRSS).");
+	fprintf(f, "process_resident_memory_bytes %ld\n", rss_bytes());
+	fclose(f);
+	return text;
+}

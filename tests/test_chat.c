@@ -1,0 +1,148 @@
+/* Chat templates (model/chat.h): recognition by markers, the rendered text
+ * of each kind, and the tokenization of that text (BOS/EOS spellings to
+ * their ids, BOS first once). */
+#include "testutil.h"
+
+#include "base/base.h"
+#include "model/chat.h"
+#include "model/tokenizer.h"
+
+static const chat_msg_t conv[] = {
+	{"system", "Be brief.", 9},
+	{"user", "Hi", 2},
+	{"assistant", "Hello", 5},
+	{"user", "Bye", 3},
+};
+
+static void test_kind(void **state)
+{
+	tokenizer_t *gpt2 = tokenizer_synth(TOKENIZER_GPT2, 600, 1);
+	tokenizer_t *llama = tokenizer_synth(TOKENIZER_LLAMA, 600, 1);
+	assert_int_equal(chat_kind("{{'<|im_start|>' + m.role}}", NULL), CHAT_CHATML);
+	assert_int_equal(chat_kind("<|start_header_id|>{{ role }}", NULL), CHAT_LLAMA3);
+	assert_int_equal(chat_kind("{{ bos_token }}[INST] {{ m }} [/INST]", NULL), CHAT_LLAMA2);
+	assert_int_equal(chat_kind("<|user|>\n{{ c }}</s>\n<|assistant|>", NULL), CHAT_ZEPHYR);
+	assert_int_equal(chat_kind("<|user|> only", NULL), CHAT_NONE);
+	assert_int_equal(chat_kind("{{ something else }}", llama), CHAT_NONE);
+	assert_int_equal(chat_kind(NULL, gpt2), CHAT_CHATML); /* has <|im_start|> */
+	assert_int_equal(chat_kind(NULL, NULL), CHAT_NONE);
+	assert_string_equal(chat_name(CHAT_LLAMA3), "llama3");
+	assert_string_equal(chat_name(CHAT_COUNT), "?");
+	tokenizer_free(gpt2);
+	tokenizer_free(llama);
+}
+
+static void check_render(const char *tmpl, const tokenizer_t *tok, bool gen,
+			 const char *want)
+{
+	chat_template_t *t = chat_template_new(tmpl, tok);
+	char *text;
+	int64_t n = chat_render(t, conv, 4, gen, &text);
+	assert_int_equal(n, (int64_t)strlen(want));
+	assert_string_equal(text, want);
+	free(text);
+	chat_template_free(t);
+}
+
+static void test_render(void **state)
+{
+	tokenizer_t *llama = tokenizer_synth(TOKENIZER_LLAMA, 600, 1);
+	check_render("<|im_start|>", llama, true,
+		     "<|im_start|>system\nBe brief.<|im_end|>\n"
+		     "<|im_start|>user\nHi<|im_end|>\n"
+		     "<|im_start|>assistant\nHello<|im_end|>\n"
+		     "<|im_start|>user\nBye<|im_end|>\n"
+		     "<|im_start|>assistant\n");
+	check_render("<|im_start|>", llama, false,
+		     "<|im_start|>system\nBe brief.<|im_end|>\n"
+		     "<|im_start|>user\nHi<|im_end|>\n"
+		     "<|im_start|>assistant\nHello<|im_end|>\n"
+		     "<|im_start|>user\nBye<|im_end|>\n");
+	check_render("[INST]", llama, true,
+		     "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s>"
+		     "<s>[INST] Bye [/INST]");
+	check_render("<|start_header_id|>", llama, true,
+		     "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+		     "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+		     "<|start_header_id|>assistant<|end_header_id|>\n\nHello<|eot_id|>"
+		     "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>"
+		     "<|start_header_id|>assistant<|end_header_id|>\n\n");
+	check_render("<|user|><|assistant|>", llama, true,
+		     "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n"
+		     "<|assistant|>\nHello</s>\n<|user|>\nBye</s>\n<|assistant|>\n");
+	/* no template, an unknown role: errors */
+	chat_template_t *none = chat_template_new(NULL, llama);
+	char *text;
+	assert_int_equal(chat_render(none, conv, 4, true, &text), -1);
+	assert_null(text);
+	chat_template_free(none);
+	chat_template_t *t = chat_template_new("<|im_start|>", llama);
+	chat_msg_t bad = {"wizard", "x", 1};
+	assert_int_equal(chat_render(t, &bad, 1, true, &text), -1);
+	assert_non_null(strstr(err_get(), "wizard"));
+	chat_template_free(t);
+	tokenizer_free(llama);
+}
+
+/* ids of text encoded as a prompt, without BOS */
+static int64_t enc(const tokenizer_t *tok, const char *s, int32_t *ids)
+{
+	return tokenizer_encode(tok, s, strlen(s), false, ids, 256);
+}
+
+static void test_tokenize(void **state)
+{
+	tokenizer_t *tok = tokenizer_synth(TOKENIZER_LLAMA, 600, 1);
+	int32_t bos = tokenizer_bos(tok), eos = tokenizer_eos(tok);
+	chat_template_t *t = chat_template_new("[INST]", tok);
+	/* BOS, "[INST] Hi [/INST] Hello ", EOS, BOS, "[INST] Bye [/INST]" */
+	const char *text = "[INST] Hi [/INST] Hello </s><s>[INST] Bye [/INST]";
+	int32_t got[256], a[256], b[256];
+	int64_t n = chat_tokenize(t, text, strlen(text), got, 256);
+	int64_t na = enc(tok, "[INST] Hi [/INST] Hello ", a);
+	int64_t nb = enc(tok, "[INST] Bye [/INST]", b);
+	assert_int_equal(n, 1 + na + 2 + nb);
+	assert_int_equal(got[0], bos);
+	assert_memory_equal(got + 1, a, (size_t)na * sizeof *a);
+	assert_int_equal(got[1 + na], eos);
+	assert_int_equal(got[2 + na], bos);
+	assert_memory_equal(got + 3 + na, b, (size_t)nb * sizeof *b);
+	/* a leading BOS in the text is not doubled */
+	int64_t n2 = chat_tokenize(t, "<s>[INST] Bye [/INST]", 21, got, 256);
+	assert_int_equal(n2, 1 + nb);
+	assert_int_equal(got[0], bos);
+	assert_int_not_equal(got[1], bos);
+	/* too many for max: the whole count, only max written */
+	int32_t few[3] = {-7, -7, -7};
+	assert_int_equal(chat_tokenize(t, text, strlen(text), few, 2), n);
+	assert_int_equal(few[2], -7);
+	chat_template_free(t);
+	tokenizer_free(tok);
+	/* gpt2: no BOS asked for; <|im_end|> (EOS) and <|im_start|> are ids */
+	tok = tokenizer_synth(TOKENIZER_GPT2, 600, 1);
+	t = chat_template_new(NULL, tok);
+	assert_int_equal(chat_template_kind(t), CHAT_CHATML);
+	char *r;
+	int64_t len = chat_render(t, conv + 1, 1, true, &r);
+	n = chat_tokenize(t, r, (size_t)len, got, 256);
+	int32_t st = tokenizer_find(tok, "<|im_start|>");
+	assert_true(n > 4);
+	assert_int_equal(got[0], st);
+	int eos_seen = 0;
+	for (int64_t i = 0; i < n; i++)
+		eos_seen += got[i] == tokenizer_eos(tok);
+	assert_int_equal(eos_seen, 1);
+	free(r);
+	chat_template_free(t);
+	tokenizer_free(tok);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kind),
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_tokenize),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
