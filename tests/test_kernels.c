@@ -12,33 +12,12 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "testutil.h"
-
 #include "base/base.h"
 #include "kernels/kernels.h"
+
+#include "testutil.h" /* after kernels.h: ISA levels, DOT_TOL */
 #include "kernels/kernels_impl.h" /* exp_eg */
 #include "model/sampler.h"
-
-/* Float-weight dot products: generic and SIMD use different (each fixed)
- * summation orders, and SIMD uses FMA. Each order's error is at most about
- * n * 2^-24 * sum|w x| (the classic recursive-summation bound), so two
- * orders differ by at most n * 2^-23 * sum|w x|; the test uses that bound
- * plus a small absolute floor (1e-30) for all-zero rows. */
-#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
-
-static const char *const LEVELS[] = { "generic", "avx2", "avx512" };
-
-/* Levels this CPU runs (always at least generic). */
-static int levels_available(const char **out)
-{
-	int k = 0;
-	const char *keep = kernels_isa();
-	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
-		if (kernels_set_isa(LEVELS[i]) == 0)
-			out[k++] = LEVELS[i];
-	assert_int_equal(kernels_set_isa(keep), 0);
-	return k;
-}
 
 static uint32_t f2u(float f)
 {
@@ -98,7 +77,7 @@ static void test_isa_names(void **state)
 	assert_int_equal(kernels_set_isa(NULL), -1);
 	assert_string_equal(kernels_isa(), isa);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	assert_true(k >= 1);
 	assert_string_equal(lv[0], "generic");
 	/* kernels_init picks the best level (unless EGANG_ISA says otherwise) */
@@ -112,7 +91,7 @@ static void test_isa_env(void **state)
 {
 	(void)state;
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	assert_true(len > 0);
@@ -162,7 +141,7 @@ static void test_fp16_exhaustive(void **state)
 		}
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		/* odd offsets and lengths exercise the tails */
@@ -237,7 +216,7 @@ static void test_fp16_from_float(void **state)
 				fail_msg("f32_to_fp16(%a) = %04x: tie not even", v, h);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		quantize_row(DTYPE_F16, x, hv, n);
@@ -336,7 +315,7 @@ static void test_quantize_bounds(void **state)
 			for (int j = 1; j < 32; j++)
 				assert_int_equal(b8[0].qs[j], j + 1);
 		const char *lv[3];
-		int k = levels_available(lv);
+		int k = test_levels_available(lv);
 		for (int l = 0; l < k; l++) {
 			assert_int_equal(kernels_set_isa(lv[l]), 0);
 			act_prepare(DTYPE_Q4_0, x, q2, N);
@@ -372,7 +351,7 @@ static void test_quantize_bounds(void **state)
 	block_q8_0 zb, zb2;
 	quantize_row(DTYPE_Q8_0, z, &zb, 32);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		quantize_row(DTYPE_Q8_0, z, &zb2, 32);
@@ -467,7 +446,7 @@ static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
 				 dtype_info[t].name, (long)n, (long)i, yg[i], s);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	rng_t r;
 	rng_seed(&r, seed ^ 0x5eed);
 	for (int l = 0; l < k; l++) {
@@ -565,7 +544,7 @@ static void test_dot_quant_extremes(void **state)
 		y[i] = vec_dot_generic(DTYPE_Q4_0, w4 + i * N / 32, xa, N);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		float o[R];
@@ -617,7 +596,7 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
 		dtype_t t = ts[it];
@@ -681,7 +660,7 @@ static void test_pack16_float(void **state)
 	rng_t r;
 	rng_seed(&r, 4444);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
 		dtype_t t = ts[it];
@@ -843,7 +822,7 @@ static void test_float_math_twins(void **state)
 {
 	(void)state;
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	rng_t r;
 	rng_seed(&r, 21);
@@ -1053,11 +1032,8 @@ static int cmp_double(const void *a, const void *b)
 static int bench_main(int rows, int cols, int reps)
 {
 	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
-	const char *lv[3];
-	int k = 0;
-	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
-		if (kernels_set_isa(LEVELS[i]) == 0)
-			lv[k++] = LEVELS[i];
+	const char *lv[TEST_N_ISA_LEVELS];
+	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
 		dtype_t t = ts[ti];
 		size_t rb = dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
@@ -1171,6 +1147,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_argmax),
+		TEST_ISA_LEVEL_TESTS,
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
