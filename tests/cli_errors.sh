@@ -78,3 +78,26 @@ if have_models "truncated GGUF"; then
 	done
 	if [[ $bad -eq 0 ]]; then pass "truncated GGUF at 17 offsets: one-line error, exit 2"; else fail "truncated GGUF"; fi
 fi
+
+# Out of memory (base/alloc.h's hook: EGANG_ALLOC_FAIL=N fails the N-th
+# allocation point): the first point is forward_new's state (exit 1, one
+# line); every later one up to the end of a short generation is a one-line
+# error or, where a smaller fallback exists, a normal run; never a crash.
+if have_repo_models "allocation failures"; then
+	R=$REPO_MODELS
+	expect_exit "out of memory in forward_new: exit 1, one line" 1 "cannot allocate the forward state" \
+		env EGANG_ALLOC_FAIL=1 "$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin -n 8 -q
+	bad=0 errs=0
+	for n in $(seq 1 120); do
+		EGANG_ALLOC_FAIL=$n EGANG_ISA=generic "$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin \
+			-p "Once upon a time" -n 8 -q --stop zzz >/dev/null 2>$TMP/oom.err
+		rc=$?
+		if [[ $rc -eq 0 ]]; then continue; fi
+		errs=$((errs + 1))
+		if [[ $rc -gt 2 || $(wc -l <$TMP/oom.err) -ne 1 ]] || ! grep -q "cannot allocate" $TMP/oom.err; then
+			bad=1; echo "EGANG_ALLOC_FAIL=$n: rc=$rc $(head -c 200 $TMP/oom.err)"
+		fi
+	done
+	if [[ $bad -eq 0 && $errs -gt 20 ]]; then pass "out of memory at each of 120 points: one-line errors ($errs), no crash"
+	else fail "out of memory at each of 120 points: one-line errors, no crash" "bad=$bad errs=$errs"; fi
+fi

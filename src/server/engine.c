@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 
 const char *engine_stop_name(engine_stop_t s)
@@ -46,7 +47,7 @@ static int prefill_batch(forward_t *f, gang_t *g, const int32_t *toks,
 		gang_run_token(g, forward_batch_plan(f));
 	else
 		wave_plan_run_serial(forward_batch_plan(f));
-	return 0;
+	return forward_batch_status(f);
 }
 
 /* A control byte that is not whitespace is dropped from the text, as
@@ -77,15 +78,25 @@ static int text_emit(const engine_params_t *p, const char *s, size_t n)
 	return n && p->on_text && p->on_text(p->user, s, n);
 }
 
-/* Adds generated text; returns STOP_STRING, STOP_CANCEL or -1 (go on). */
+/* text_add's return when the held-back text cannot grow */
+#define TEXT_NO_MEMORY (-2)
+
+/* Adds generated text; returns STOP_STRING, STOP_CANCEL, -1 (go on) or
+ * TEXT_NO_MEMORY (err_sys set). */
 static int text_add(text_out_t *o, const engine_params_t *p, const char *s,
 		    size_t n)
 {
 	if (!p->n_stop)
 		return text_emit(p, s, n) ? STOP_CANCEL : -1;
 	if (o->len + n + 1 > o->cap) {
-		o->cap = (o->len + n + 1) * 2;
-		o->pending = realloc(o->pending, o->cap);
+		size_t cap = (o->len + n + 1) * 2;
+		char *grown = eg_realloc(o->pending, cap);
+		if (!grown) {
+			err_sys("cannot allocate the held-back text of stop strings");
+			return TEXT_NO_MEMORY;
+		}
+		o->pending = grown;
+		o->cap = cap;
 	}
 	memcpy(o->pending + o->len, s, n);
 	o->len += n;
@@ -115,7 +126,9 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	const tokenizer_t *tok = m->tok;
 	int32_t ctx = forward_ctx(f);
 	int64_t cap = (int64_t)ctx + 1;
-	int32_t *ids = malloc((size_t)cap * sizeof *ids);
+	int32_t *ids = eg_malloc((size_t)cap * sizeof *ids);
+	if (!ids)
+		return err_sys("cannot allocate the token ids");
 	int64_t n_prompt;
 	if (p->prompt_ids) {
 		n_prompt = p->n_prompt_ids;
@@ -278,6 +291,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			int why = pos + 1 < n_prompt
 					  ? (text_emit(p, piece, len) ? STOP_CANCEL : -1)
 					  : text_add(&out, p, piece, len);
+			if (why == TEXT_NO_MEMORY) {
+				rc = -1;
+				break;
+			}
 			if (why >= 0) {
 				r->stop = (engine_stop_t)why;
 				break;
