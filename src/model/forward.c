@@ -20,14 +20,10 @@ enum {
 	STEP_COUNT
 };
 
-/* Default weight bytes per chunk. Decode: larger chunks stream better on
- * 2 cores (fewer claims of the shared chunk counter, fewer cold starts of
- * a row group). Decode of tinyllama-1.1b on 2 cores, tok/s, chunks of 32 /
- * 128 / 256 KiB, two rounds a few minutes apart (the machine's speed
- * drifted by up to 30% between them): q4_0 37.6 / 52.1 / 61.9 and
- * 36.5 / 49.3 / 53.5; f16 14.5 / 22.3 / 16.3 and - / 15.9 / 16.6. So
- * 256 KiB for quantized weights; 128 KiB for float ones (smollm-135m f16:
- * 112 / 156 / 124). Batched prefill keeps 32 KiB: a chunk's rows are
+/* Default weight bytes per chunk. Decode: larger chunks stream better
+ * (fewer claims, fewer cold starts of a row group): 256 KiB for quantized
+ * weights, 128 KiB for float ones, the best of 32 / 128 / 256 KiB
+ * (doc/measurements.md). Batched prefill keeps 32 KiB: a chunk's rows are
  * read once per token tile and should stay in L1/L2. */
 #ifndef DECODE_CHUNK_Q
 #define DECODE_CHUNK_Q (256u << 10)
@@ -591,8 +587,6 @@ static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
 
 static uint32_t div_up(int64_t a, uint32_t b) { return (uint32_t)((a + b - 1) / b); }
 
-/* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
- * about `bytes` of weights, at least 16. */
 /* The default decode chunk of one matrix: at most `bytes`, and small
  * enough that the matrix has at least two chunks per online CPU (so a
  * small matrix on a many-core machine still feeds every member: 256 KiB
@@ -610,6 +604,8 @@ static uint32_t spread_bytes(const tensor_t *w, uint32_t bytes, int ncpu)
 	return even < bytes ? (uint32_t)even : bytes;
 }
 
+/* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
+ * about `bytes` of weights, at least 16. */
 static uint32_t batch_rows_per_chunk(const tensor_t *w, uint32_t bytes)
 {
 	size_t rb = dtype_row_bytes(w->type, w->cols);
@@ -654,10 +650,9 @@ static void *calloc_lines(size_t n, size_t size)
  * bytes past a page): a chunk's outputs are a multiple of 16 rows, so two
  * chunks that run at once on two cores no longer write into one line of a
  * token's row, and where a row's length is a multiple of 16 the float
- * gemm's 64-byte activation loads no longer straddle lines. `bench
- * prefill`, f16, 256 tokens, medians, alternated with calloc: smollm-135m
- * 2 cores 762 -> 812 tok/s, 1 core 557 -> 572; tinyllama-1.1b 2 cores
- * 109 -> 114 and 117 -> 121. (The KV cache aligned as well: +1%, noise.) */
+ * gemm's 64-byte activation loads no longer straddle lines (faster
+ * prefill: doc/measurements.md; aligning the KV cache as well gained
+ * nothing measurable). */
 static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 {
 	const model_config_t *c = &f->c;
@@ -721,6 +716,13 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	if (!chunk_bytes)
 		chunk_bytes = dtype_info[m->layers[0].wq.type].block > 1 ? DECODE_CHUNK_Q
 									  : DECODE_CHUNK_F;
+	/* the gang's sync word counts waves in 16 bits (gang.h
+	 * GANG_MAX_WAVES; model is below gang, so the bound is restated) */
+	if ((uint64_t)2 + (uint64_t)STEP_COUNT * (uint64_t)c->n_layers > 0xffffu) {
+		err_set("%d layers: a token's plan would exceed the gang's 65535 waves",
+			c->n_layers);
+		return NULL;
+	}
 	forward_t *f = eg_calloc(1, sizeof *f);
 	if (!f) {
 		err_sys("cannot allocate the forward state");

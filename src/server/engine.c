@@ -196,16 +196,11 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		/* The first batch is small when workers are requested:
 		 * gang_begin has only just woken them, and a worker joins at
 		 * the first token after its ack (gang.h, I4), so a full first
-		 * batch ran on the leader alone: half of a 256-token prompt
-		 * (tinyllama-1.1b f16, 2 cores: the worker was absent for the
-		 * first 3.2 s of every 5.2 s prompt in `perf record`). A
-		 * batch of FIRST_BATCH tokens outlasts the worker's wake-up
-		 * (~0.1 ms) even on stories260K. `bench prefill --cores 0,1`,
-		 * 256 tokens, tok/s, first batch 128 (as before) / 1 / 4 / 8 /
-		 * 32, the same run: tinyllama-1.1b f16 53.2 / 75.4 / - / 74.5 /
-		 * 69.8; smollm-135m f16 437 / 603 / - / 591 / (16) 583;
-		 * stories260K 25953 / 31683 / 31995 / 31805. One core: no
-		 * change (no worker to wait for). */
+		 * batch ran on the leader alone (perf record showed the
+		 * worker absent for most of a 256-token prompt). A batch of
+		 * FIRST_BATCH tokens outlasts the worker's wake-up (~0.1 ms)
+		 * even on stories260K; figures: doc/measurements.md. One
+		 * core: no change (no worker to wait for). */
 		int32_t first = g && (gang_requested(g) & ~1u) && FIRST_BATCH < bmax
 					? FIRST_BATCH
 					: bmax;
