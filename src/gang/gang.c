@@ -399,7 +399,12 @@ static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
 	slot_t *s = &g->slots[slot];
 	uint64_t done = 0;
 	uint64_t csw0 = g->count_preempt ? nivcsw_self() : 0;
-	for (uint32_t w = 0; w < p->n_waves; w++) {
+	/* The plan is read only while the token is in flight: once the last
+	 * wave's barrier has released, the leader returns and its caller may
+	 * free the plan (a forward_t) while this participant is still here, so
+	 * the loop's bound is read before the first barrier. */
+	const uint32_t n_waves = p->n_waves;
+	for (uint32_t w = 0; w < n_waves; w++) {
 		const wave_t *wv = &p->waves[w];
 		for (;;) {
 			uint32_t i = claim(g, slot, mask);
