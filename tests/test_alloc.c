@@ -18,17 +18,6 @@
 
 #include "testutil.h"
 
-static model_t *synth_model(void)
-{
-	char path[256];
-	snprintf(path, sizeof path, "%s/alloc.gguf", test_tmpdir());
-	assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_F32, 3, 2, path,
-				     NULL, NULL), 0);
-	model_t *m = model_load(path, NULL);
-	assert_non_null(m);
-	return m;
-}
-
 static void expect_alloc_message(uint64_t n)
 {
 	const char *e = err_get();
@@ -41,7 +30,7 @@ static void expect_alloc_message(uint64_t n)
 static void test_forward_new_fails_cleanly(void **state)
 {
 	(void)state;
-	model_t *m = synth_model();
+	model_t *m = test_synth_model("alloc.gguf", 3, 2);
 	uint64_t n;
 	for (n = 1; n < 1000; n++) {
 		eg_alloc_fail_at(n);
@@ -75,7 +64,7 @@ static int count_text(void *user, const char *s, size_t len)
  * the attention scratch of each prefill chunk) fails once. */
 static void generate_all_points(gang_t *g, const char *what, uint64_t min_failed)
 {
-	model_t *m = synth_model();
+	model_t *m = test_synth_model("alloc.gguf", 3, 2);
 	forward_t *f = forward_new(m, 128, 0);
 	assert_non_null(f);
 	size_t chars = 0;

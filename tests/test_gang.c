@@ -330,6 +330,26 @@ static void probe_chunk(void *ctx, uint32_t w, uint32_t i)
 		;
 }
 
+/* A gang of n slots in acquire mode `mode`, every slot requested and a
+ * generation begun; *p reset for the calling (leader) thread, *nice0 the
+ * leader's nice before. */
+static gang_t *probe_gang(const int *cpus, int n, bool pin, gang_acquire_t mode,
+			  class_probe_t *p, int *nice0)
+{
+	gang_config_t c = {.cpus = cpus, .n_cpus = n, .pin = pin, .spin_us = 20,
+			   .acquire = mode};
+	gang_t *g = gang_init(&c);
+	assert_non_null(g);
+	*p = (class_probe_t){.leader = pthread_self(), .worker_policy = -1,
+			     .leader_policy = -1};
+	errno = 0;
+	*nice0 = getpriority(PRIO_PROCESS, (id_t)gettid());
+	assert_int_equal(errno, 0);
+	gang_request(g, gang_all(g));
+	gang_begin(g);
+	return g;
+}
+
 static void test_acquire_classes(void **state)
 {
 	(void)state;
@@ -343,19 +363,11 @@ static void test_acquire_classes(void **state)
 	int k = topo_cores(avail, GANG_MAX_SLOTS);
 	if (k < 2)
 		skip();
-	gang_config_t c = {.cpus = avail, .n_cpus = 2, .pin = true, .spin_us = 20,
-			   .acquire = GANG_ACQUIRE_PREEMPT};
-	gang_t *g = gang_init(&c);
-	assert_non_null(g);
-	class_probe_t p = {.leader = pthread_self(), .worker_policy = -1,
-			   .leader_policy = -1};
+	class_probe_t p;
 	wave_t waves[1] = {{64, probe_chunk, NULL}};
 	wave_plan_t plan = {&p, 1, waves};
-	errno = 0;
-	int nice0 = getpriority(PRIO_PROCESS, (id_t)gettid());
-	assert_int_equal(errno, 0);
-	gang_request(g, gang_all(g));
-	gang_begin(g);
+	int nice0;
+	gang_t *g = probe_gang(avail, 2, true, GANG_ACQUIRE_PREEMPT, &p, &nice0);
 	for (int i = 0; i < 200 && !atomic_load(&p.worker_chunks); i++)
 		gang_run_token(g, &plan);
 	gang_end(g);
@@ -388,19 +400,11 @@ static void test_acquire_midgeneration(void **state)
 	int k = topo_cores(avail, GANG_MAX_SLOTS);
 	if (k < 1)
 		skip();
-	gang_config_t c = {.cpus = avail, .n_cpus = 1, .pin = false, .spin_us = 20,
-			   .acquire = GANG_ACQUIRE_POLITE};
-	gang_t *g = gang_init(&c);
-	assert_non_null(g);
-	class_probe_t p = {.leader = pthread_self(), .worker_policy = -1,
-			   .leader_policy = -1};
+	class_probe_t p;
 	wave_t waves[1] = {{1, probe_chunk, NULL}};
 	wave_plan_t plan = {&p, 1, waves};
-	errno = 0;
-	int nice0 = getpriority(PRIO_PROCESS, (id_t)gettid());
-	assert_int_equal(errno, 0);
-	gang_request(g, gang_all(g));
-	gang_begin(g);
+	int nice0;
+	gang_t *g = probe_gang(avail, 1, false, GANG_ACQUIRE_POLITE, &p, &nice0);
 	gang_run_token(g, &plan);
 	assert_int_equal(atomic_load(&p.leader_nice), nice0);
 	gang_set_acquire(g, GANG_ACQUIRE_PREEMPT);

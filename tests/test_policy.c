@@ -515,12 +515,7 @@ static char *run_generations(const model_t *m, forward_t *f, gang_t *g,
 static void test_model_bit_exact(void **state)
 {
 	(void)state;
-	char path[256];
-	snprintf(path, sizeof path, "%s/s260k.gguf", test_tmpdir());
-	assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_F32, 7, 2, path,
-				     NULL, NULL), 0);
-	model_t *m = model_load(path, NULL);
-	assert_non_null(m);
+	model_t *m = test_synth_model("s260k.gguf", 7, 2);
 	forward_t *f = forward_new(m, 256, 0);
 	assert_non_null(f);
 	int cpus[3];
@@ -533,6 +528,7 @@ static void test_model_bit_exact(void **state)
 	char *want = run_generations(m, f, g, &fixed, 8);
 	static policy_lib_t lib;
 	policy_lib_builtin(&lib, n);
+	char path[256];
 	snprintf(path, sizeof path, "%s/cw-model", test_tmpdir());
 	control_t *cw = control_open(path, true);
 	assert_non_null(cw);

@@ -60,6 +60,24 @@ static inline const char *test_tmpdir(void)
 	return dir;
 }
 
+/* ---- synthetic models (tests that include model/model.h first) ---- */
+#ifdef EGANG_MODEL_H
+/* A synthetic stories260k-shaped f32 model of `layers` layers written to
+ * the test directory as NAME and loaded. */
+static inline model_t *test_synth_model(const char *name, uint64_t seed, int layers)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+	if (synth_write(synth_find("stories260k"), DTYPE_F32, seed, layers, path, NULL,
+			NULL) != 0)
+		fail_msg("synth_write %s: %s", path, err_get());
+	model_t *m = model_load(path, NULL);
+	if (!m)
+		fail_msg("model_load %s: %s", path, err_get());
+	return m;
+}
+#endif
+
 /* ---- ISA levels ---- */
 
 #ifdef EGANG_KERNELS_H
