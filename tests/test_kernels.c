@@ -560,6 +560,40 @@ static void test_dot_quant_extremes(void **state)
  * level (the ones without a packed kernel read the rows as stored); odd
  * block counts (the last pair of blocks half empty), row counts that leave
  * unpacked rows, ranges that start and end inside a group, extreme bytes. */
+/* The inputs of a pack16 case: activations xa (xa_bytes) prepared from
+ * random x for type t, the packed copy P of w when it has one (pb bytes),
+ * and the rows' reference and result buffers. */
+typedef struct pack_case {
+	float *x, *ref, *y;
+	void *xa;
+	uint8_t *P;
+	size_t pb;
+} pack_case_t;
+
+static void pack_case_new(pack_case_t *c, rng_t *r, dtype_t t, const uint8_t *w,
+			  int64_t rows, int64_t n, size_t xa_bytes)
+{
+	c->x = malloc((size_t)n * sizeof *c->x);
+	fill_normal(r, c->x, n, 1.0f);
+	c->xa = malloc(xa_bytes);
+	act_prepare(t, c->x, c->xa, n);
+	c->pb = pack16_bytes(t, rows, n);
+	c->P = c->pb ? aligned_alloc(64, (c->pb + 63) & ~(size_t)63) : NULL;
+	if (c->P)
+		pack16(t, w, rows, n, c->P);
+	c->ref = malloc((size_t)rows * sizeof *c->ref);
+	c->y = malloc((size_t)rows * sizeof *c->y);
+}
+
+static void pack_case_free(pack_case_t *c)
+{
+	free(c->x);
+	free(c->xa);
+	free(c->P);
+	free(c->ref);
+	free(c->y);
+}
+
 /* matvec_range of rows [r0, r1) for each cut of (rows) against ref (the
  * whole matrix), bit for bit; P is W's packed copy or NULL. */
 static void check_cuts(const char *level, dtype_t t, const void *w, const void *P,
@@ -616,33 +650,24 @@ static void test_pack16(void **state)
 						memset(blk + 2, t == DTYPE_Q8_0 ? 0x80 : 0xFF,
 						       dtype_info[t].block_bytes - 2);
 				}
-				float *x = malloc((size_t)n * sizeof *x);
-				fill_normal(&r, x, n, 1.0f);
-				void *xa = malloc(dtype_row_bytes(DTYPE_Q8_0, n));
-				act_prepare(t, x, xa, n);
-				size_t pb = pack16_bytes(t, rows, n);
-				uint8_t *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
-				pack16(t, w, rows, n, P);
-				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				pack_case_t c;
+				pack_case_new(&c, &r, t, w, rows, n, dtype_row_bytes(DTYPE_Q8_0, n));
+				assert_non_null(c.P);
 				for (int64_t i = 0; i < rows; i++)
-					ref[i] = vec_dot_generic(t, w + (size_t)i * rb, xa, n);
+					c.ref[i] = vec_dot_generic(t, w + (size_t)i * rb, c.xa, n);
 				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 16, 32 },
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
 				/* ref: the generic's bits, which every level keeps */
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					check_cuts(lv[l], t, w, NULL, rows, xa, n, ref, y, cuts,
+					check_cuts(lv[l], t, w, NULL, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
-					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(w);
-				free(x);
-				free(xa);
-				free(P);
-				free(ref);
-				free(y);
+				pack_case_free(&c);
 			}
 		}
 	}
@@ -673,32 +698,21 @@ static void test_pack16_float(void **state)
 				uint8_t *w = malloc(rb * (size_t)rows);
 				for (int64_t i = 0; i < rows; i++)
 					quantize_row(t, wf + i * n, w + (size_t)i * rb, n);
-				float *x = malloc((size_t)n * sizeof *x);
-				fill_normal(&r, x, n, 1.0f);
-				void *xa = malloc((size_t)n * sizeof(float));
-				act_prepare(t, x, xa, n);
-				size_t pb = pack16_bytes(t, rows, n);
-				assert_int_equal(pb, n % 32 || rows < 4 ? 0 : (size_t)(rows / 4) * 4 * rb);
-				uint8_t *P = pb ? aligned_alloc(64, (pb + 63) & ~(size_t)63) : NULL;
-				if (P)
-					pack16(t, w, rows, n, P);
-				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				pack_case_t c;
+				pack_case_new(&c, &r, t, w, rows, n, (size_t)n * sizeof(float));
+				assert_int_equal(c.pb, n % 32 || rows < 4 ? 0 : (size_t)(rows / 4) * 4 * rb);
 				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 4, 32 },
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					matvec_range(t, w, NULL, rows, xa, ref, n, 0, rows);
-					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+					matvec_range(t, w, NULL, rows, c.xa, c.ref, n, 0, rows);
+					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(wf);
 				free(w);
-				free(x);
-				free(xa);
-				free(P);
-				free(ref);
-				free(y);
+				pack_case_free(&c);
 			}
 		}
 	}
