@@ -308,6 +308,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	r->decode_s = (double)(t1 - t_prefill) / 1e9;
 	r->n_gen = n - n_prompt;
 	r->ids = ids;
+	if (rc < 0) { /* callers free nothing after -1 (engine.h) */
+		free(ids);
+		r->ids = NULL;
+	}
 	free(out.pending);
 	sampler_free(smp);
 	return rc;
