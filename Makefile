@@ -107,7 +107,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(B)/egang egang $(TESTS)
-	@EGANG=$(abspath $(B)/egang) tests/run.sh $(TESTS) $(SH_TESTS)
+	@EGANG=$(abspath $(B)/egang) EGANG_SCX_BUILD=$(SCX) tests/run.sh $(TESTS) $(SH_TESTS)
 
 deps:
 	@tools/deps.sh

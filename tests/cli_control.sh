@@ -7,12 +7,10 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
-SPID=
 LPID=
 cleanup() {
-	[[ -n $SPID ]] && kill -9 "$SPID" 2>/dev/null
 	[[ -n $LPID ]] && kill -9 "$LPID" 2>/dev/null
-	rm -rf "$TMP"
+	lib_cleanup
 }
 trap cleanup EXIT
 CW=$TMP/cw
@@ -85,12 +83,9 @@ seq_written=$(sed -n 's/^control t=[0-9.]* index=\([0-9]*\) reason=phase.*/\1/p'
 
 # ---- bandit against a running server ----
 "$EGANG" synth stories260k --type f32 --layers 2 --seed 3 -o "$TMP/m.gguf" -q
-if command -v curl >/dev/null; then
-	port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-	"$EGANG" serve -m "$TMP/m.gguf" --port "$port" --cores 0 --control "$CW" -q 2>"$TMP/serve.err" &
-	SPID=$!
-	URL="http://127.0.0.1:$port"
-	for _ in $(seq 100); do curl -s --max-time 1 "$URL/health" >/dev/null 2>&1 && break; sleep 0.1; done
+if ! command -v curl >/dev/null; then
+	skip "bandit against a server" "no curl"
+elif start_server bandit -m "$TMP/m.gguf" --cores 0 --control "$CW" -q; then
 	( while :; do curl -s --max-time 10 -o /dev/null -H 'Content-Type: application/json' \
 		-d '{"prompt":"Once","max_tokens":8}' "$URL/v1/completions"; sleep 0.05; done ) &
 	LPID=$!
@@ -111,9 +106,7 @@ if command -v curl >/dev/null; then
 	else fail "bandit: summary line" "$(tail -1 "$TMP/bandit.out")"; fi
 	if grep -q 'reason=ucb:score=' "$TMP/bandit.out"; then pass "bandit: scores arms from the leader's telemetry"
 	else fail "bandit: scores arms from the leader's telemetry" "$(grep -c skip "$TMP/bandit.out") skipped periods"; fi
-	kill -TERM "$SPID"; wait "$SPID"; SPID=
-else
-	skip "bandit against a server" "no curl"
+	stop_server "bandit server"
 fi
 
 # ---- bandit: determinism, no generations -> skipped, --tenant-units ----

@@ -60,13 +60,15 @@ expect_exit "llama2.c shapes past the file" 2 "shapes need [0-9]+ bytes but the 
 mkbin $TMP/over.bin 2147483647 2147483647 2147483647 1 1 2147483647 2147483647
 expect_exit "llama2.c overflowing shapes" 2 "out of range" "$EGANG" generate -m $TMP/over.bin -z $TMP/tok.bin
 
-if have_models "malformed tokenizers"; then
-	head -c 3000 $MODELS/tok512.bin >$TMP/tok-trunc.bin
-	expect_exit "tokenizer truncated" 2 "tok-trunc.bin.*(offset|record)" "$EGANG" generate -m $MODELS/stories260K.bin -z $TMP/tok-trunc.bin
+if have_repo_models "malformed tokenizers"; then
+	head -c 3000 $REPO_MODELS/tok512.bin >$TMP/tok-trunc.bin
+	expect_exit "tokenizer truncated" 2 "tok-trunc.bin.*(offset|record)" "$EGANG" generate -m $REPO_MODELS/stories260K.bin -z $TMP/tok-trunc.bin
 	printf '\x07\x00\x00\x00' >$TMP/tok-empty.bin
-	expect_exit "tokenizer with an empty vocabulary" 2 "tok-empty.bin" "$EGANG" generate -m $MODELS/stories260K.bin -z $TMP/tok-empty.bin
-	expect_exit "llama2.c model without -z" 2 "needs a tokenizer" "$EGANG" generate -m $MODELS/stories260K.bin
-	expect_exit "prompt longer than --ctx" 2 "the context holds 8" "$EGANG" generate -m $MODELS/stories260K.bin -z $MODELS/tok512.bin --ctx 8 -p "Once upon a time there was a dog"
+	expect_exit "tokenizer with an empty vocabulary" 2 "tok-empty.bin" "$EGANG" generate -m $REPO_MODELS/stories260K.bin -z $TMP/tok-empty.bin
+	expect_exit "llama2.c model without -z" 2 "needs a tokenizer" "$EGANG" generate -m $REPO_MODELS/stories260K.bin
+	expect_exit "prompt longer than --ctx" 2 "the context holds 8" "$EGANG" generate -m $REPO_MODELS/stories260K.bin -z $REPO_MODELS/tok512.bin --ctx 8 -p "Once upon a time there was a dog"
+fi
+if have_models "truncated GGUF"; then
 	# truncations of a real GGUF at many offsets: never a crash, always exit 2
 	bad=0
 	for off in 0 3 4 7 8 15 16 23 24 100 1000 5000 14000 14176 14177 200000 1185375; do
@@ -75,4 +77,27 @@ if have_models "malformed tokenizers"; then
 		if [[ $rc -ne 2 || $(wc -l <$TMP/t.err) -ne 1 ]]; then bad=1; echo "offset $off: rc=$rc $(cat $TMP/t.err)"; fi
 	done
 	if [[ $bad -eq 0 ]]; then pass "truncated GGUF at 17 offsets: one-line error, exit 2"; else fail "truncated GGUF"; fi
+fi
+
+# Out of memory (base/alloc.h's hook: EGANG_ALLOC_FAIL=N fails the N-th
+# allocation point): the first point is forward_new's state (exit 1, one
+# line); every later one up to the end of a short generation is a one-line
+# error or, where a smaller fallback exists, a normal run; never a crash.
+if have_repo_models "allocation failures"; then
+	R=$REPO_MODELS
+	expect_exit "out of memory in forward_new: exit 1, one line" 1 "cannot allocate the forward state" \
+		env EGANG_ALLOC_FAIL=1 "$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin -n 8 -q
+	bad=0 errs=0
+	for n in $(seq 1 120); do
+		EGANG_ALLOC_FAIL=$n EGANG_ISA=generic "$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin \
+			-p "Once upon a time" -n 8 -q --stop zzz >/dev/null 2>$TMP/oom.err
+		rc=$?
+		if [[ $rc -eq 0 ]]; then continue; fi
+		errs=$((errs + 1))
+		if [[ $rc -gt 2 || $(wc -l <$TMP/oom.err) -ne 1 ]] || ! grep -q "cannot allocate" $TMP/oom.err; then
+			bad=1; echo "EGANG_ALLOC_FAIL=$n: rc=$rc $(head -c 200 $TMP/oom.err)"
+		fi
+	done
+	if [[ $bad -eq 0 && $errs -gt 20 ]]; then pass "out of memory at each of 120 points: one-line errors ($errs), no crash"
+	else fail "out of memory at each of 120 points: one-line errors, no crash" "bad=$bad errs=$errs"; fi
 fi

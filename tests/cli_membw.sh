@@ -44,12 +44,30 @@ if [[ $rc -eq 0 && $(grep -c '^bench matvec: .* L2 generic [0-9.]*/[0-9.]*.* hug
 then pass "bench matvec: one line per type"
 else fail "bench matvec: one line per type" "rc=$rc $(cat $TMP/mv $TMP/mv.err | head -4)"; fi
 # the packed (pack16) figure: on q8_0 where the level in use has the packed
-# kernel (AVX-512), never on f16
-if grep -q '(avx512)' $TMP/mv; then want_packed=1; else want_packed=0; fi
+# kernel (AVX-512), never on f16. Which level is in use is decided here from
+# the CPU's flags (the features kernels_init requires) and EGANG_ISA, not
+# from egang's own output.
+cpu_isa=generic
+flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+has() { local f; for f; do [[ $flags == *" $f "* ]] || return 1; done; }
+if has avx2 fma f16c; then cpu_isa=avx2
+	if has avx512f avx512bw avx512vl avx512dq avx512_vnni avx512_bf16; then cpu_isa=avx512; fi
+fi
+isa=$cpu_isa
+case ${EGANG_ISA:-} in
+generic) isa=generic ;;
+avx2) [[ $cpu_isa != generic ]] && isa=avx2 ;;
+esac
+if [[ $isa == avx512 ]]; then want_packed=1; else want_packed=0; fi
 if [[ $(grep -c '^bench matvec: q8_0 .*, packed [0-9.]*/[0-9.]*$' $TMP/mv) -eq $want_packed &&
       $(grep -c '^bench matvec: f16 .*packed' $TMP/mv) -eq 0 ]]
 then pass "bench matvec: packed figure where decode reads packed weights"
-else fail "bench matvec: packed figure where decode reads packed weights" "$(cat $TMP/mv)"; fi
+else fail "bench matvec: packed figure where decode reads packed weights" "isa=$isa $(cat $TMP/mv)"; fi
+# at a level without the packed kernel: no packed figure, whatever the CPU
+EGANG_ISA=generic "$EGANG" bench matvec --types q8_0 --mb 8 --reps 1 -q >$TMP/mvg 2>&1
+if [[ $(grep -c '^bench matvec: q8_0 ' $TMP/mvg) -eq 1 && $(grep -c 'packed' $TMP/mvg) -eq 0 ]]
+then pass "bench matvec: no packed figure under EGANG_ISA=generic"
+else fail "bench matvec: no packed figure under EGANG_ISA=generic" "$(cat $TMP/mvg)"; fi
 "$EGANG" bench matvec --types q4_0 --n 96 --mb 8 --reps 2 --json >$TMP/mvj 2>&1
 if python3 -c '
 import json, sys
@@ -57,8 +75,9 @@ o = [json.loads(l) for l in open(sys.argv[1])]
 assert len(o) == 1 and o[0]["type"] == "q4_0" and o[0]["n"] == 96
 assert o[0]["l2_gb_s"]["generic"]["best"] > 0 and o[0]["huge_gb_s"]["median"] > 0
 p = o[0]["packed_gb_s"]
-assert (p["median"] > 0) if o[0]["isa"] == "avx512" else p is None
-' $TMP/mvj 2>$TMP/mvj.err; then pass "bench matvec --json"
+assert o[0]["isa"] == sys.argv[2], (o[0]["isa"], sys.argv[2])
+assert (p["median"] > 0) if sys.argv[2] == "avx512" else p is None
+' $TMP/mvj $isa 2>$TMP/mvj.err; then pass "bench matvec --json"
 else fail "bench matvec --json" "$(cat $TMP/mvj $TMP/mvj.err | head -5)"; fi
 expect_exit "bench matvec bad type" 2 "--types: 'q5_k' is not" "$EGANG" bench matvec --types q5_k
 expect_exit "bench matvec ragged n" 2 "--n: 100 is not a multiple of 32" "$EGANG" bench matvec --n 100

@@ -5,12 +5,6 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
-SPID=
-cleanup() {
-	[[ -n $SPID ]] && kill -9 "$SPID" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 CW=$TMP/cw
 
 # ---- the library ----
@@ -131,13 +125,10 @@ if [[ $ok == 1 ]]; then pass "generate --control: random index writes mid-genera
 else fail "generate --control: random index writes mid-generation, same hashes"; fi
 
 # ---- serve: the initial policy, /metrics, the guard ----
-if command -v curl >/dev/null; then
-	port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-	"$EGANG" serve -m "$TMP/m.gguf" --port "$port" --cores 0 --policies "$TMP/good.ini" \
-		--control "$CW" --policy tight -q 2>"$TMP/serve.err" &
-	SPID=$!
-	URL="http://127.0.0.1:$port"
-	for _ in $(seq 100); do curl -s --max-time 1 "$URL/health" >/dev/null 2>&1 && break; sleep 0.1; done
+if ! command -v curl >/dev/null; then
+	skip "serve policy checks" "no curl"
+elif start_server policy -m "$TMP/m.gguf" --cores 0 --policies "$TMP/good.ini" \
+	--control "$CW" --policy tight -q; then
 	curl -s "$URL/metrics" >"$TMP/m0"
 	if grep -q '^egang_policy_index 5$' "$TMP/m0" && grep -q '^egang_policy_guard_fallbacks_total 0$' "$TMP/m0"; then
 		pass "serve --policy NAME: the initial index is in force"
@@ -158,10 +149,7 @@ if command -v curl >/dev/null; then
 	   grep -q '^egang_policy_index 0$' "$TMP/m2" && grep -q '^egang_policy_guard_fallback 0$' "$TMP/m2"; then
 		pass "serve: an invalid index is counted in /metrics and runs the default"
 	else fail "serve: an invalid index is counted in /metrics and runs the default" "$(grep policy "$TMP/m2" | tr '\n' ' ')"; fi
-	kill -TERM "$SPID"; wait "$SPID"; rc=$?; SPID=
-	[[ $rc -eq 0 ]] && pass "serve with a control word: SIGTERM, exit 0" || fail "serve with a control word: exit $rc"
-else
-	skip "serve policy checks" "no curl"
+	stop_server "serve with a control word"
 fi
 
 # ---- bench switch ----

@@ -22,8 +22,8 @@ if [[ $? -eq 0 ]] && grep -q "EGANG_WEIGHTS=bogus: not map, huge or auto" $TMP/b
 	pass "EGANG_WEIGHTS=bogus is reported and ignored"
 else fail "EGANG_WEIGHTS=bogus is reported and ignored" "$(cat $TMP/bad)"; fi
 
-if have_models "huge-page weights on stories260K"; then
-	M=$MODELS
+if have_repo_models "huge-page weights on stories260K"; then
+	M=$REPO_MODELS
 	for w in map huge; do
 		EGANG_WEIGHTS=$w "$EGANG" generate -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 64 \
 			-p "Once upon a time" --logits-hash $TMP/l.$w -q >/dev/null

@@ -1,9 +1,20 @@
 # Shared helpers of the shell tests: each check prints "PASS: name",
 # "FAIL: name (why)" or "SKIP: name (why)"; tests/run.sh counts them.
 EGANG=${EGANG:-$(pwd)/egang}
+# ../shared/models: the larger set of real models and reference outputs
 MODELS=${EGANG_MODELS:-$(pwd)/../shared/models}
+# models/: stories260K.bin and tok512.bin, in every clone (models/README.md)
+REPO_MODELS=${EGANG_REPO_MODELS:-$(pwd)/models}
 TMP=$(mktemp -d /tmp/egang-sh-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+SERVERS=()
+# kills the servers start_server left running, removes $TMP; a test with
+# its own EXIT trap calls it from there
+lib_cleanup() {
+	local p
+	for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap lib_cleanup EXIT
 
 pass() { echo "PASS: $1"; }
 fail() { echo "FAIL: $1${2:+ ($2)}"; }
@@ -16,12 +27,27 @@ check() {
 		fail "$name" "$(tail -3 "$TMP/check.out" | tr '\n' ' ')"; fi
 }
 
-# have_models: true when ../shared/models is there; otherwise prints SKIP
-# (or FAIL under CI=true) for the named group.
+# missing_model NAME WHY: SKIP for the named group, or FAIL under CI=true
+# (CI has every model: a missing one there is a broken setup, not a skip).
+missing_model() {
+	if [[ ${CI:-} == true ]]; then fail "$1" "$2 (under CI)"
+	else skip "$1" "$2"; fi
+}
+
+# have_models NAME: true when ../shared/models is there (the models beyond
+# stories260K + tok512, the reference outputs); otherwise SKIP/FAIL as
+# missing_model for the named group.
 have_models() {
-	if [[ -r $MODELS/stories260K.bin ]]; then return 0; fi
-	if [[ ${CI:-} == true ]]; then fail "$1" "no models in $MODELS under CI"
-	else skip "$1" "no $MODELS (a clone without ../shared)"; fi
+	if [[ -r $MODELS/stories260K.gguf && -d $MODELS/expected ]]; then return 0; fi
+	missing_model "$1" "no $MODELS (a clone without ../shared)"
+	return 1
+}
+
+# have_repo_models NAME: true when models/ holds stories260K.bin and
+# tok512.bin (it always should: they are committed).
+have_repo_models() {
+	if [[ -r $REPO_MODELS/stories260K.bin && -r $REPO_MODELS/tok512.bin ]]; then return 0; fi
+	fail "$1" "no $REPO_MODELS/stories260K.bin or tok512.bin (they are part of the repository)"
 	return 1
 }
 
@@ -42,4 +68,51 @@ expect_exit() {
 	else
 		pass "$name"
 	fi
+}
+
+# gang_stat FILE FIELD: a number from the "gang: ..." line egang generate
+# prints on stderr (FIELD: tokens, latch changes, joins, departures)
+gang_stat() {
+	sed -n '/^gang: /p' "$1" | grep -o "[0-9][0-9]* $2" | head -1 | cut -d' ' -f1
+}
+
+# ---- servers ----
+
+free_port() {
+	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+}
+
+# start_server NAME ARGS...: `egang serve --port P ARGS...` in the
+# background (stdout/stderr in $TMP/NAME.out/.err); sets SPID and URL,
+# waits for /health (30 s). FAIL and status 1 if it does not come up.
+start_server() {
+	local name=$1; shift
+	local port
+	port=$(free_port)
+	"$EGANG" serve --port "$port" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	SPID=$!
+	SERVERS+=("$SPID")
+	URL="http://127.0.0.1:$port"
+	for _ in $(seq 150); do
+		if curl -s --max-time 1 "$URL/health" >/dev/null 2>&1; then return 0; fi
+		if ! kill -0 "$SPID" 2>/dev/null; then break; fi
+		sleep 0.2
+	done
+	fail "$name: server did not come up" "$(head -c 300 "$TMP/$name.err")"
+	return 1
+}
+
+# stop_server NAME: SIGTERM, then the exit status must be 0 within 20 s
+stop_server() {
+	local name=$1 rc
+	kill -TERM "$SPID" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.2; done
+	if kill -0 "$SPID" 2>/dev/null; then
+		kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+		fail "$name: SIGTERM did not stop the server"
+		return
+	fi
+	wait "$SPID"; rc=$?
+	if [[ $rc -eq 0 ]]; then pass "$name: SIGTERM, exit 0"
+	else fail "$name: exit $rc after SIGTERM" "$(tail -2 "$TMP/$name.err")"; fi
 }

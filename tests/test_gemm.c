@@ -15,25 +15,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "testutil.h"
-
 #include "base/base.h"
 #include "kernels/kernels.h"
 
-#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
-
-static const char *const LEVELS[] = { "generic", "avx2", "avx512" };
-
-static int levels_available(const char **out)
-{
-	int k = 0;
-	const char *keep = kernels_isa();
-	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
-		if (kernels_set_isa(LEVELS[i]) == 0)
-			out[k++] = LEVELS[i];
-	assert_int_equal(kernels_set_isa(keep), 0);
-	return k;
-}
+#include "testutil.h" /* after kernels.h: ISA levels, DOT_TOL */
 
 /* A test matrix and batch: W (rows, n) of type wt at an odd address, the
  * float twin of each token, and the prepared activations X (ntok rows). */
@@ -134,7 +119,7 @@ static float *gemm_all(const fixture_t *f)
 static void check_type(dtype_t wt, int64_t n)
 {
 	const char *lv[3];
-	int nl = levels_available(lv);
+	int nl = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	static const int64_t batches[] = { 1, 3, 17, 64 };
 	for (size_t bi = 0; bi < EG_ARRAY_LEN(batches); bi++) {
@@ -256,7 +241,7 @@ static void test_gemm_aux(void **state)
 {
 	(void)state;
 	const char *lv[3];
-	int nl = levels_available(lv);
+	int nl = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	fixture_t f;
 	fixture_make(&f, DTYPE_Q8_0, 4, 576, 17, 11);
@@ -368,6 +353,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_q4_0),
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),
+		TEST_ISA_LEVEL_TESTS,
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -353,6 +353,21 @@ static void kv_equal(const gguf_t *a, const gguf_t *b)
 	}
 }
 
+/* gguf_writer_copy_kv of g written to a file in the test directory and
+ * read back: the same keys and values. */
+static void copy_kv_round_trip(gguf_t *g, const char *name)
+{
+	gguf_writer_t *w = gguf_writer_new();
+	gguf_writer_copy_kv(w, g);
+	const char *out = tmp_path(name);
+	assert_int_equal(gguf_writer_write(w, out), 0);
+	gguf_writer_free(w);
+	gguf_t *c = gguf_open(out);
+	assert_non_null(c);
+	kv_equal(g, c);
+	gguf_close(c);
+}
+
 static void test_copy_kv(void **state)
 {
 	(void)state;
@@ -543,15 +558,7 @@ static void test_stories260k(void **state)
 	assert_int_equal(gguf_arr_str(g, "tokenizer.ggml.tokens", 0, &s), 0);
 	assert_true(str_eq(s, "<unk>"));
 	/* copy_kv of a real file */
-	gguf_writer_t *w = gguf_writer_new();
-	gguf_writer_copy_kv(w, g);
-	const char *out = tmp_path("stories_kv.gguf");
-	assert_int_equal(gguf_writer_write(w, out), 0);
-	gguf_writer_free(w);
-	gguf_t *c = gguf_open(out);
-	assert_non_null(c);
-	kv_equal(g, c);
-	gguf_close(c);
+	copy_kv_round_trip(g, "stories_kv.gguf");
 	gguf_close(g);
 }
 
@@ -1016,15 +1023,7 @@ static void test_nested_ok(void **state)
 	assert_int_equal(elem, GGUF_TYPE_ARRAY);
 	assert_int_equal(u, 2);
 	assert_null(gguf_arr_data(g, "nest"));
-	gguf_writer_t *w = gguf_writer_new();
-	gguf_writer_copy_kv(w, g);
-	const char *pb = tmp_path("nest_b.gguf");
-	assert_int_equal(gguf_writer_write(w, pb), 0);
-	gguf_writer_free(w);
-	gguf_t *c = gguf_open(pb);
-	assert_non_null(c);
-	kv_equal(g, c);
-	gguf_close(c);
+	copy_kv_round_trip(g, "nest_b.gguf");
 	gguf_close(g);
 	free(b);
 }

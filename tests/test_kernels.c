@@ -12,33 +12,12 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "testutil.h"
-
 #include "base/base.h"
 #include "kernels/kernels.h"
+
+#include "testutil.h" /* after kernels.h: ISA levels, DOT_TOL */
 #include "kernels/kernels_impl.h" /* exp_eg */
 #include "model/sampler.h"
-
-/* Float-weight dot products: generic and SIMD use different (each fixed)
- * summation orders, and SIMD uses FMA. Each order's error is at most about
- * n * 2^-24 * sum|w x| (the classic recursive-summation bound), so two
- * orders differ by at most n * 2^-23 * sum|w x|; the test uses that bound
- * plus a small absolute floor (1e-30) for all-zero rows. */
-#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
-
-static const char *const LEVELS[] = { "generic", "avx2", "avx512" };
-
-/* Levels this CPU runs (always at least generic). */
-static int levels_available(const char **out)
-{
-	int k = 0;
-	const char *keep = kernels_isa();
-	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
-		if (kernels_set_isa(LEVELS[i]) == 0)
-			out[k++] = LEVELS[i];
-	assert_int_equal(kernels_set_isa(keep), 0);
-	return k;
-}
 
 static uint32_t f2u(float f)
 {
@@ -98,7 +77,7 @@ static void test_isa_names(void **state)
 	assert_int_equal(kernels_set_isa(NULL), -1);
 	assert_string_equal(kernels_isa(), isa);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	assert_true(k >= 1);
 	assert_string_equal(lv[0], "generic");
 	/* kernels_init picks the best level (unless EGANG_ISA says otherwise) */
@@ -112,7 +91,7 @@ static void test_isa_env(void **state)
 {
 	(void)state;
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	assert_true(len > 0);
@@ -162,7 +141,7 @@ static void test_fp16_exhaustive(void **state)
 		}
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		/* odd offsets and lengths exercise the tails */
@@ -237,7 +216,7 @@ static void test_fp16_from_float(void **state)
 				fail_msg("f32_to_fp16(%a) = %04x: tie not even", v, h);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		quantize_row(DTYPE_F16, x, hv, n);
@@ -336,7 +315,7 @@ static void test_quantize_bounds(void **state)
 			for (int j = 1; j < 32; j++)
 				assert_int_equal(b8[0].qs[j], j + 1);
 		const char *lv[3];
-		int k = levels_available(lv);
+		int k = test_levels_available(lv);
 		for (int l = 0; l < k; l++) {
 			assert_int_equal(kernels_set_isa(lv[l]), 0);
 			act_prepare(DTYPE_Q4_0, x, q2, N);
@@ -372,7 +351,7 @@ static void test_quantize_bounds(void **state)
 	block_q8_0 zb, zb2;
 	quantize_row(DTYPE_Q8_0, z, &zb, 32);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		quantize_row(DTYPE_Q8_0, z, &zb2, 32);
@@ -467,7 +446,7 @@ static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
 				 dtype_info[t].name, (long)n, (long)i, yg[i], s);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	rng_t r;
 	rng_seed(&r, seed ^ 0x5eed);
 	for (int l = 0; l < k; l++) {
@@ -565,7 +544,7 @@ static void test_dot_quant_extremes(void **state)
 		y[i] = vec_dot_generic(DTYPE_Q4_0, w4 + i * N / 32, xa, N);
 	}
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		float o[R];
@@ -581,6 +560,40 @@ static void test_dot_quant_extremes(void **state)
  * level (the ones without a packed kernel read the rows as stored); odd
  * block counts (the last pair of blocks half empty), row counts that leave
  * unpacked rows, ranges that start and end inside a group, extreme bytes. */
+/* The inputs of a pack16 case: activations xa (xa_bytes) prepared from
+ * random x for type t, the packed copy P of w when it has one (pb bytes),
+ * and the rows' reference and result buffers. */
+typedef struct pack_case {
+	float *x, *ref, *y;
+	void *xa;
+	uint8_t *P;
+	size_t pb;
+} pack_case_t;
+
+static void pack_case_new(pack_case_t *c, rng_t *r, dtype_t t, const uint8_t *w,
+			  int64_t rows, int64_t n, size_t xa_bytes)
+{
+	c->x = malloc((size_t)n * sizeof *c->x);
+	fill_normal(r, c->x, n, 1.0f);
+	c->xa = malloc(xa_bytes);
+	act_prepare(t, c->x, c->xa, n);
+	c->pb = pack16_bytes(t, rows, n);
+	c->P = c->pb ? aligned_alloc(64, (c->pb + 63) & ~(size_t)63) : NULL;
+	if (c->P)
+		pack16(t, w, rows, n, c->P);
+	c->ref = malloc((size_t)rows * sizeof *c->ref);
+	c->y = malloc((size_t)rows * sizeof *c->y);
+}
+
+static void pack_case_free(pack_case_t *c)
+{
+	free(c->x);
+	free(c->xa);
+	free(c->P);
+	free(c->ref);
+	free(c->y);
+}
+
 /* matvec_range of rows [r0, r1) for each cut of (rows) against ref (the
  * whole matrix), bit for bit; P is W's packed copy or NULL. */
 static void check_cuts(const char *level, dtype_t t, const void *w, const void *P,
@@ -617,7 +630,7 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
 		dtype_t t = ts[it];
@@ -637,33 +650,24 @@ static void test_pack16(void **state)
 						memset(blk + 2, t == DTYPE_Q8_0 ? 0x80 : 0xFF,
 						       dtype_info[t].block_bytes - 2);
 				}
-				float *x = malloc((size_t)n * sizeof *x);
-				fill_normal(&r, x, n, 1.0f);
-				void *xa = malloc(dtype_row_bytes(DTYPE_Q8_0, n));
-				act_prepare(t, x, xa, n);
-				size_t pb = pack16_bytes(t, rows, n);
-				uint8_t *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
-				pack16(t, w, rows, n, P);
-				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				pack_case_t c;
+				pack_case_new(&c, &r, t, w, rows, n, dtype_row_bytes(DTYPE_Q8_0, n));
+				assert_non_null(c.P);
 				for (int64_t i = 0; i < rows; i++)
-					ref[i] = vec_dot_generic(t, w + (size_t)i * rb, xa, n);
+					c.ref[i] = vec_dot_generic(t, w + (size_t)i * rb, c.xa, n);
 				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 16, 32 },
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
 				/* ref: the generic's bits, which every level keeps */
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					check_cuts(lv[l], t, w, NULL, rows, xa, n, ref, y, cuts,
+					check_cuts(lv[l], t, w, NULL, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
-					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(w);
-				free(x);
-				free(xa);
-				free(P);
-				free(ref);
-				free(y);
+				pack_case_free(&c);
 			}
 		}
 	}
@@ -681,7 +685,7 @@ static void test_pack16_float(void **state)
 	rng_t r;
 	rng_seed(&r, 4444);
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
 		dtype_t t = ts[it];
@@ -694,32 +698,21 @@ static void test_pack16_float(void **state)
 				uint8_t *w = malloc(rb * (size_t)rows);
 				for (int64_t i = 0; i < rows; i++)
 					quantize_row(t, wf + i * n, w + (size_t)i * rb, n);
-				float *x = malloc((size_t)n * sizeof *x);
-				fill_normal(&r, x, n, 1.0f);
-				void *xa = malloc((size_t)n * sizeof(float));
-				act_prepare(t, x, xa, n);
-				size_t pb = pack16_bytes(t, rows, n);
-				assert_int_equal(pb, n % 32 || rows < 4 ? 0 : (size_t)(rows / 4) * 4 * rb);
-				uint8_t *P = pb ? aligned_alloc(64, (pb + 63) & ~(size_t)63) : NULL;
-				if (P)
-					pack16(t, w, rows, n, P);
-				float *ref = malloc((size_t)rows * sizeof *ref), *y = malloc((size_t)rows * sizeof *y);
+				pack_case_t c;
+				pack_case_new(&c, &r, t, w, rows, n, (size_t)n * sizeof(float));
+				assert_int_equal(c.pb, n % 32 || rows < 4 ? 0 : (size_t)(rows / 4) * 4 * rb);
 				const int64_t cuts[][2] = { { 0, rows }, { 3, rows - 1 }, { 4, 32 },
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					matvec_range(t, w, NULL, rows, xa, ref, n, 0, rows);
-					check_cuts(lv[l], t, w, P, rows, xa, n, ref, y, cuts,
+					matvec_range(t, w, NULL, rows, c.xa, c.ref, n, 0, rows);
+					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 				}
 				assert_int_equal(kernels_set_isa(keep), 0);
 				free(wf);
 				free(w);
-				free(x);
-				free(xa);
-				free(P);
-				free(ref);
-				free(y);
+				pack_case_free(&c);
 			}
 		}
 	}
@@ -843,7 +836,7 @@ static void test_float_math_twins(void **state)
 {
 	(void)state;
 	const char *lv[3];
-	int k = levels_available(lv);
+	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	rng_t r;
 	rng_seed(&r, 21);
@@ -1001,6 +994,8 @@ static void test_exp_eg(void **state)
 			worst_sub = d / 0x1p-149;
 		}
 	}
+	print_message("exp_eg: worst relative error %.3g (normal), %.3g units "
+		      "(subnormal)\n", worst, worst_sub);
 	if (worst > 1e-7 || worst_sub > 1.0)
 		fail_msg("exp_eg: relative error %.3g (normal), %.3g units (subnormal)",
 			 worst, worst_sub);
@@ -1053,11 +1048,8 @@ static int cmp_double(const void *a, const void *b)
 static int bench_main(int rows, int cols, int reps)
 {
 	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
-	const char *lv[3];
-	int k = 0;
-	for (size_t i = 0; i < EG_ARRAY_LEN(LEVELS); i++)
-		if (kernels_set_isa(LEVELS[i]) == 0)
-			lv[k++] = LEVELS[i];
+	const char *lv[TEST_N_ISA_LEVELS];
+	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
 		dtype_t t = ts[ti];
 		size_t rb = dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
@@ -1171,6 +1163,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_argmax),
+		TEST_ISA_LEVEL_TESTS,
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

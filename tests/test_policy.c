@@ -13,8 +13,6 @@
  *    run's;
  *  - the guard: a forced breach falls back to record 0, is counted, holds
  *    until another index is written. */
-#include "testutil.h"
-
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +25,8 @@
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "server/engine.h"
+
+#include "testutil.h" /* after gang.h: the toy wave plan */
 
 /* ---- the library ---- */
 
@@ -329,49 +329,6 @@ static void test_control_file(void **state)
 
 /* ---- invalid indices are inert ---- */
 
-#define TOY_WAVES 3
-#define TOY_CHUNKS 24
-
-typedef struct toy {
-	uint64_t input;
-	uint64_t out[TOY_WAVES][TOY_CHUNKS];
-	uint64_t acc[TOY_WAVES];
-	wave_t waves[TOY_WAVES];
-	wave_plan_t plan;
-} toy_t;
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static void toy_chunk(void *ctx, uint32_t w, uint32_t i)
-{
-	toy_t *t = ctx;
-	uint64_t prev = w ? t->acc[w - 1] : t->input;
-	t->out[w][i] = mix64(prev ^ ((uint64_t)w << 32 | i));
-}
-
-static void toy_finish(void *ctx, uint32_t w)
-{
-	toy_t *t = ctx;
-	uint64_t a = 0;
-	for (int i = 0; i < TOY_CHUNKS; i++)
-		a = mix64(a ^ t->out[w][i]);
-	t->acc[w] = a;
-}
-
-static void toy_init(toy_t *t)
-{
-	memset(t, 0, sizeof *t);
-	for (int w = 0; w < TOY_WAVES; w++)
-		t->waves[w] = (wave_t){TOY_CHUNKS, toy_chunk, toy_finish};
-	t->plan = (wave_plan_t){t, TOY_WAVES, t->waves};
-}
-
 typedef struct writer {
 	control_t *cw;
 	uint32_t n_policies;
@@ -456,9 +413,8 @@ static void test_invalid_index_inert(void **state)
 		      .pause_us = 30};
 	w.written = malloc(w.cap * sizeof *w.written);
 	uint32_t *reads = malloc((size_t)n_tokens * sizeof *reads);
-	static toy_t t, ref;
+	static toy_t t;
 	toy_init(&t);
-	toy_init(&ref);
 	pthread_t th;
 	pthread_create(&th, NULL, writer_main, &w);
 	uint64_t expect_invalid = 0;
@@ -476,13 +432,11 @@ static void test_invalid_index_inert(void **state)
 			fail_msg("token %ld read %u, runs record %u", i, raw, rt.effective);
 		/* the request is the record's, leader included */
 		assert_true(gang_requested(g) & 1u);
-		t.input = ref.input = (uint64_t)i * 0x1000193u;
+		toy_reset(&t, (uint64_t)i * 0x1000193u);
 		uint32_t mask = gang_run_token(g, &t.plan);
 		assert_true(mask & 1u);
-		wave_plan_run_serial(&ref.plan);
-		if (t.acc[TOY_WAVES - 1] != ref.acc[TOY_WAVES - 1])
-			fail_msg("token %ld: result differs from the serial run "
-				 "(mask %#x)", i, mask);
+		/* every chunk once, the serial run's result */
+		toy_check(&t);
 		if (i % gen_len == gen_len - 1 || i == n_tokens - 1) {
 			gang_end(g);
 			policy_rt_generation_end(&rt, -1, 0, 0);
@@ -561,12 +515,7 @@ static char *run_generations(const model_t *m, forward_t *f, gang_t *g,
 static void test_model_bit_exact(void **state)
 {
 	(void)state;
-	char path[256];
-	snprintf(path, sizeof path, "%s/s260k.gguf", test_tmpdir());
-	assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_F32, 7, 2, path,
-				     NULL, NULL), 0);
-	model_t *m = model_load(path, NULL);
-	assert_non_null(m);
+	model_t *m = test_synth_model("s260k.gguf", 7, 2);
 	forward_t *f = forward_new(m, 256, 0);
 	assert_non_null(f);
 	int cpus[3];
@@ -579,6 +528,7 @@ static void test_model_bit_exact(void **state)
 	char *want = run_generations(m, f, g, &fixed, 8);
 	static policy_lib_t lib;
 	policy_lib_builtin(&lib, n);
+	char path[256];
 	snprintf(path, sizeof path, "%s/cw-model", test_tmpdir());
 	control_t *cw = control_open(path, true);
 	assert_non_null(cw);

@@ -100,7 +100,7 @@ static tokenizer_t *load_gguf_file(const char *path, gguf_t **g)
 
 static void test_tok512_known_ids(void **state)
 {
-	SKIP_WITHOUT_MODEL(path, "tok512.bin");
+	const char *path = test_repo_model_path("tok512.bin");
 	tokenizer_t *t = tokenizer_load_llama2c(path, 512);
 	assert_non_null(t);
 	assert_int_equal(tokenizer_kind(t), TOKENIZER_LLAMA);
@@ -196,7 +196,7 @@ static const char *const sample_texts[] = {
 
 static void test_stories_gguf_matches_bin(void **state)
 {
-	SKIP_WITHOUT_MODEL(bin, "tok512.bin");
+	const char *bin = test_repo_model_path("tok512.bin");
 	tokenizer_t *a = tokenizer_load_llama2c(bin, 512);
 	assert_non_null(a);
 	SKIP_WITHOUT_MODEL(gpath, "stories260K.gguf");
@@ -778,7 +778,7 @@ static void test_synth_round_trips(void **state)
 
 static void test_real_round_trips(void **state)
 {
-	SKIP_WITHOUT_MODEL(path, "tok512.bin");
+	const char *path = test_repo_model_path("tok512.bin");
 	tokenizer_t *t = tokenizer_load_llama2c(path, 512);
 	assert_non_null(t);
 	round_trips(t, 99);

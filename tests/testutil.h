@@ -14,7 +14,8 @@
 #include <cmocka.h>
 
 /* Path of a file in ../shared/models, or NULL when the folder is absent (the
- * test then skips; under CI=true a missing model is a failure). */
+ * test then skips; under CI=true a missing model is a failure). One buffer:
+ * copy the path before the next call. */
 static inline const char *test_model_path(const char *file)
 {
 	static char buf[4096];
@@ -35,6 +36,18 @@ static inline const char *test_model_path(const char *file)
 		skip();                                                      \
 	}
 
+/* Path of a file in the repository's models/ (stories260K.bin, tok512.bin:
+ * committed, so always there; a missing one fails). Own buffer. */
+static inline const char *test_repo_model_path(const char *file)
+{
+	static char buf[4096];
+	const char *dir = getenv("EGANG_REPO_MODELS");
+	snprintf(buf, sizeof buf, "%s/%s", dir ? dir : "models", file);
+	if (access(buf, R_OK) != 0)
+		fail_msg("%s is missing (models/ is part of the repository)", buf);
+	return buf;
+}
+
 /* A fresh temporary directory for the test (removed by the OS's tmp). */
 static inline const char *test_tmpdir(void)
 {
@@ -46,5 +59,159 @@ static inline const char *test_tmpdir(void)
 	}
 	return dir;
 }
+
+/* ---- synthetic models (tests that include model/model.h first) ---- */
+#ifdef EGANG_MODEL_H
+/* A synthetic stories260k-shaped f32 model of `layers` layers written to
+ * the test directory as NAME and loaded. */
+static inline model_t *test_synth_model(const char *name, uint64_t seed, int layers)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
+	if (synth_write(synth_find("stories260k"), DTYPE_F32, seed, layers, path, NULL,
+			NULL) != 0)
+		fail_msg("synth_write %s: %s", path, err_get());
+	model_t *m = model_load(path, NULL);
+	if (!m)
+		fail_msg("model_load %s: %s", path, err_get());
+	return m;
+}
+#endif
+
+/* ---- ISA levels ---- */
+
+#ifdef EGANG_KERNELS_H
+static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512" };
+#define TEST_N_ISA_LEVELS 3
+
+/* Levels this CPU runs (always at least generic), in TEST_ISA_LEVELS
+ * order; the level in force is restored. */
+static inline int test_levels_available(const char **out)
+{
+	int k = 0;
+	const char *keep = kernels_isa();
+	for (int i = 0; i < TEST_N_ISA_LEVELS; i++)
+		if (kernels_set_isa(TEST_ISA_LEVELS[i]) == 0)
+			out[k++] = TEST_ISA_LEVELS[i];
+	assert_int_equal(kernels_set_isa(keep), 0);
+	return k;
+}
+
+/* One cmocka test per level: passes when the CPU runs it (the level tests
+ * above covered it), SKIPPED when it does not, so a level the tests could
+ * not check shows in the summary instead of vanishing. */
+static inline void test_isa_level(void **state)
+{
+	const char *level = *state;
+	const char *keep = kernels_isa();
+	if (kernels_set_isa(level) != 0) {
+		print_message("this CPU lacks %s: its level tests did not run\n", level);
+		skip();
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
+#define TEST_ISA_LEVEL_ENTRY(lv) \
+	{ "isa level " lv, test_isa_level, NULL, NULL, (void *)(lv) }
+#define TEST_ISA_LEVEL_TESTS \
+	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("avx2"), \
+	TEST_ISA_LEVEL_ENTRY("avx512")
+
+/* Float-weight dot products: generic and SIMD use different (each fixed)
+ * summation orders, and SIMD uses FMA. Each order's error is at most about
+ * n * 2^-24 * sum|w x| (the classic recursive-summation bound), so two
+ * orders differ by at most n * 2^-23 * sum|w x|; the tests use that bound
+ * plus a small absolute floor (1e-30) for all-zero rows. */
+#define DOT_TOL(n, sabs) ((double)(n) * 0x1p-23 * (sabs) + 1e-30)
+#endif
+
+/* ---- a toy wave plan that checks itself ----
+ * (tests of the gang and of what drives it: include base/wave.h first)
+ * Every chunk records how often it ran, every finish checks that all of
+ * its wave's chunks ran once, and a token's result is compared with a
+ * serial run of the same plan (toy_check). */
+#ifdef EGANG_WAVE_H
+#include <stdatomic.h>
+
+#define TOY_WAVES 6
+#define TOY_MAX_CHUNKS 17
+
+typedef struct toy {
+	uint64_t input;                         /* per token */
+	uint64_t out[TOY_WAVES][TOY_MAX_CHUNKS]; /* chunk results */
+	uint64_t acc[TOY_WAVES];                /* finish results */
+	_Atomic uint32_t runs[TOY_WAVES][TOY_MAX_CHUNKS];
+	_Atomic uint32_t finishes[TOY_WAVES];
+	_Atomic uint32_t errors;
+	wave_t waves[TOY_WAVES];
+	wave_plan_t plan;
+} toy_t;
+
+static inline uint64_t toy_mix(uint64_t a, uint64_t b)
+{
+	return hash64(&b, sizeof b, a ^ 0x9e3779b97f4a7c15ull);
+}
+
+static inline void toy_chunk(void *ctx, uint32_t w, uint32_t i)
+{
+	toy_t *t = ctx;
+	uint64_t prev = w ? t->acc[w - 1] : t->input;
+	t->out[w][i] = toy_mix(prev, (uint64_t)w << 32 | i);
+	/* relaxed: counted, read by finish after the wave's barrier */
+	atomic_fetch_add_explicit(&t->runs[w][i], 1, memory_order_relaxed);
+}
+
+static inline void toy_finish(void *ctx, uint32_t w)
+{
+	toy_t *t = ctx;
+	uint64_t a = w;
+	for (uint32_t i = 0; i < t->waves[w].n_chunks; i++) {
+		if (atomic_load_explicit(&t->runs[w][i], memory_order_relaxed) != 1)
+			atomic_fetch_add(&t->errors, 1);
+		a = toy_mix(a, t->out[w][i]);
+	}
+	t->acc[w] = a;
+	atomic_fetch_add_explicit(&t->finishes[w], 1, memory_order_relaxed);
+}
+
+static inline void toy_init(toy_t *t)
+{
+	memset(t, 0, sizeof *t);
+	static const uint32_t chunks[TOY_WAVES] = {1, 17, 3, 8, 16, 5};
+	for (int w = 0; w < TOY_WAVES; w++)
+		t->waves[w] = (wave_t){chunks[w], toy_chunk, toy_finish};
+	t->plan = (wave_plan_t){t, TOY_WAVES, t->waves};
+}
+
+/* A new token: its input, and the run counters back to zero. */
+static inline void toy_reset(toy_t *t, uint64_t input)
+{
+	t->input = input;
+	for (int w = 0; w < TOY_WAVES; w++) {
+		atomic_store(&t->finishes[w], 0);
+		for (int i = 0; i < TOY_MAX_CHUNKS; i++)
+			atomic_store(&t->runs[w][i], 0);
+	}
+}
+
+/* The reference result of a token, computed serially. */
+static inline uint64_t toy_reference(uint64_t input)
+{
+	static toy_t ref;
+	toy_init(&ref);
+	toy_reset(&ref, input);
+	wave_plan_run_serial(&ref.plan);
+	return ref.acc[TOY_WAVES - 1];
+}
+
+/* Every chunk ran once, every finish once, the result is the serial one. */
+static inline void toy_check(toy_t *t)
+{
+	assert_int_equal(atomic_load(&t->errors), 0);
+	for (int w = 0; w < TOY_WAVES; w++)
+		assert_int_equal(atomic_load(&t->finishes[w]), 1);
+	assert_true(t->acc[TOY_WAVES - 1] == toy_reference(t->input));
+}
+#endif
 
 #endif

@@ -5,18 +5,13 @@
 set -eu
 cd "$(dirname "$0")/.."
 EGANG=./egang
-M=../shared/models
+M=models
 OUT=build/demo
 mkdir -p $OUT
-if [[ -r $M/stories260K.bin ]]; then
-	echo "== model: stories260K (a real llama2.c checkpoint from $M)"
-	model=(-m $M/stories260K.bin -z $M/tok512.bin)
-else
-	echo "== model: no $M here, so a synthetic stories260k-shaped model made by"
-	echo "   'egang synth' (random weights: the text is gibberish by design)"
-	$EGANG synth stories260k --type f32 --seed 1 -o $OUT/stories260k-synth.gguf -q
-	model=(-m $OUT/stories260k-synth.gguf)
-fi
+# models/ is part of the repository (models/README.md): a real llama2.c
+# checkpoint and its tokenizer, so every clone tells a real story
+echo "== model: stories260K (Karpathy's tinyllamas, a real llama2.c checkpoint in $M/)"
+model=(-m $M/stories260K.bin -z $M/tok512.bin)
 echo "== generate: greedy, all cores, random gang membership before every token"
 $EGANG generate "${model[@]}" -p "Once upon a time" -n 120 -t 0 \
 	--membership random:1 --trace $OUT/trace.txt --logits-hash $OUT/elastic.hash

@@ -48,7 +48,9 @@ int futex_wake(uint32_t *addr, int n);
 
 static inline void cpu_relax(void) { __builtin_ia32_pause(); }
 
-/* A set of CPUs, at most 64 (the latch's participant mask is 64 bits). */
+/* A set of CPU numbers 0..63 (a bit per CPU). Not the gang's participant
+ * mask: that is 32 bits (the low half of the latch word, one bit per slot,
+ * at most GANG_MAX_SLOTS = 32 slots, gang.h). */
 typedef uint64_t cpumask_t;
 #define CPUMASK_MAX 64
 

@@ -288,12 +288,9 @@ static bool phase_passed(gang_t *g, const void *arg)
  * claim moved a cache line between the cores (run_waves was ~1% of a
  * token's samples), and a member's next chunk was rarely the one after its
  * last, which restarted the hardware prefetcher's stream; a contiguous
- * share is one stream. Decode on 2 cores against the shared cursor (with
- * forward.c's former stripes), alternated rounds (2026-12-03), tok/s:
- * tinyllama-1.1b q8_0 49.6/48.0/45.3 -> 51.5/54.8/55.7, smollm-135m q8_0
- * 277/290/292/276 -> 300/375/290/293. The cost: the deal writes every
- * participant's line and each reads the others' before arriving, so a
- * wave barrier went from 699-724 to 845-886 ns (bench protocol, p50).
+ * share is one stream (decode was faster, doc/measurements.md). The cost:
+ * the deal writes every participant's line and each reads the others'
+ * before arriving, so a wave barrier is slower.
  * Chunk indices still name fixed rows (forward.c), so which slot runs a
  * chunk changes no bit. */
 #define RANGE(next, end) ((uint64_t)(end) << 32 | (uint32_t)(next))
@@ -402,7 +399,12 @@ static void run_waves(gang_t *g, int slot, uint32_t tag, uint32_t mask,
 	slot_t *s = &g->slots[slot];
 	uint64_t done = 0;
 	uint64_t csw0 = g->count_preempt ? nivcsw_self() : 0;
-	for (uint32_t w = 0; w < p->n_waves; w++) {
+	/* The plan is read only while the token is in flight: once the last
+	 * wave's barrier has released, the leader returns and its caller may
+	 * free the plan (a forward_t) while this participant is still here, so
+	 * the loop's bound is read before the first barrier. */
+	const uint32_t n_waves = p->n_waves;
+	for (uint32_t w = 0; w < n_waves; w++) {
 		const wave_t *wv = &p->waves[w];
 		for (;;) {
 			uint32_t i = claim(g, slot, mask);
@@ -506,9 +508,14 @@ static void *worker_main(void *arg)
 			continue;
 		a.seen = LATCH_TAG(atomic_load_explicit(&g->latch,
 							memory_order_acquire));
-		/* seq_cst: ordered after the latch load above (the leader's
-		 * CAS that reads it precedes its latch store). */
-		atomic_store_explicit(&s->ack, a.epoch, memory_order_seq_cst);
+		/* release: orders the latch load above before the ack (a
+		 * release store keeps earlier loads before it). Pairs with the
+		 * leader's acquire CAS (gang_run_token step 1): a latch the
+		 * leader stores after taking this ack happens after our latch
+		 * load, so we cannot have read it: its tag differs from
+		 * `seen`. A relaxed ack is spec/README.md's ack-first mutation,
+		 * which spin shows deadlocks. */
+		atomic_store_explicit(&s->ack, a.epoch, memory_order_release);
 		atomic_store_explicit(&s->ack_ns, time_now_ns(), memory_order_relaxed);
 		FAULT();
 		for (;;) {
@@ -538,7 +545,15 @@ static void *worker_main(void *arg)
 			}
 			/* leave: not requested, epoch changed or stopping.
 			 * The CAS fails iff the leader took us into a latch
-			 * (e|TAKEN): then wait for it and take part. */
+			 * (e|TAKEN): then wait for it and take part. Only the
+			 * CAS's atomicity against the leader's CAS matters
+			 * (one of them wins); the latch's own acquire (below,
+			 * and in acked_done) carries the token's data. The
+			 * acq_rel / acquire orders are stronger than needed:
+			 * they pair with the leader's acq_rel CAS on this ack,
+			 * cost nothing over relaxed on x86 (a locked CMPXCHG
+			 * either way) and keep the ack word a simple
+			 * release/acquire chain to reason about. */
 			uint32_t expect = a.epoch;
 			if (atomic_compare_exchange_strong_explicit(
 				    &s->ack, &expect, 0, memory_order_acq_rel,
@@ -627,7 +642,14 @@ uint32_t gang_all(const gang_t *g)
 void gang_request(gang_t *g, uint32_t mask)
 {
 	mask = (mask & gang_all(g)) | 1u;
-	if (atomic_exchange_explicit(&g->requested, mask, memory_order_seq_cst) != mask)
+	/* release: pairs with the leader's acquire load at step 1
+	 * (gang_run_token), so what the requester wrote before asking (a
+	 * policy's settings) is visible to the leader that acts on the mask.
+	 * No seq_cst: no decision rests on a store-then-load race through
+	 * `requested` (a slot's join or leave is settled by the CASes on its
+	 * ack). Sleeping workers see the new mask through ring()'s RMW on
+	 * the doorbell, which comes after this store. */
+	if (atomic_exchange_explicit(&g->requested, mask, memory_order_release) != mask)
 		ring(g, &g->doorbell, &g->sleepers);
 }
 
@@ -640,7 +662,15 @@ static void epoch_bump(gang_t *g)
 {
 	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_relaxed);
 	e = (e + 1) & EPOCH_MASK;
-	atomic_store_explicit(&g->epoch, e, memory_order_seq_cst);
+	/* release: pairs with the workers' acquire loads of the epoch
+	 * (worker_wanted, the arrive in worker_main): what the leader did
+	 * before gang_begin/gang_end happens before a worker acts on the new
+	 * epoch. No seq_cst: a stale epoch is harmless by construction (the
+	 * leader's CAS expects the current e, so an ack of an old epoch is
+	 * never taken; a worker that still sees the old epoch leaves at its
+	 * next check). Sleepers see it through ring()'s RMW, as in
+	 * gang_request. */
+	atomic_store_explicit(&g->epoch, e, memory_order_release);
 	ring(g, &g->doorbell, &g->sleepers);
 }
 
@@ -665,10 +695,22 @@ void gang_set_acquire(gang_t *g, gang_acquire_t mode)
 	atomic_store_explicit(&g->acquire, (uint32_t)mode, memory_order_relaxed);
 }
 
+/* The sync word's arrival count holds every participant. */
+_Static_assert(GANG_MAX_SLOTS <= 0xffff, "arrivals must fit sync's 16 bits");
+
 uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
 {
 	uint32_t e = atomic_load_explicit(&g->epoch, memory_order_relaxed);
 	assert(e & 1);
+	/* sync's wave field is 16 bits and holds wave + 1 after the last
+	 * wave: a longer plan would alias waves and break I3. Callers check
+	 * (forward_new refuses such models); this is the last guard. */
+	if (plan->n_waves > GANG_MAX_WAVES) {
+		fprintf(stderr, "egang: gang_run_token: a plan of %u waves; the "
+				"sync word holds at most %u\n",
+			plan->n_waves, GANG_MAX_WAVES);
+		abort();
+	}
 	/* 0. the leader's class follows the acquire mode from token to token
 	 * (no system call unless the mode changed): a policy that switches to
 	 * preempt in the middle of a generation must raise the leader too, or
@@ -676,14 +718,21 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan)
 	 * waits for it (egang generate under `compare-llamacpp --busy` ran at
 	 * half speed: the policy arrives after gang_begin) */
 	sched_apply(g, &g->slots[0]);
-	/* 1. take every requested slot that is ready (never wait) */
-	uint32_t req = atomic_load_explicit(&g->requested, memory_order_seq_cst);
+	/* 1. take every requested slot that is ready (never wait). acquire:
+	 * pairs with gang_request's release (see there). */
+	uint32_t req = atomic_load_explicit(&g->requested, memory_order_acquire);
 	uint32_t mask = 1;
 	for (uint32_t r = req & ~1u & gang_all(g); r; r &= r - 1) {
 		int s = __builtin_ctz(r);
 		uint32_t expect = e;
-		/* acq_rel: pairs with the worker's ack store / leave CAS; only
-		 * one of our CAS and the worker's leave CAS can win. */
+		/* acquire: pairs with the worker's release ack store, so its
+		 * latch load happened before the latch we store below (its
+		 * `seen` is older: gang.h I1). release: stronger than needed
+		 * (the worker learns it was taken from a failed leave CAS and
+		 * reads the token through the latch's acquire); kept because
+		 * it costs nothing on x86 (a locked CMPXCHG whatever the order)
+		 * and pairs with the leave CAS's acquire. Only one of this CAS
+		 * and the worker's leave CAS can win. */
 		if (atomic_compare_exchange_strong_explicit(
 			    &g->slots[s].ack, &expect, e | ACK_TAKEN,
 			    memory_order_acq_rel, memory_order_relaxed))

@@ -96,6 +96,9 @@
 #include "base/wave.h"
 
 #define GANG_MAX_SLOTS 32
+/* Waves per token at most: sync's wave field is 16 bits and reaches
+ * n_waves after the last wave. */
+#define GANG_MAX_WAVES 0xffffu
 
 typedef struct gang gang_t; /* opaque */
 

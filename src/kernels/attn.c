@@ -19,13 +19,20 @@
 
 #include <math.h>
 
+#include "base/alloc.h"
+
 /* ---------------------------------------------------------- reference */
 
-void attn_rows_generic(const float *q, int64_t qs, const float *K,
-		       const float *V, int64_t kvs, float *out, int64_t os,
-		       int64_t hd, int32_t pos0, int32_t nq)
+int attn_rows_generic(const float *q, int64_t qs, const float *K,
+		      const float *V, int64_t kvs, float *out, int64_t os,
+		      int64_t hd, int32_t pos0, int32_t nq)
 {
-	float *s = gemm_scratch(0, (size_t)(pos0 + nq) * sizeof(float));
+	/* eg_alloc_fault: the scratch is an allocation point of the
+	 * failure hook (base/alloc.h) like any other */
+	float *s = eg_alloc_fault() ? NULL
+				    : gemm_scratch(0, (size_t)(pos0 + nq) * sizeof(float));
+	if (!s)
+		return -1;
 	float scale = sqrtf((float)hd);
 	for (int32_t j = 0; j < nq; j++) {
 		const float *qj = q + j * qs;
@@ -47,6 +54,7 @@ void attn_rows_generic(const float *q, int64_t qs, const float *K,
 				o[i] += a * v[i];
 		}
 	}
+	return 0;
 }
 
 /* --------------------------------------------------------------- SIMD */
@@ -66,22 +74,18 @@ void attn_rows_generic(const float *q, int64_t qs, const float *K,
 #include "kernels/attn_tmpl.h"
 #endif
 
-void attn_rows(const float *q, int64_t qs, const float *K, const float *V,
-	       int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
-	       int32_t nq)
+int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
+	      int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+	      int32_t nq)
 {
 	if (nq <= 0)
-		return;
+		return 0;
 #if defined(__x86_64__)
 	const char *isa = kernels_isa();
-	if (strcmp(isa, "avx512") == 0) {
-		attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-		return;
-	}
-	if (strcmp(isa, "avx2") == 0) {
-		attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-		return;
-	}
+	if (strcmp(isa, "avx512") == 0)
+		return attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+	if (strcmp(isa, "avx2") == 0)
+		return attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 #endif
-	attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+	return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 }

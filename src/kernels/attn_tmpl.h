@@ -54,18 +54,18 @@ CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, i
 	}
 }
 
-__attribute__((target(ATTN_TARGET))) static void
+__attribute__((target(ATTN_TARGET))) static int
 CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
 	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
 	  int32_t nq)
 {
 	int32_t npos = pos0 + nq;
-	float *buf = gemm_scratch(0, ((size_t)hd * ATTN_W + (size_t)npos * (ATTN_W + 1)) *
-					     sizeof(float) + 64);
-	if (!buf) { /* out of memory: the reference's scratch is smaller */
-		attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-		return;
-	}
+	float *buf = eg_alloc_fault()
+			     ? NULL
+			     : gemm_scratch(0, ((size_t)hd * ATTN_W + (size_t)npos * (ATTN_W + 1)) *
+						       sizeof(float) + 64);
+	if (!buf) /* out of memory: the reference's scratch is smaller */
+		return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 	float *Qt = buf, *St = Qt + hd * ATTN_W, *s = St + (size_t)npos * ATTN_W;
 	const float scale = sqrtf((float)hd);
 	for (int32_t j0 = 0; j0 < nq; j0 += ATTN_W) {
@@ -115,6 +115,7 @@ CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 			CAT(wsum_, ATTN_SUFFIX)(s, V, kvs, out + (j0 + j) * os, hd, pos);
 		}
 	}
+	return 0;
 }
 
 

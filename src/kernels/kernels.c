@@ -5,7 +5,8 @@
  * products and matvec; dispatch; public entry points; the non-matvec math of
  * the forward pass (rmsnorm, softmax, rope, attention: generic twins written
  * to match llama2.c's run.c operation for operation, then their dispatchers,
- * whose SIMD versions give the same bits; swiglu, scalar only).
+ * whose SIMD versions give the same bits; swiglu, whose AVX-512 version
+ * gives the same bits too).
  *
  * See kernels_impl.h for the reduction orders and what is bit-exact. */
 #include "kernels/kernels_impl.h"
@@ -588,13 +589,10 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 }
 
 /* Float rows are read packed only while a group of 4 is at most this many
- * bytes. Decode tok/s, packed against EGANG_PACK=0, alternated in one run
- * (2026-12-03, two runs): smollm-135m f16 (groups of 4.5 and 12 KiB) one
- * core 124-132 against 82-94 and 97.6 against 81.5, two cores 135-158
- * against 118-131 and 170 against 134; tinyllama-1.1b
- * f16 (16 and 44 KiB) two cores 18.1-20.4 against 21.7-22.6, and 19.8-21.6
- * with a software prefetch stream 2-4 KiB ahead: there four row streams,
- * each prefetched 2 KiB ahead, keep more reads in flight than one stream. */
+ * bytes: packing helped groups of 4.5 and 12 KiB (smollm-135m f16) and
+ * hurt groups of 16 and 44 KiB (tinyllama-1.1b f16), where four row
+ * streams, each prefetched 2 KiB ahead, keep more reads in flight than one
+ * packed stream (figures: doc/measurements.md). */
 #define PACK_FLOAT_GROUP_MAX (12u << 10)
 
 int pack16_used(dtype_t t, int64_t n)

@@ -242,11 +242,14 @@ void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
  * cached keys and values of positions 0..pos0+j (K + t * kvs, V + t * kvs)
  * -> out + j * os (hd) = sum_t softmax_t(q.k_t / sqrt(hd)) v_t. Every level
  * gives the same bits as attn_rows_generic, whose arithmetic per query is
- * the decode path's (forward.c). Thread-safe; uses per-thread scratch. */
-void attn_rows(const float *q, int64_t qs, const float *K, const float *V,
-	       int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
-	       int32_t nq);
-void attn_rows_generic(const float *q, int64_t qs, const float *K,
+ * the decode path's (forward.c). Thread-safe; uses per-thread scratch:
+ * 0, or -1 when that scratch cannot be allocated (out is then not written;
+ * no err_set: the caller, often a gang worker, reports it on its leader's
+ * thread, forward_batch_status). */
+int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
+	      int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+	      int32_t nq);
+int attn_rows_generic(const float *q, int64_t qs, const float *K,
 		       const float *V, int64_t kvs, float *out, int64_t os,
 		       int64_t hd, int32_t pos0, int32_t nq);
 

@@ -25,30 +25,19 @@
  * (matvec_p16: pack16's layout, kernels.h; what decode runs), else 16 rows
  * at a time where it can (dot_rows_quant16: rows in lanes, the same layout
  * transposed in registers, no horizontal sums; same bits), then the
- * 4-row / 1-row forms below. `egang bench matvec --mb 256 --n N` from
- * memory, one core, 2026-12-03 (the two forms in one run): n = 2048 q8_0
- * 23.5 GB/s unpacked, 35.6 packed, q4_0 19.4 / 30.4; n = 5632 q8_0 26.3 /
- * 43.0, q4_0 21.0 / 33.0 (`bench membw`, one core, read 28-40 GB/s in the
- * same half hour).
+ * 4-row / 1-row forms below. The packed form is the fastest from memory:
+ * one linear stream per group of 16 rows.
  *
- * Performance notes (one Zen 5 vCPU, GB/s of weights, `test_kernels
- * --bench 512 2048` in L2 and `egang bench matvec --mb 64` from memory,
- * old and new arms alternated in one run): q4_0 L2 22.6 -> 33.0, memory
- * 12.9 -> 25.7; q8_0 L2 42.5 -> 48, memory 24.4 -> 30.6; f16/bf16 ~39-54,
- * f32 ~37. The 16-row form's costs: the 16 row scales per block (built in
- * integer registers, 4 x pack4; a vpgatherdd instead: q4_0 33 -> 27) and
- * the in-register transpose; without the scales at all it would reach
- * ~45 (q4_0). The 4-row form is bound by per-block work: building the
- * 4-row scale vectors costs ~30% and the transposed block-sum reduction
- * ~15% (measured by removing each). Tried and slower there: staging a
- * chunk's scales through a stack array (store-forwarding stalls),
- * vpgatherdd for the scales (about equal for q8_0, slower for q4_0), a
- * 256-bit form without lane inserts (-10%). Software prefetch costs ~15% in
- * cache and gains 30-50% from DRAM. Float matmat (prefill; `test_gemm
- * --bench`): 2 rows x 4 tokens f16 36 -> 70 GMAC/s at n = 576, 42 at
- * n = 1536 (4 rows x 2 tokens: 65 and 58); then 4 rows x 3 tokens with the
- * loads held in registers, f16 42 -> 77 at n = 1536 and 41 -> 72 at
- * n = 5632 (matmat_float has the figures). */
+ * Why the forms are shaped so: the 16-row form's costs are the 16 row
+ * scales per block (built in integer registers, 4 x pack4: a vpgatherdd
+ * was slower) and the in-register transpose. The 4-row form is bound by
+ * per-block work (building the 4-row scale vectors, the transposed
+ * block-sum reduction). Tried and slower: staging a chunk's scales
+ * through a stack array (store-forwarding stalls), vpgatherdd for the
+ * scales, a 256-bit form without lane inserts. Software prefetch costs in
+ * cache and gains from DRAM. Float matmat (prefill) runs 4 rows x 3
+ * tokens with the loads held in registers (matmat_float). The measured
+ * figures behind each choice, with their commands: doc/measurements.md. */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
@@ -482,17 +471,15 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 #define Q16_NBMAX 512 /* blocks per row the stack arrays hold (16384 elements) */
 
 #ifndef PF16_ROW_DIST
-/* decode of tinyllama-1.1b q4_0 on 2 cores, tok/s: 128 34, 256 35.5-36,
- * 512 29-33, 1024 28; on 1 core 256 and 512 were equal */
+/* how far ahead the 16-row form prefetches each row, in bytes (the best
+ * of 128..1024 on long q4_0 rows; doc/measurements.md) */
 #define PF16_ROW_DIST 256
 #endif
 /* Rows so short that a group of 16 is at most this many bytes are
  * prefetched a group ahead as one region instead of per row: a 256-byte
  * lead inside a 612-byte row (smollm-135m q8_0, n = 576) is no lead at all.
- * Measured (2026-12-02, bench matvec from memory, one core): n = 576 q8_0
- * 11.5 -> 17.5 GB/s, q4_0 10 -> 16; smollm-135m q8_0 decode 77 -> 122-130
- * tok/s on one core, 129 -> 206 on two. With long rows (tinyllama-1.1b,
- * n = 2048, 34 KiB groups) the group-ahead form lost 22%: per row there. */
+ * With long rows (tinyllama-1.1b, n = 2048, 34 KiB groups) the group-ahead
+ * form was slower: per row there (doc/measurements.md). */
 #define PF16_LINEAR_MAX (16u << 10)
 
 /* Activation block b's start value -bias * sum x (bias 128 for Q8_0, 8 for
@@ -599,14 +586,9 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 /* Packed groups (pack16, kernels.h): the same lanes and the same float
  * steps as dot_rows_quant16, the bytes already in vector order: one linear
  * stream, left to the hardware prefetcher. A software prefetch stream was
- * measured and dropped (2026-12-03, decode tok/s, arms alternated in one
- * run): 1024 bytes ahead against none, tinyllama-1.1b q4_0 one core
- * 37.1-37.8 vs 37.9-39.0, smollm-135m q4_0 one core 349-369 vs 381-419,
- * tinyllama-1.1b q8_0 two cores 45.3-47.2 vs 46.0-46.9; `bench matvec`
- * from memory q4_0 26-30 GB/s with it, 40-42 without (the prefetches
- * compete with the q4_0 kernel's ALU work); with prefetch, 512 and 4096
- * bytes ahead were slower than 1024 and 2048 no better, and a second far
- * stream into L2 or the L2 hint were slower. */
+ * measured and dropped: it was no faster in decode and slower from memory
+ * (the prefetches compete with the q4_0 kernel's ALU work), at every
+ * distance tried (doc/measurements.md). */
 AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y,
 			      int64_t n, int64_t ng)
 {
@@ -619,12 +601,8 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 	/* The chunk's first 2 KiB at once: the hardware prefetcher needs a
 	 * few misses to pick up a new stream, and a chunk starts one whenever
 	 * it is not the one after the member's last (a wave's first chunk, a
-	 * stolen one). Measured while members still claimed from one shared
-	 * cursor, where that was most chunks: tinyllama-1.1b q8_0 decode on 2
-	 * cores, three alternated rounds (2026-12-03): 47.0 / 43.7 / 41.7
-	 * tok/s without, 49.1 / 45.7 / 45.5 with 2 KiB; 1 KiB and 4 KiB
-	 * gained less, 512 KiB chunks about as much (and coarser balance);
-	 * one core and the smollm-135m models: within noise. */
+	 * stolen one). 2 KiB gained most of the sizes tried
+	 * (doc/measurements.md). */
 	for (size_t k = 0; k < 2048; k += 64)
 		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
 	x16_prepare(t, x, nb, cx, dx);
@@ -766,13 +744,12 @@ AVX512 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int6
  * compiler must hold v in a register and cannot fold its load into the
  * FMAs that use it as a memory operand. GCC 12 did fold them (the
  * activations in the 2 x 4 kernel, the f32 weights in a 4 x 3 one), so each
- * vector was loaded once per use and the loop was bound by loads:
- * `test_gemm --bench 1024 2048 128`, f32, 2 x 4, 32 -> 46 GMAC/s with the
- * activations held. Clang did not fold them, but with the asm it stored
- * every weight vector to the stack as well (f16 54 GMAC/s instead of 83),
- * so there it is nothing. MM_UNROLL: clang left the loops of mm_float
- * rolled under `#pragma GCC unroll` (accumulators on the stack, f16 36
- * GMAC/s) and unrolls them fully with its own pragma. No arithmetic
+ * vector was loaded once per use and the loop was bound by loads. Clang
+ * did not fold them, but with the asm it stored every weight vector to the
+ * stack as well, so there it is nothing. MM_UNROLL: clang left the loops
+ * of mm_float rolled under `#pragma GCC unroll` (accumulators on the
+ * stack) and unrolls them fully with its own pragma (figures:
+ * doc/measurements.md). No arithmetic
  * changes either way. */
 #if defined(__clang__)
 #define IN_REGISTER(v) ((void)0)
@@ -888,14 +865,9 @@ MM_UNROLL
 
 /* Rows r0..r1-1 x ntok tokens: tiles of 3 tokens (their activations stay
  * in the 48 KiB L1 for n up to ~3000, in L2 above), within a tile the rows 4 at a time (the
- * chunk's rows stay in L2 across tiles). Shapes, `test_gemm --bench`
- * GMAC/s on one core, rows x n = 1024 x 2048 / 512 x 5632 / 1536 x 576 /
- * 576 x 1536, 128 tokens, alternated in one run: f16 2 x 4 (before)
- * 40 / 41 / 70 / 42, 4 x 3 76 / 72 / 92 / 77, 2 x 4 with the loads held
- * in registers 62 / 59 / 86 / 65; bf16 2 x 4 64 / 41 / 41 / 67, 4 x 3
- * 86 / 71 / 86 / 88; f32 2 x 4 32 / 35 / 54 / 36, 2 x 4 held 48 / 37 /
- * 71 / 53, 4 x 3 held 53 / 45 / 80 / 56. 3 x 4 (loads not held): f16
- * 40 / 41 / 71 / 41, no gain. */
+ * chunk's rows stay in L2 across tiles). 4 x 3 with the loads held in
+ * registers beat 2 x 4 and 3 x 4 at every shape measured
+ * (doc/measurements.md). */
 AVX512_INLINE void matmat_float(dtype_t t, const mm_rows_t *L, const void *X,
 				size_t xs, float *Y, int64_t ys, int64_t n, int64_t r0,
 				int64_t r1, int64_t ntok)
@@ -1162,12 +1134,9 @@ AVX512_INLINE void transpose16_ps(__m512 *r)
  * rows, 16 dimensions at a time, and transposed in registers once for the
  * c heads (transpose16_ps; positions past n_pos and dimensions past hd read
  * as 0 and are never added); the division by sqrtf(hd) per lane.
- * Measured (smollm-135m q8_0 decode, one core): the former 16-lane gathers
- * of the keys took ~65% of the attention's time and one chain per output
- * vector the rest; attention fell from ~10% of a token to ~3%. Sharing the
- * transposes among a KV head's queries (tinyllama-1.1b: 8 per KV head)
- * took attention from 4.2% to 2.3% of the perf samples of a two-core
- * 200-token decode (`egang bench decode --tokens 200`, 2026-12-03). */
+ * Gathering the keys in 16 lanes instead took most of the attention's
+ * time; the transposes are shared among a KV head's queries
+ * (tinyllama-1.1b: 8 per KV head). Figures: doc/measurements.md. */
 AVX512_INLINE void att_scores(const float *q, int c, const float *k, const float *v,
 			      int64_t stride, int n_pos, int hd, float *scores,
 			      int64_t ss)

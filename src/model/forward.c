@@ -1,11 +1,14 @@
 /* forward: the decoder's token step as waves of chunks (see forward.h). */
 #include "model/forward.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 
 enum {
@@ -17,14 +20,10 @@ enum {
 	STEP_COUNT
 };
 
-/* Default weight bytes per chunk. Decode: larger chunks stream better on
- * 2 cores (fewer claims of the shared chunk counter, fewer cold starts of
- * a row group). Decode of tinyllama-1.1b on 2 cores, tok/s, chunks of 32 /
- * 128 / 256 KiB, two rounds a few minutes apart (the machine's speed
- * drifted by up to 30% between them): q4_0 37.6 / 52.1 / 61.9 and
- * 36.5 / 49.3 / 53.5; f16 14.5 / 22.3 / 16.3 and - / 15.9 / 16.6. So
- * 256 KiB for quantized weights; 128 KiB for float ones (smollm-135m f16:
- * 112 / 156 / 124). Batched prefill keeps 32 KiB: a chunk's rows are
+/* Default weight bytes per chunk. Decode: larger chunks stream better
+ * (fewer claims, fewer cold starts of a row group): 256 KiB for quantized
+ * weights, 128 KiB for float ones, the best of 32 / 128 / 256 KiB
+ * (doc/measurements.md). Batched prefill keeps 32 KiB: a chunk's rows are
  * read once per token tile and should stay in L1/L2. */
 #ifndef DECODE_CHUNK_Q
 #define DECODE_CHUNK_Q (256u << 10)
@@ -77,6 +76,11 @@ struct forward {
 	uint32_t brows_qkv, brows_wo, brows_ffn1, brows_ffn2;
 	wave_t *bwaves;
 	wave_plan_t bplan;
+	/* an attention chunk of the batch found no scratch memory (set by
+	 * any participant, relaxed: the token's last barrier, whose release
+	 * and acquire every chunk passes before the leader returns from the
+	 * plan, orders it before forward_batch_status reads it) */
+	_Atomic bool batt_failed;
 };
 
 /* Tokens of a batch per attention chunk. */
@@ -462,10 +466,11 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (k0 >= f->bn) /* a group past this batch's tokens */
 		return;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
-	attn_rows(f->bq + k0 * Q + h * hd, Q,
-		  f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
-		  f->v_cache + (size_t)l * f->ctx * KV + kvh * hd, KV,
-		  f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0);
+	if (attn_rows(f->bq + k0 * Q + h * hd, Q,
+		      f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
+		      f->v_cache + (size_t)l * f->ctx * KV + kvh * hd, KV,
+		      f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0) < 0)
+		atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
 }
 
 static void b_attn_finish(void *ctx, uint32_t wave)
@@ -582,8 +587,6 @@ static uint32_t rows_per_chunk(const tensor_t *w, uint32_t bytes, uint32_t cap)
 
 static uint32_t div_up(int64_t a, uint32_t b) { return (uint32_t)((a + b - 1) / b); }
 
-/* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
- * about `bytes` of weights, at least 16. */
 /* The default decode chunk of one matrix: at most `bytes`, and small
  * enough that the matrix has at least two chunks per online CPU (so a
  * small matrix on a many-core machine still feeds every member: 256 KiB
@@ -601,6 +604,8 @@ static uint32_t spread_bytes(const tensor_t *w, uint32_t bytes, int ncpu)
 	return even < bytes ? (uint32_t)even : bytes;
 }
 
+/* Batch chunks: a multiple of 16 rows (the AVX-512 kernel's row group),
+ * about `bytes` of weights, at least 16. */
 static uint32_t batch_rows_per_chunk(const tensor_t *w, uint32_t bytes)
 {
 	size_t rb = dtype_row_bytes(w->type, w->cols);
@@ -634,7 +639,7 @@ static void *calloc_lines(size_t n, size_t size)
 {
 	void *p = NULL;
 	size_t bytes = n * size;
-	if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+	if (eg_memalign(&p, 64, bytes ? bytes : 64) != 0)
 		return NULL;
 	memset(p, 0, bytes);
 	return p;
@@ -645,10 +650,9 @@ static void *calloc_lines(size_t n, size_t size)
  * bytes past a page): a chunk's outputs are a multiple of 16 rows, so two
  * chunks that run at once on two cores no longer write into one line of a
  * token's row, and where a row's length is a multiple of 16 the float
- * gemm's 64-byte activation loads no longer straddle lines. `bench
- * prefill`, f16, 256 tokens, medians, alternated with calloc: smollm-135m
- * 2 cores 762 -> 812 tok/s, 1 core 557 -> 572; tinyllama-1.1b 2 cores
- * 109 -> 114 and 117 -> 121. (The KV cache aligned as well: +1%, noise.) */
+ * gemm's 64-byte activation loads no longer straddle lines (faster
+ * prefill: doc/measurements.md; aligning the KV cache as well gained
+ * nothing measurable). */
 static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 {
 	const model_config_t *c = &f->c;
@@ -656,21 +660,21 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	       H = (size_t)c->hidden_dim, big = d > H ? d : H;
 	/* Q8_0 rows take 34/32 of a float row's elements in bytes: 2 per
 	 * element bounds them */
-	f->btok = calloc(B, sizeof *f->btok);
+	f->btok = eg_calloc(B, sizeof *f->btok);
 	f->bx = calloc_lines(B * d, sizeof(float));
 	f->bxb = calloc_lines(B * d, sizeof(float));
-	f->bxb_q = calloc(B * d * 2 + 64, 1);
+	f->bxb_q = eg_calloc(B * d * 2 + 64, 1);
 	f->bq = calloc_lines(B * Q, sizeof(float));
 	f->batt = calloc_lines(B * Q, sizeof(float));
-	f->batt_q = calloc(B * Q * 2 + 64, 1);
+	f->batt_q = eg_calloc(B * Q * 2 + 64, 1);
 	f->bhb = calloc_lines(B * H, sizeof(float));
-	f->bhb_q = calloc(B * H * 2 + 64, 1);
+	f->bhb_q = eg_calloc(B * H * 2 + 64, 1);
 	f->btmp = calloc_lines(B * big, sizeof(float));
-	f->bxb_aux = calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
-	f->batt_aux = calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
-	f->bhb_aux = calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);
+	f->bxb_aux = eg_calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
+	f->batt_aux = eg_calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
+	f->bhb_aux = eg_calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);
 	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
-	f->bwaves = calloc(n, sizeof *f->bwaves);
+	f->bwaves = eg_calloc(n, sizeof *f->bwaves);
 	if (!f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
 	    !f->batt_q || !f->bhb || !f->bhb_q || !f->btmp || !f->bxb_aux ||
 	    !f->batt_aux || !f->bhb_aux ||
@@ -712,28 +716,45 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	if (!chunk_bytes)
 		chunk_bytes = dtype_info[m->layers[0].wq.type].block > 1 ? DECODE_CHUNK_Q
 									  : DECODE_CHUNK_F;
-	forward_t *f = calloc(1, sizeof *f);
+	/* the gang's sync word counts waves in 16 bits (gang.h
+	 * GANG_MAX_WAVES; model is below gang, so the bound is restated) */
+	if ((uint64_t)2 + (uint64_t)STEP_COUNT * (uint64_t)c->n_layers > 0xffffu) {
+		err_set("%d layers: a token's plan would exceed the gang's 65535 waves",
+			c->n_layers);
+		return NULL;
+	}
+	forward_t *f = eg_calloc(1, sizeof *f);
+	if (!f) {
+		err_sys("cannot allocate the forward state");
+		return NULL;
+	}
 	f->m = m;
 	f->c = *c;
 	f->ctx = ctx;
 	int64_t Q = q_dim(c), KV = kv_dim(c);
 	size_t qb = dtype_row_bytes(DTYPE_Q8_0, 32) / 32 + 1; /* bytes/elem bound */
-	f->x = calloc((size_t)c->dim, sizeof(float));
-	f->xb = calloc((size_t)c->dim, sizeof(float));
-	f->xb_q = calloc((size_t)c->dim * qb + 64, 1);
-	f->q = calloc((size_t)Q, sizeof(float));
-	f->att = calloc((size_t)Q, sizeof(float));
-	f->att_q = calloc((size_t)Q * qb + 64, 1);
-	f->scores = calloc((size_t)c->n_heads * (size_t)ctx, sizeof(float));
-	f->hb = calloc((size_t)c->hidden_dim, sizeof(float));
-	f->hb_q = calloc((size_t)c->hidden_dim * qb + 64, 1);
-	f->logits = calloc((size_t)c->vocab_size, sizeof(float));
-	f->k_cache = calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+	f->x = eg_calloc((size_t)c->dim, sizeof(float));
+	f->xb = eg_calloc((size_t)c->dim, sizeof(float));
+	f->xb_q = eg_calloc((size_t)c->dim * qb + 64, 1);
+	f->q = eg_calloc((size_t)Q, sizeof(float));
+	f->att = eg_calloc((size_t)Q, sizeof(float));
+	f->att_q = eg_calloc((size_t)Q * qb + 64, 1);
+	f->scores = eg_calloc((size_t)c->n_heads * (size_t)ctx, sizeof(float));
+	f->hb = eg_calloc((size_t)c->hidden_dim, sizeof(float));
+	f->hb_q = eg_calloc((size_t)c->hidden_dim * qb + 64, 1);
+	f->logits = eg_calloc((size_t)c->vocab_size, sizeof(float));
+	f->k_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
 			    sizeof(float));
-	f->v_cache = calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+	f->v_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
 			    sizeof(float));
 	if (!f->k_cache || !f->v_cache || !f->scores) {
 		err_set("cannot allocate the KV cache for %d positions", ctx);
+		forward_free(f);
+		return NULL;
+	}
+	if (!f->x || !f->xb || !f->xb_q || !f->q || !f->att || !f->att_q || !f->hb ||
+	    !f->hb_q || !f->logits) {
+		err_sys("cannot allocate the activations");
 		forward_free(f);
 		return NULL;
 	}
@@ -748,7 +769,12 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 				     1u << 20);
 
 	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
-	f->waves = calloc(n, sizeof *f->waves);
+	f->waves = eg_calloc(n, sizeof *f->waves);
+	if (!f->waves) {
+		err_sys("cannot allocate the wave plan");
+		forward_free(f);
+		return NULL;
+	}
 	f->waves[0] = (wave_t){1, embed_chunk, embed_finish};
 	for (int l = 0; l < c->n_layers; l++) {
 		wave_t *w = &f->waves[1 + STEP_COUNT * l];
@@ -774,10 +800,10 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		return NULL;
 	}
 	/* a row per batch position (one for decode); + 1: never calloc(0) */
-	f->rope_cs = calloc((size_t)(f->bmax > 1 ? f->bmax : 1) * (size_t)c->rope_dim + 1,
+	f->rope_cs = eg_calloc((size_t)(f->bmax > 1 ? f->bmax : 1) * (size_t)c->rope_dim + 1,
 			    sizeof(float));
 	if (!f->rope_cs) {
-		err_sys("calloc");
+		err_sys("cannot allocate the RoPE table");
 		forward_free(f);
 		return NULL;
 	}
@@ -877,3 +903,11 @@ int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 }
 
 const wave_plan_t *forward_batch_plan(const forward_t *f) { return &f->bplan; }
+
+int forward_batch_status(forward_t *f)
+{
+	if (!atomic_exchange_explicit(&f->batt_failed, false, memory_order_relaxed))
+		return 0;
+	errno = ENOMEM;
+	return err_sys("prefill attention: cannot allocate its scratch");
+}

@@ -60,6 +60,9 @@ int32_t forward_batch_max(const forward_t *f);
 int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 		      int32_t pos, bool logits);
 const wave_plan_t *forward_batch_plan(const forward_t *f);
+/* After running the batch plan: 0, or -1 + err_get() when a chunk could
+ * not allocate its scratch (the batch's results are then invalid). */
+int forward_batch_status(forward_t *f);
 
 /* Convenience: set input and run serially; returns logits or NULL. */
 float *forward_token_serial(forward_t *f, int32_t token, int32_t pos);

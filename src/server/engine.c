@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 #include "model/utf8.h"
 
@@ -47,7 +48,7 @@ static int prefill_batch(forward_t *f, gang_t *g, const int32_t *toks,
 		gang_run_token(g, forward_batch_plan(f));
 	else
 		wave_plan_run_serial(forward_batch_plan(f));
-	return 0;
+	return forward_batch_status(f);
 }
 
 /* A control byte that is not whitespace is dropped from the text, as
@@ -128,18 +129,26 @@ static size_t stop_hold(const engine_params_t *p, const char *s, size_t n)
 	return hold;
 }
 
+/* text_decoded's return when the held-back text cannot grow */
+#define TEXT_NO_MEMORY (-2)
+
 /* Decoded text d[0..n): emitted, or searched and partly held back.
- * Returns STOP_STRING, STOP_CANCEL or -1 (go on). */
+ * Returns STOP_STRING, STOP_CANCEL, -1 (go on) or TEXT_NO_MEMORY (err_sys
+ * set). */
 static int text_decoded(text_out_t *o, const engine_params_t *p, const char *d,
 			size_t n, bool last)
 {
 	if (!o->generated || !p->n_stop)
 		return text_emit(p, d, n) ? STOP_CANCEL : -1;
 	if (o->len + n >= o->cap) { /* never NULL once here, even for n = 0 */
-		o->cap = (o->len + n) * 2 + 64;
-		o->buf = realloc(o->buf, o->cap);
-		if (!o->buf)
-			abort(); /* out of memory */
+		size_t cap = (o->len + n) * 2 + 64;
+		char *grown = eg_realloc(o->buf, cap);
+		if (!grown) {
+			err_sys("cannot allocate the held-back text of stop strings");
+			return TEXT_NO_MEMORY;
+		}
+		o->buf = grown;
+		o->cap = cap;
 	}
 	memcpy(o->buf + o->len, d, n);
 	o->len += n;
@@ -183,9 +192,9 @@ static int64_t prompt_load(const model_t *m, const engine_params_t *p,
 			   int32_t ctx, int32_t **out)
 {
 	int64_t cap = (int64_t)ctx + 1;
-	int32_t *ids = malloc((size_t)cap * sizeof *ids);
+	int32_t *ids = eg_malloc((size_t)cap * sizeof *ids);
 	if (!ids)
-		return err_sys("malloc");
+		return err_sys("cannot allocate the token ids");
 	int64_t n_prompt;
 	if (p->prompt_ids) {
 		n_prompt = p->n_prompt_ids;
@@ -248,14 +257,10 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 	/* The first batch is small when workers are requested: gang_begin
 	 * has only just woken them, and a worker joins at the first token
 	 * after its ack (gang.h, I4), so a full first batch ran on the leader
-	 * alone: half of a 256-token prompt (tinyllama-1.1b f16, 2 cores: the
-	 * worker was absent for the first 3.2 s of every 5.2 s prompt in
-	 * `perf record`). A batch of FIRST_BATCH tokens outlasts the worker's
-	 * wake-up (~0.1 ms) even on stories260K. `bench prefill --cores 0,1`,
-	 * 256 tokens, tok/s, first batch 128 (as before) / 1 / 4 / 8 / 32,
-	 * the same run: tinyllama-1.1b f16 53.2 / 75.4 / - / 74.5 / 69.8;
-	 * smollm-135m f16 437 / 603 / - / 591 / (16) 583; stories260K 25953 /
-	 * 31683 / 31995 / 31805. One core: no change (no worker to wait for). */
+	 * alone (perf record showed the worker absent for most of a 256-token
+	 * prompt). A batch of FIRST_BATCH tokens outlasts the worker's wake-up
+	 * (~0.1 ms) even on stories260K; figures: doc/measurements.md. One
+	 * core: no change (no worker to wait for). */
 	int32_t first = s->g && (gang_requested(s->g) & ~1u) && FIRST_BATCH < bmax
 				? FIRST_BATCH
 				: bmax;
@@ -283,8 +288,12 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 			int k = tokenizer_decode(s->m->tok, s->ids[q], s->ids[q + 1],
 						 s->piece, sizeof s->piece);
 			size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
-			if (text_add(&s->out, p, s->piece, len) >= 0) {
+			int why = text_add(&s->out, p, s->piece, len);
+			if (why == TEXT_NO_MEMORY)
+				s->rc = -1;
+			else if (why >= 0)
 				s->r->stop = STOP_CANCEL;
+			if (why != -1) {
 				s->stopped = true;
 				break;
 			}
@@ -378,6 +387,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			size_t len = k > 0 ? text_clean(s.piece, (size_t)k) : 0;
 			s.out.generated = pos + 1 >= n_prompt;
 			int why = text_add(&s.out, p, s.piece, len);
+			if (why == TEXT_NO_MEMORY) {
+				s.rc = -1;
+				break;
+			}
 			if (why >= 0) {
 				r->stop = (engine_stop_t)why;
 				break;
@@ -386,10 +399,12 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	}
 	if (g)
 		gang_end(g);
-	if (r->stop != STOP_STRING && r->stop != STOP_CANCEL) {
+	if (s.rc == 0 && r->stop != STOP_STRING && r->stop != STOP_CANCEL) {
 		s.out.generated = true; /* even when nothing was generated */
 		int why = text_end(&s.out, p); /* the held-back tail */
-		if (why >= 0)
+		if (why == TEXT_NO_MEMORY)
+			s.rc = -1;
+		else if (why >= 0)
 			r->stop = (engine_stop_t)why;
 	}
 	uint64_t t1 = time_now_ns();
@@ -399,6 +414,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	r->decode_s = (double)(t1 - s.t_prefill) / 1e9;
 	r->n_gen = n - n_prompt;
 	r->ids = s.ids;
+	if (s.rc < 0) { /* callers free nothing after -1 (engine.h) */
+		free(s.ids);
+		r->ids = NULL;
+	}
 	free(s.out.buf);
 	sampler_free(smp);
 	return s.rc;

@@ -62,7 +62,8 @@ typedef struct engine_result {
 } engine_result_t;
 
 /* Runs one generation on f (its KV cache is overwritten from position 0);
- * g may be NULL (serial). -1 + err_get() on a bad prompt or parameters. */
+ * g may be NULL (serial). -1 + err_get() on a bad prompt or parameters,
+ * or when memory runs out; r then holds nothing to free. */
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		    const engine_params_t *p, engine_result_t *r);
 void engine_result_free(engine_result_t *r);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-large: every shape in full (all layers) in q8_0 and q4_0, every
 # type with one layer, each loaded and decoding; bit-exact logits across
-# gang memberships on the full smollm-135m q8_0. Needs ~20 GB of /tmp.
+# gang memberships on the full smollm-135m q8_0. Needs ~8 GB of /tmp: one
+# model at a time, the largest being llama2-7b q8_0 (~7.2 GB).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib.sh
