@@ -842,155 +842,156 @@ static void gpt2_byte_tokens(tokenizer_t *t)
 		t->byte_tok[b] = tok_find2(t, m->utf8[b], m->nutf8[b], NULL, 0);
 }
 
-tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
+/* tokenizer.ggml.model as a kind; -1 + err_get(). */
+static int gguf_tok_kind(const gguf_t *g, tokenizer_kind_t *kind)
 {
 	gguf_str_t model;
-	if (gguf_get_str(g, "tokenizer.ggml.model", &model) < 0) {
-		err_set("tokenizer.ggml.model: missing or not a string");
-		return NULL;
-	}
-	tokenizer_kind_t kind;
-	if (model.n == 5 && memcmp(model.s, "llama", 5) == 0) {
-		kind = TOKENIZER_LLAMA;
-	} else if (model.n == 4 && memcmp(model.s, "gpt2", 4) == 0) {
-		kind = TOKENIZER_GPT2;
-	} else {
-		err_set("tokenizer.ggml.model: unsupported tokenizer '%.*s' "
-			"(llama and gpt2 are supported)",
-			(int)(model.n > 64 ? 64 : model.n), model.s);
-		return NULL;
-	}
+	if (gguf_get_str(g, "tokenizer.ggml.model", &model) < 0)
+		return err_set("tokenizer.ggml.model: missing or not a string");
+	if (model.n == 5 && memcmp(model.s, "llama", 5) == 0)
+		*kind = TOKENIZER_LLAMA;
+	else if (model.n == 4 && memcmp(model.s, "gpt2", 4) == 0)
+		*kind = TOKENIZER_GPT2;
+	else
+		return err_set("tokenizer.ggml.model: unsupported tokenizer '%.*s' "
+			       "(llama and gpt2 are supported)",
+			       (int)(model.n > 64 ? 64 : model.n), model.s);
+	return 0;
+}
+
+/* The per-token arrays of the vocabulary, each checked against the token
+ * count: tokens (required), scores and token types (optional). */
+typedef struct gguf_vocab {
+	int32_t n;
+	const void *scores;     /* float32[n] or NULL */
+	const void *types;      /* integers[n] or NULL */
+	gguf_type_t types_elem;
+} gguf_vocab_t;
+
+static int gguf_vocab_arrays(const gguf_t *g, gguf_vocab_t *v)
+{
 	gguf_type_t elem;
 	uint64_t n;
 	if (gguf_get_arr(g, "tokenizer.ggml.tokens", &elem, &n) < 0 ||
-	    elem != GGUF_TYPE_STRING) {
-		err_set("tokenizer.ggml.tokens: missing or not a string array");
-		return NULL;
-	}
-	if (n == 0 || n > INT32_MAX / 2) {
-		err_set("tokenizer.ggml.tokens: vocabulary size %llu out of range",
-			(unsigned long long)n);
-		return NULL;
-	}
-	const int32_t nv = (int32_t)n;
-	const void *scores = NULL, *types = NULL;
-	gguf_type_t types_elem = GGUF_TYPE_INT32;
+	    elem != GGUF_TYPE_STRING)
+		return err_set("tokenizer.ggml.tokens: missing or not a string array");
+	if (n == 0 || n > INT32_MAX / 2)
+		return err_set("tokenizer.ggml.tokens: vocabulary size %llu out of "
+			       "range", (unsigned long long)n);
+	v->n = (int32_t)n;
+	v->types_elem = GGUF_TYPE_INT32;
 	if (gguf_find_key(g, "tokenizer.ggml.scores") >= 0) {
 		uint64_t ns;
 		if (gguf_get_arr(g, "tokenizer.ggml.scores", &elem, &ns) < 0 ||
 		    elem != GGUF_TYPE_FLOAT32 || ns != n ||
-		    !(scores = gguf_arr_data(g, "tokenizer.ggml.scores"))) {
-			err_set("tokenizer.ggml.scores: not a float32 array of %d",
-				nv);
-			return NULL;
-		}
+		    !(v->scores = gguf_arr_data(g, "tokenizer.ggml.scores")))
+			return err_set("tokenizer.ggml.scores: not a float32 array "
+				       "of %d", v->n);
 	}
 	if (gguf_find_key(g, "tokenizer.ggml.token_type") >= 0) {
 		uint64_t nt;
-		if (gguf_get_arr(g, "tokenizer.ggml.token_type", &types_elem,
-				 &nt) < 0 || !gguf_type_is_int(types_elem) ||
+		if (gguf_get_arr(g, "tokenizer.ggml.token_type", &v->types_elem,
+				 &nt) < 0 || !gguf_type_is_int(v->types_elem) ||
 		    nt != n ||
-		    !(types = gguf_arr_data(g, "tokenizer.ggml.token_type"))) {
-			err_set("tokenizer.ggml.token_type: not an integer array "
-				"of %d", nv);
-			return NULL;
-		}
+		    !(v->types = gguf_arr_data(g, "tokenizer.ggml.token_type")))
+			return err_set("tokenizer.ggml.token_type: not an integer "
+				       "array of %d", v->n);
 	}
-	tokenizer_t *t = tok_new(kind, nv);
-	for (int32_t i = 0; i < nv; i++) {
+	return 0;
+}
+
+/* Adds every token with its score and type; -1 + err_get(). */
+static int gguf_vocab_add(tokenizer_t *t, const gguf_t *g, const gguf_vocab_t *v)
+{
+	for (int32_t i = 0; i < v->n; i++) {
 		gguf_str_t s;
-		if (gguf_arr_str(g, "tokenizer.ggml.tokens", (uint64_t)i, &s) < 0) {
-			err_wrap("tokenizer.ggml.tokens[%d]", i);
-			goto fail;
-		}
-		if (s.n > MAX_PIECE || memchr(s.s, '\0', s.n)) {
-			err_set("tokenizer.ggml.tokens[%d]: piece too long or holds "
-				"a NUL byte", i);
-			goto fail;
-		}
+		if (gguf_arr_str(g, "tokenizer.ggml.tokens", (uint64_t)i, &s) < 0)
+			return err_wrap("tokenizer.ggml.tokens[%d]", i);
+		if (s.n > MAX_PIECE || memchr(s.s, '\0', s.n))
+			return err_set("tokenizer.ggml.tokens[%d]: piece too long or "
+				       "holds a NUL byte", i);
 		float sc = 0;
-		if (scores) {
+		if (v->scores) {
 			uint32_t u;
-			memcpy(&u, (const char *)scores + 4 * (size_t)i, 4);
+			memcpy(&u, (const char *)v->scores + 4 * (size_t)i, 4);
 			sc = u32_to_f32(u);
-			if (isnan(sc)) {
-				err_set("tokenizer.ggml.scores[%d]: NaN", i);
-				goto fail;
-			}
+			if (isnan(sc))
+				return err_set("tokenizer.ggml.scores[%d]: NaN", i);
 		}
-		int64_t ty = types ? arr_int(types, types_elem, (uint64_t)i)
-				   : TOKEN_TYPE_NORMAL;
-		if (ty < 0 || ty > TOKEN_TYPE_BYTE) {
-			err_set("tokenizer.ggml.token_type[%d]: %lld is not a token "
-				"type (0..6)", i, (long long)ty);
-			goto fail;
-		}
+		int64_t ty = v->types ? arr_int(v->types, v->types_elem, (uint64_t)i)
+				      : TOKEN_TYPE_NORMAL;
+		if (ty < 0 || ty > TOKEN_TYPE_BYTE)
+			return err_set("tokenizer.ggml.token_type[%d]: %lld is not a "
+				       "token type (0..6)", i, (long long)ty);
 		tok_add(t, s.s, s.n, sc, (int32_t)ty);
 	}
-	t->has_scores = scores != NULL;
-	if (gguf_token_id(g, "tokenizer.ggml.bos_token_id", nv, &t->bos) < 0 ||
-	    gguf_token_id(g, "tokenizer.ggml.eos_token_id", nv, &t->eos) < 0 ||
-	    gguf_token_id(g, "tokenizer.ggml.unknown_token_id", nv, &t->unk) < 0)
-		goto fail;
-	if (tok_finish(t, "tokenizer.ggml.tokens") < 0)
-		goto fail;
-	if (kind == TOKENIZER_GPT2) {
-		gguf_str_t pre = { NULL, 0 };
-		if (gguf_find_key(g, "tokenizer.ggml.pre") >= 0 &&
-		    gguf_get_str(g, "tokenizer.ggml.pre", &pre) < 0) {
-			err_set("tokenizer.ggml.pre: not a string");
-			goto fail;
-		}
-		if (tok_set_pre(t, pre.s, pre.n) < 0)
-			goto fail;
-		uint64_t nm;
-		if (gguf_get_arr(g, "tokenizer.ggml.merges", &elem, &nm) < 0 ||
-		    elem != GGUF_TYPE_STRING) {
-			err_set("tokenizer.ggml.merges: missing or not a string "
-				"array");
-			goto fail;
-		}
-		if (nm > INT32_MAX / 4) {
-			err_set("tokenizer.ggml.merges: %llu merges is too many",
-				(unsigned long long)nm);
-			goto fail;
-		}
-		t->merge = xmalloc((size_t)nm * 3 * sizeof *t->merge);
-		for (uint64_t r = 0; r < nm; r++) {
-			gguf_str_t s;
-			if (gguf_arr_str(g, "tokenizer.ggml.merges", r, &s) < 0) {
-				err_wrap("tokenizer.ggml.merges[%llu]",
-					 (unsigned long long)r);
-				goto fail;
-			}
-			const char *sp = s.n > 1 ? memchr(s.s + 1, ' ', s.n - 1)
-						 : NULL;
-			if (!sp) {
-				err_set("tokenizer.ggml.merges[%llu]: '%.*s' is not "
-					"\"left right\"", (unsigned long long)r,
-					(int)(s.n > 64 ? 64 : s.n), s.s);
-				goto fail;
-			}
-			size_t nl = (size_t)(sp - s.s), nr = s.n - nl - 1;
-			int32_t l = tok_find2(t, s.s, nl, NULL, 0);
-			int32_t rt = tok_find2(t, sp + 1, nr, NULL, 0);
-			int32_t res = tok_find2(t, s.s, nl, sp + 1, nr);
-			if (l < 0 || rt < 0 || res < 0) {
-				err_set("tokenizer.ggml.merges[%llu]: '%.*s' names a "
-					"%s not in the vocabulary",
-					(unsigned long long)r,
-					(int)(s.n > 64 ? 64 : s.n), s.s,
-					l < 0 ? "left piece" : rt < 0 ? "right piece"
-					: "merged piece");
-				goto fail;
-			}
-			t->merge[3 * r] = l;
-			t->merge[3 * r + 1] = rt;
-			t->merge[3 * r + 2] = res;
-		}
-		t->n_merges = (int32_t)nm;
-		tok_index_merges(t);
-		gpt2_byte_tokens(t);
+	t->has_scores = v->scores != NULL;
+	return 0;
+}
+
+/* A byte-level BPE's pre-tokenizer and merges ("left right", each side and
+ * their concatenation in the vocabulary); -1 + err_get(). */
+static int gguf_bpe_merges(tokenizer_t *t, const gguf_t *g)
+{
+	gguf_str_t pre = { NULL, 0 };
+	if (gguf_find_key(g, "tokenizer.ggml.pre") >= 0 &&
+	    gguf_get_str(g, "tokenizer.ggml.pre", &pre) < 0)
+		return err_set("tokenizer.ggml.pre: not a string");
+	if (tok_set_pre(t, pre.s, pre.n) < 0)
+		return -1;
+	gguf_type_t elem;
+	uint64_t nm;
+	if (gguf_get_arr(g, "tokenizer.ggml.merges", &elem, &nm) < 0 ||
+	    elem != GGUF_TYPE_STRING)
+		return err_set("tokenizer.ggml.merges: missing or not a string array");
+	if (nm > INT32_MAX / 4)
+		return err_set("tokenizer.ggml.merges: %llu merges is too many",
+			       (unsigned long long)nm);
+	t->merge = xmalloc((size_t)nm * 3 * sizeof *t->merge);
+	for (uint64_t r = 0; r < nm; r++) {
+		gguf_str_t s;
+		if (gguf_arr_str(g, "tokenizer.ggml.merges", r, &s) < 0)
+			return err_wrap("tokenizer.ggml.merges[%llu]",
+					(unsigned long long)r);
+		const char *sp = s.n > 1 ? memchr(s.s + 1, ' ', s.n - 1) : NULL;
+		int w = (int)(s.n > 64 ? 64 : s.n);
+		if (!sp)
+			return err_set("tokenizer.ggml.merges[%llu]: '%.*s' is not "
+				       "\"left right\"", (unsigned long long)r, w, s.s);
+		size_t nl = (size_t)(sp - s.s), nr = s.n - nl - 1;
+		int32_t l = tok_find2(t, s.s, nl, NULL, 0);
+		int32_t rt = tok_find2(t, sp + 1, nr, NULL, 0);
+		int32_t res = tok_find2(t, s.s, nl, sp + 1, nr);
+		if (l < 0 || rt < 0 || res < 0)
+			return err_set("tokenizer.ggml.merges[%llu]: '%.*s' names a %s "
+				       "not in the vocabulary", (unsigned long long)r,
+				       w, s.s, l < 0 ? "left piece"
+				       : rt < 0 ? "right piece" : "merged piece");
+		t->merge[3 * r] = l;
+		t->merge[3 * r + 1] = rt;
+		t->merge[3 * r + 2] = res;
+	}
+	t->n_merges = (int32_t)nm;
+	tok_index_merges(t);
+	gpt2_byte_tokens(t);
+	return 0;
+}
+
+tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
+{
+	tokenizer_kind_t kind = TOKENIZER_LLAMA;
+	gguf_vocab_t v = {0};
+	if (gguf_tok_kind(g, &kind) < 0 || gguf_vocab_arrays(g, &v) < 0)
+		return NULL;
+	tokenizer_t *t = tok_new(kind, v.n);
+	if (gguf_vocab_add(t, g, &v) < 0 ||
+	    gguf_token_id(g, "tokenizer.ggml.bos_token_id", v.n, &t->bos) < 0 ||
+	    gguf_token_id(g, "tokenizer.ggml.eos_token_id", v.n, &t->eos) < 0 ||
+	    gguf_token_id(g, "tokenizer.ggml.unknown_token_id", v.n, &t->unk) < 0 ||
+	    tok_finish(t, "tokenizer.ggml.tokens") < 0 ||
+	    (kind == TOKENIZER_GPT2 && gguf_bpe_merges(t, g) < 0)) {
+		tokenizer_free(t);
+		return NULL;
 	}
 	bool ab;
 	if (kind == TOKENIZER_LLAMA &&
@@ -1001,9 +1002,6 @@ tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
 	else
 		t->add_bos = kind == TOKENIZER_LLAMA || t->pre == TOK_PRE_LLAMA3;
 	return t;
-fail:
-	tokenizer_free(t);
-	return NULL;
 }
 
 /* -- the synthetic vocabulary -- */
