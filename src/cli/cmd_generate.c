@@ -2,17 +2,10 @@
  * experiments and traces. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
-#include "gang/gang.h"
 #include "gang/membership.h"
-#include "model/forward.h"
-#include "model/model.h"
-#include "policy/control.h"
-#include "policy/policy.h"
 #include "server/engine.h"
 #include "server/engine_open.h"
 
@@ -92,23 +85,6 @@ static void before_token(void *user, uint64_t index)
 		membership_before_token(&rc->ms, index);
 }
 
-static int write_ids(const char *path, const engine_result_t *r)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return err_set("--ids %s: %s", path, strerror(errno));
-	fputs("prompt_ids:", f);
-	for (int64_t i = 0; i < r->n_prompt; i++)
-		fprintf(f, " %d", r->ids[i]);
-	fputs("\nsequence_ids:", f);
-	for (int64_t i = 0; i < r->n_prompt + r->n_gen; i++)
-		fprintf(f, " %d", r->ids[i]);
-	fputc('\n', f);
-	if (fclose(f) != 0)
-		return err_set("--ids %s: write failed", path);
-	return 0;
-}
-
 /* The speed line and, on a gang, its membership counters (stderr). */
 static void report(const engine_t *e, const engine_result_t *r)
 {
@@ -184,7 +160,7 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
 	}
 	if (rc->trace && e->g)
 		trace_token(rc); /* the last token */
-	if (o->ids && write_ids(o->ids, &r) < 0) {
+	if (o->ids && engine_write_ids(o->ids, &r) < 0) {
 		log_error("%s", err_get());
 		status = EXIT_FAIL;
 	}

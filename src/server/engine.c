@@ -1,6 +1,7 @@
 /* engine: the generation loop (see engine.h). */
 #include "server/engine.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -421,4 +422,21 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	free(s.out.buf);
 	sampler_free(smp);
 	return s.rc;
+}
+
+int engine_write_ids(const char *path, const engine_result_t *r)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return err_set("--ids %s: %s", path, strerror(errno));
+	fputs("prompt_ids:", f);
+	for (int64_t i = 0; i < r->n_prompt; i++)
+		fprintf(f, " %d", r->ids[i]);
+	fputs("\nsequence_ids:", f);
+	for (int64_t i = 0; i < r->n_prompt + r->n_gen; i++)
+		fprintf(f, " %d", r->ids[i]);
+	fputc('\n', f);
+	if (fclose(f) != 0)
+		return err_set("--ids %s: write failed", path);
+	return 0;
 }

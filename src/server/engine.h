@@ -70,4 +70,8 @@ void engine_result_free(engine_result_t *r);
 
 const char *engine_stop_name(engine_stop_t s);
 
+/* Writes "prompt_ids: ..." and "sequence_ids: ..." lines (the format of the
+ * reference files ../shared/models/expected/NAME.ids); -1 + err_get() naming the file. */
+int engine_write_ids(const char *path, const engine_result_t *r);
+
 #endif
