@@ -82,7 +82,8 @@ fi
 # Out of memory (base/alloc.h's hook: EGANG_ALLOC_FAIL=N fails the N-th
 # allocation point): the first point is forward_new's state (exit 1, one
 # line); every later one up to the end of a short generation is a one-line
-# error or, where a smaller fallback exists, a normal run; never a crash.
+# error with exit 1 (a runtime failure, not bad input) or, where a smaller
+# fallback exists, a normal run; never a crash.
 if have_repo_models "allocation failures"; then
 	R=$REPO_MODELS
 	expect_exit "out of memory in forward_new: exit 1, one line" 1 "cannot allocate the forward state" \
@@ -94,10 +95,10 @@ if have_repo_models "allocation failures"; then
 		rc=$?
 		if [[ $rc -eq 0 ]]; then continue; fi
 		errs=$((errs + 1))
-		if [[ $rc -gt 2 || $(wc -l <$TMP/oom.err) -ne 1 ]] || ! grep -q "cannot allocate" $TMP/oom.err; then
+		if [[ $rc -ne 1 || $(wc -l <$TMP/oom.err) -ne 1 ]] || ! grep -q "cannot allocate" $TMP/oom.err; then
 			bad=1; echo "EGANG_ALLOC_FAIL=$n: rc=$rc $(head -c 200 $TMP/oom.err)"
 		fi
 	done
-	if [[ $bad -eq 0 && $errs -gt 20 ]]; then pass "out of memory at each of 120 points: one-line errors ($errs), no crash"
+	if [[ $bad -eq 0 && $errs -gt 20 ]]; then pass "out of memory at each of 120 points: one-line errors, exit 1 ($errs), no crash"
 	else fail "out of memory at each of 120 points: one-line errors, no crash" "bad=$bad errs=$errs"; fi
 fi

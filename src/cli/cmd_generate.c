@@ -149,7 +149,7 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
 	membership_stop(&rc->ms);
 	if (grc < 0) {
 		log_error("%s", err_get());
-		return EXIT_INPUT;
+		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
 	}
 	int status = EXIT_OK;
 	if (rc->policy) {

@@ -188,14 +188,16 @@ static int text_end(text_out_t *o, const engine_params_t *p)
 
 /* The prompt's ids (malloc'd, room for the context + 1 in *out): given,
  * or encoded with BOS; checked against the context and the vocabulary.
- * Returns their count, -1 + err_get(). */
+ * Returns their count, -1 (bad prompt) or ENGINE_FAIL + err_get(). */
 static int64_t prompt_load(const model_t *m, const engine_params_t *p,
 			   int32_t ctx, int32_t **out)
 {
 	int64_t cap = (int64_t)ctx + 1;
 	int32_t *ids = eg_malloc((size_t)cap * sizeof *ids);
-	if (!ids)
-		return err_sys("cannot allocate the token ids");
+	if (!ids) {
+		err_sys("cannot allocate the token ids");
+		return ENGINE_FAIL;
+	}
 	int64_t n_prompt;
 	if (p->prompt_ids) {
 		n_prompt = p->n_prompt_ids;
@@ -273,7 +275,7 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 		if (p->before_token)
 			p->before_token(p->user, (uint64_t)pos);
 		if (prefill_batch(s->f, s->g, s->ids + pos, nb, pos, last) < 0) {
-			s->rc = -1;
+			s->rc = ENGINE_FAIL;
 			s->stopped = true;
 			break;
 		}
@@ -291,7 +293,7 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 			size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
 			int why = text_add(&s->out, p, s->piece, len);
 			if (why == TEXT_NO_MEMORY)
-				s->rc = -1;
+				s->rc = ENGINE_FAIL;
 			else if (why >= 0)
 				s->r->stop = STOP_CANCEL;
 			if (why != -1) {
@@ -328,9 +330,9 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	gen_t s = {.m = m, .f = f, .g = g, .p = p, .r = r};
 	s.n_prompt = prompt_load(m, p, ctx, &s.ids);
 	if (s.n_prompt < 0)
-		return -1;
+		return (int)s.n_prompt;
 	sampler_t *smp = sampler_new(m->cfg.vocab_size, &p->sampler);
-	if (!smp) {
+	if (!smp) { /* its parameters are out of range (or memory ran out) */
 		free(s.ids);
 		return -1;
 	}
@@ -361,7 +363,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			if (pos >= n_prompt)
 				r->decode_steps++;
 			if (!logits) {
-				s.rc = -1;
+				s.rc = ENGINE_FAIL;
 				break;
 			}
 		}
@@ -389,7 +391,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			s.out.generated = pos + 1 >= n_prompt;
 			int why = text_add(&s.out, p, s.piece, len);
 			if (why == TEXT_NO_MEMORY) {
-				s.rc = -1;
+				s.rc = ENGINE_FAIL;
 				break;
 			}
 			if (why >= 0) {
@@ -404,7 +406,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		s.out.generated = true; /* even when nothing was generated */
 		int why = text_end(&s.out, p); /* the held-back tail */
 		if (why == TEXT_NO_MEMORY)
-			s.rc = -1;
+			s.rc = ENGINE_FAIL;
 		else if (why >= 0)
 			r->stop = (engine_stop_t)why;
 	}

@@ -61,9 +61,14 @@ typedef struct engine_result {
 	int32_t *ids;        /* (n_prompt + n_gen) all tokens, malloc'd */
 } engine_result_t;
 
+/* engine_generate's return when a resource failed (memory), as opposed to
+ * -1 for a bad prompt or bad parameters. */
+#define ENGINE_FAIL (-2)
+
 /* Runs one generation on f (its KV cache is overwritten from position 0);
- * g may be NULL (serial). -1 + err_get() on a bad prompt or parameters,
- * or when memory runs out; r then holds nothing to free. */
+ * g may be NULL (serial). 0; -1 + err_get() on a bad prompt or parameters;
+ * ENGINE_FAIL + err_get() when memory runs out. After either failure r holds
+ * nothing to free. */
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		    const engine_params_t *p, engine_result_t *r);
 void engine_result_free(engine_result_t *r);
