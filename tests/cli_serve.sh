@@ -8,49 +8,8 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
-SERVERS=()
-cleanup() {
-	for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
 
-free_port() {
-	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
-}
-
-# start_server NAME ARGS...: sets SPID and URL; waits for /health (30 s)
-start_server() {
-	local name=$1; shift
-	local port
-	port=$(free_port)
-	"$EGANG" serve --port "$port" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-	SPID=$!
-	SERVERS+=("$SPID")
-	URL="http://127.0.0.1:$port"
-	for _ in $(seq 150); do
-		if curl -s --max-time 1 "$URL/health" >/dev/null 2>&1; then return 0; fi
-		if ! kill -0 "$SPID" 2>/dev/null; then break; fi
-		sleep 0.2
-	done
-	fail "$name: server did not come up" "$(head -c 300 "$TMP/$name.err")"
-	return 1
-}
-
-# stop_server NAME: SIGTERM, then the exit status must be 0 within 20 s
-stop_server() {
-	local name=$1 rc
-	kill -TERM "$SPID" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.2; done
-	if kill -0 "$SPID" 2>/dev/null; then
-		kill -9 "$SPID"; wait "$SPID" 2>/dev/null
-		fail "$name: SIGTERM did not stop the server"
-		return
-	fi
-	wait "$SPID"; rc=$?
-	if [[ $rc -eq 0 ]]; then pass "$name: SIGTERM, exit 0"
-	else fail "$name: exit $rc after SIGTERM" "$(tail -2 "$TMP/$name.err")"; fi
-}
+# free_port, start_server NAME ARGS... and stop_server NAME: tests/lib.sh
 
 # json_get FILE EXPR: prints a python expression over the parsed JSON `j`
 json_get() {
@@ -348,7 +307,10 @@ if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 	# queue full: one runs, one waits, the rest get 429
 	QP=()
 	for i in 1 2 3 4 5 6; do
-		curl -s --max-time 120 -o "$TMP/q$i.json" -w '%{http_code}\n' -d '{"prompt":"Once","max_tokens":300,"temperature":0.8}' "$URL/v1/completions" >"$TMP/q$i.st" &
+		# 300 tokens keep the first one running while the others arrive;
+		# the time limit is a hang guard sized for the TSan build (~2 min
+		# a generation there, the waiting one after the running one)
+		curl -s --max-time 600 -o "$TMP/q$i.json" -w '%{http_code}\n' -d '{"prompt":"Once","max_tokens":300,"temperature":0.8}' "$URL/v1/completions" >"$TMP/q$i.st" &
 		QP+=($!)
 	done
 	wait "${QP[@]}"
