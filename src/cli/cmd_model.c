@@ -119,8 +119,11 @@ static void synth_usage(FILE *f)
 		   "working synthetic tokenizer, in the shape of a real model.\n"
 		   "\n"
 		   "  -o, --output FILE   the GGUF to write (required)\n"
-		   "      --type T        f32, f16, bf16, q8_0 or q4_0 (default q8_0); matrices\n"
-		   "                      whose rows are not whole 32-blocks are stored as f16\n"
+		   "      --type T        a type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+		   "                      q3_k, q4_k, q5_k; default q8_0) or a llama-quantize\n"
+		   "                      preset (q2_k, q3_k_s/m/l, q4_k_s/m, q5_k_s/m, q6_k);\n"
+		   "                      matrices whose rows are not whole blocks fall back\n"
+		   "                      as llama-quantize's (q4_k -> q5_0, ..., then f16)\n"
 		   "      --seed S        (default 1)\n"
 		   "      --layers N      override the layer count (small test models)\n"
 		   "  -q, --quiet         no progress\n"
@@ -174,16 +177,16 @@ int cmd_synth(int argc, char **argv)
 			  argv[optind]);
 		return EXIT_INPUT;
 	}
-	int t = dtype_from_name(type);
-	if (t < 0) {
-		log_error("synth: --type '%s' is not f32, f16, bf16, q8_0 or q4_0", type);
+	quant_mix_t mix;
+	if (quant_mix_from_name(type, &mix) < 0) {
+		log_error("synth: --type '%s' is not one of %s", type, quant_mix_names());
 		return EXIT_INPUT;
 	}
 	if (!out) {
 		log_error("synth: -o FILE is required");
 		return EXIT_INPUT;
 	}
-	if (synth_write(s, (dtype_t)t, (uint64_t)seed, (int32_t)layers, out,
+	if (synth_write_mix(s, &mix, (uint64_t)seed, (int32_t)layers, out,
 			cli_progress, NULL) < 0) {
 		log_error("%s", err_get());
 		return EXIT_FAIL;

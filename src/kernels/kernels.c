@@ -9,6 +9,7 @@
  *
  * See kernels_impl.h for the reduction orders and what is bit-exact. */
 #include "kernels/kernels_impl.h"
+#include "kernels/kquants.h"
 
 #include <assert.h>
 #if defined(__x86_64__)
@@ -19,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/base.h"
 
@@ -30,6 +32,15 @@ const dtype_info_t dtype_info[DTYPE_COUNT] = {
 	[DTYPE_BF16] = { "bf16", 30, 1, 2, DTYPE_F32 },
 	[DTYPE_Q8_0] = { "q8_0", 8, QK, sizeof(block_q8_0), DTYPE_Q8_0 },
 	[DTYPE_Q4_0] = { "q4_0", 2, QK, sizeof(block_q4_0), DTYPE_Q8_0 },
+	[DTYPE_Q4_1] = { "q4_1", 3, QK, sizeof(block_q4_1), DTYPE_Q8_0 },
+	[DTYPE_Q5_0] = { "q5_0", 6, QK, sizeof(block_q5_0), DTYPE_Q8_0 },
+	[DTYPE_Q5_1] = { "q5_1", 7, QK, sizeof(block_q5_1), DTYPE_Q8_0 },
+	[DTYPE_Q8_K] = { "q8_k", 15, QK_K, sizeof(block_q8_K), DTYPE_Q8_K },
+	[DTYPE_Q2_K] = { "q2_k", 10, QK_K, sizeof(block_q2_K), DTYPE_Q8_K },
+	[DTYPE_Q3_K] = { "q3_k", 11, QK_K, sizeof(block_q3_K), DTYPE_Q8_K },
+	[DTYPE_Q4_K] = { "q4_k", 12, QK_K, sizeof(block_q4_K), DTYPE_Q8_K },
+	[DTYPE_Q5_K] = { "q5_k", 13, QK_K, sizeof(block_q5_K), DTYPE_Q8_K },
+	[DTYPE_Q6_K] = { "q6_k", 14, QK_K, sizeof(block_q6_K), DTYPE_Q8_K },
 };
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
@@ -38,7 +49,7 @@ _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
 int dtype_from_ggml(uint32_t ggml_id)
 {
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (dtype_info[t].ggml_id == ggml_id)
+		if (dtype_info[t].ggml_id == ggml_id && t != DTYPE_Q8_K)
 			return t;
 	return -1;
 }
@@ -46,7 +57,7 @@ int dtype_from_ggml(uint32_t ggml_id)
 int dtype_from_name(const char *name)
 {
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (name && strcmp(dtype_info[t].name, name) == 0)
+		if (name && strcasecmp(dtype_info[t].name, name) == 0)
 			return t;
 	return -1;
 }
@@ -254,6 +265,23 @@ MATVEC_GENERIC(matvec_bf16_generic, dot_bf16_generic)
 MATVEC_GENERIC(matvec_q8_0_generic, dot_q8_0_generic)
 MATVEC_GENERIC(matvec_q4_0_generic, dot_q4_0_generic)
 
+/* The kquants.c types, one function each for the tables. */
+#define KQ_GENERIC(T, lower)                                                  \
+	static float dot_##lower##_generic(const void *w, const void *xa, int64_t n) \
+	{                                                                     \
+		return kq_dot_generic(T, w, xa, n);                           \
+	}                                                                     \
+	MATVEC_GENERIC(matvec_##lower##_generic, dot_##lower##_generic)
+KQ_GENERIC(DTYPE_Q4_1, q4_1)
+KQ_GENERIC(DTYPE_Q5_0, q5_0)
+KQ_GENERIC(DTYPE_Q5_1, q5_1)
+KQ_GENERIC(DTYPE_Q8_K, q8_K)
+KQ_GENERIC(DTYPE_Q2_K, q2_K)
+KQ_GENERIC(DTYPE_Q3_K, q3_K)
+KQ_GENERIC(DTYPE_Q4_K, q4_K)
+KQ_GENERIC(DTYPE_Q5_K, q5_K)
+KQ_GENERIC(DTYPE_Q6_K, q6_K)
+
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 			       const float *cs, int neox);
 
@@ -265,6 +293,15 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_BF16] = dot_bf16_generic,
 		[DTYPE_Q8_0] = dot_q8_0_generic,
 		[DTYPE_Q4_0] = dot_q4_0_generic,
+		[DTYPE_Q4_1] = dot_q4_1_generic,
+		[DTYPE_Q5_0] = dot_q5_0_generic,
+		[DTYPE_Q5_1] = dot_q5_1_generic,
+		[DTYPE_Q8_K] = dot_q8_K_generic,
+		[DTYPE_Q2_K] = dot_q2_K_generic,
+		[DTYPE_Q3_K] = dot_q3_K_generic,
+		[DTYPE_Q4_K] = dot_q4_K_generic,
+		[DTYPE_Q5_K] = dot_q5_K_generic,
+		[DTYPE_Q6_K] = dot_q6_K_generic,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32_generic,
@@ -272,6 +309,15 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_BF16] = matvec_bf16_generic,
 		[DTYPE_Q8_0] = matvec_q8_0_generic,
 		[DTYPE_Q4_0] = matvec_q4_0_generic,
+		[DTYPE_Q4_1] = matvec_q4_1_generic,
+		[DTYPE_Q5_0] = matvec_q5_0_generic,
+		[DTYPE_Q5_1] = matvec_q5_1_generic,
+		[DTYPE_Q8_K] = matvec_q8_K_generic,
+		[DTYPE_Q2_K] = matvec_q2_K_generic,
+		[DTYPE_Q3_K] = matvec_q3_K_generic,
+		[DTYPE_Q4_K] = matvec_q4_K_generic,
+		[DTYPE_Q5_K] = matvec_q5_K_generic,
+		[DTYPE_Q6_K] = matvec_q6_K_generic,
 	},
 	.quantize_q8_0 = quantize_q8_0_generic,
 	.fp16_to_f32_row = fp16_to_f32_row_generic,
@@ -454,7 +500,8 @@ void quantize_row(dtype_t t, const float *x, void *y, int64_t n)
 		quantize_q4_0(x, y, n);
 		break;
 	default:
-		assert(!"quantize_row: bad dtype");
+		assert((unsigned)t < DTYPE_COUNT);
+		kq_quantize(t, x, y, n);
 	}
 }
 
@@ -479,7 +526,8 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n)
 		dequantize_q4_0(x, y, n);
 		break;
 	default:
-		assert(!"dequantize_row: bad dtype");
+		assert((unsigned)t < DTYPE_COUNT);
+		kq_dequantize(t, x, y, n);
 	}
 }
 
@@ -489,6 +537,9 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 	if (dtype_info[wt].act == DTYPE_Q8_0) {
 		assert(n % QK == 0);
 		ops_get()->quantize_q8_0(x, xa, n);
+	} else if (dtype_info[wt].act == DTYPE_Q8_K) {
+		assert(n % QK_K == 0);
+		kq_quantize(DTYPE_Q8_K, x, xa, n);
 	} else if ((const void *)x != xa) {
 		memmove(xa, x, (size_t)n * sizeof(float));
 	}
