@@ -25,6 +25,8 @@ static const char generate_help[] =
 	"  -m, --model FILE        GGUF file or llama2.c checkpoint (required)\n"
 	"  -z, --tokenizer FILE    llama2.c tokenizer.bin (required for .bin models)\n"
 	"  -p, --prompt TEXT       prompt (default: empty, BOS only)\n"
+	"      --prompt-ids LIST   the prompt as token ids, comma-separated, used as\n"
+	"                          given (no BOS added); instead of -p\n"
 	"  -n, --n-predict N       tokens to generate after the prompt (default 256);\n"
 	"                          llama2.c's -n counts the prompt too: its -n S is\n"
 	"                          egang's -n S+1-(prompt tokens incl. BOS)\n"
@@ -233,6 +235,7 @@ int cmd_generate(int argc, char **argv)
 		{"control", required_argument, 0, 'W'},
 		{"policies", required_argument, 0, 'L'},
 		{"ids", required_argument, 0, 'I'},
+		{"prompt-ids", required_argument, 0, 'D'},
 		{"no-echo", no_argument, 0, 'E'},
 		{"stop", required_argument, 0, 'X'},
 		{"quiet", no_argument, 0, 'q'},
@@ -249,6 +252,8 @@ int cmd_generate(int argc, char **argv)
 	bool echo = true;
 	const char *stops[8];
 	int n_stop = 0;
+	int32_t pids[4096];
+	int64_t n_pids = 0;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -281,6 +286,23 @@ int cmd_generate(int argc, char **argv)
 		case 'W': control = optarg; break;
 		case 'L': policies = optarg; break;
 		case 'I': ids_path = optarg; break;
+		case 'D': {
+			char *end;
+			const char *q = optarg;
+			n_pids = 0;
+			do {
+				long v = strtol(q, &end, 10);
+				if (end == q || v < 0 || v > INT32_MAX || n_pids == 4096 ||
+				    (*end && *end != ',')) {
+					log_error("--prompt-ids: '%s' is not a list of up to 4096 "
+						  "token ids", optarg);
+					return EXIT_INPUT;
+				}
+				pids[n_pids++] = (int32_t)v;
+				q = end + 1;
+			} while (*end == ',');
+			break;
+		}
 		case 'E': echo = false; break;
 		case 'X':
 			if (n_stop == 8 || !*optarg) {
@@ -387,6 +409,8 @@ int cmd_generate(int argc, char **argv)
 		pthread_create(&flipper, NULL, flip_main, &rc);
 	engine_params_t ep = {
 		.prompt = prompt,
+		.prompt_ids = n_pids ? pids : NULL,
+		.n_prompt_ids = n_pids,
 		.n_predict = (int32_t)n_predict,
 		.sampler = {.temp = (float)temp, .top_p = (float)top_p,
 			    .top_k = (int32_t)top_k, .seed = (uint64_t)seed,
