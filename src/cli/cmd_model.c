@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "model/model.h"
@@ -236,5 +237,69 @@ int cmd_convert(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	log_info("wrote %s", out);
+	return EXIT_OK;
+}
+
+/* ---- quantize ---- */
+
+static const char quantize_help[] =
+	"usage: egang quantize IN.gguf OUT.gguf TYPE [--allow-requantize] [--threads N] [-q]\n"
+	"\n"
+	"Rewrites a GGUF with its weight matrices quantized (llama-quantize's\n"
+	"argument order). TYPE is one type for every matrix (q8_0, q4_0, q4_1,\n"
+	"q5_0, q5_1, q3_k, q4_k, q5_k, f16, bf16, f32) or a llama-quantize preset\n"
+	"(q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k), which\n"
+	"raises output, attn_v, attn_output and ffn_down in some layers as\n"
+	"llama-quantize does. Rows that are not whole blocks of a type fall back\n"
+	"(q4_k -> q5_0, q6_k -> q8_0, ...; then f16). Norms and other vectors are\n"
+	"copied, and so is every key-value.\n"
+	"\n"
+	"      --allow-requantize  quantize matrices that are already quantized\n"
+	"      --threads N         threads (default: the online CPUs)\n"
+	"  -q, --quiet             no progress\n"
+	"  -h, --help              this text\n";
+
+int cmd_quantize(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"allow-requantize", no_argument, 0, 'R'},
+		{"threads", required_argument, 0, 'j'},
+		{"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	bool requant = false;
+	int64_t threads = sysconf(_SC_NPROCESSORS_ONLN);
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		int bad = 0;
+		switch (c) {
+		case 'R': requant = true; break;
+		case 'j': bad = cli_int("--threads", optarg, 1, 64, &threads); break;
+		case 'q': log_quiet = true; break;
+		case 'h': fputs(quantize_help, stdout); return EXIT_OK;
+		default: return cli_usage_error("quantize", argv[optind - 1]);
+		}
+		if (bad)
+			return EXIT_INPUT;
+	}
+	if (argc - optind != 3) {
+		log_error("quantize: expected IN.gguf OUT.gguf TYPE (see `egang quantize --help`)");
+		return EXIT_INPUT;
+	}
+	quant_mix_t mix;
+	if (quant_mix_from_name(argv[optind + 2], &mix) < 0) {
+		log_error("quantize: TYPE '%s' is not one of %s", argv[optind + 2],
+			  quant_mix_names());
+		return EXIT_INPUT;
+	}
+	if (model_quantize_file(argv[optind], argv[optind + 1], &mix, requant, (int)threads,
+				cli_progress, NULL) < 0) {
+		log_error("%s", err_get());
+		return EXIT_INPUT;
+	}
+	log_info("wrote %s: %s", argv[optind + 1], mix.name);
 	return EXIT_OK;
 }

@@ -188,6 +188,15 @@ int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 		    int32_t n_layers, const char *path, synth_progress_fn progress,
 		    void *user);
 
+/* Rewrites GGUF `in` as `out` with the matrices (quant_tensor_quantizable)
+ * quantized by mix, on `threads` threads, every key-value copied
+ * (general.file_type and general.quantization_version set). An input
+ * matrix that is already quantized (and would change type) is refused
+ * unless allow_requantize. -1 + err_get() on bad input or a failed write. */
+int model_quantize_file(const char *in, const char *out, const quant_mix_t *mix,
+			bool allow_requantize, int threads, synth_progress_fn progress,
+			void *user);
+
 /* Converts a llama2.c checkpoint + tokenizer.bin into one F32 GGUF with the
  * tokenizer inside. */
 int model_convert_llama2c(const char *bin, const char *tok, const char *out);

@@ -10,6 +10,7 @@
  * then any type whose block does not divide the row length falls back
  * (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16
  * when rows are not whole 32-blocks either). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,4 +162,151 @@ dtype_t quant_tensor_type(const quant_mix_t *q, const char *name, int64_t cols,
 			t = DTYPE_Q5_K;
 	}
 	return fallback(t, cols);
+}
+
+/* ---- egang quantize ---- */
+
+typedef struct qjob {
+	const gguf_tensor_t **src; /* per output tensor: the source */
+	dtype_t *type;             /* per output tensor: its type */
+	int threads;
+} qjob_t;
+
+typedef struct qpart {
+	const gguf_tensor_t *t;
+	dtype_t to;
+	void *dst;
+	int64_t cols, r0, r1;
+	int rc;
+} qpart_t;
+
+/* Rows r0..r1-1 of a source tensor, through float, into type `to`. */
+static void *quant_rows(void *arg)
+{
+	qpart_t *p = arg;
+	const size_t sb = dtype_row_bytes(p->t->type, p->cols), db = dtype_row_bytes(p->to, p->cols);
+	float *row = malloc((size_t)p->cols * sizeof *row);
+	if (!row) {
+		p->rc = -1;
+		return NULL;
+	}
+	for (int64_t r = p->r0; r < p->r1; r++) {
+		dequantize_row(p->t->type, (const char *)p->t->data + (size_t)r * sb, row, p->cols);
+		quantize_row(p->to, row, (char *)p->dst + (size_t)r * db, p->cols);
+	}
+	free(row);
+	p->rc = 0;
+	return NULL;
+}
+
+static int quant_fill(void *user, int64_t index, void *dst, size_t nbytes)
+{
+	qjob_t *j = user;
+	const gguf_tensor_t *t = j->src[index];
+	dtype_t to = j->type[index];
+	if (to == t->type) {
+		memcpy(dst, t->data, nbytes);
+		return 0;
+	}
+	int64_t cols = t->ne[0], rows = (int64_t)(t->nbytes / dtype_row_bytes(t->type, cols));
+	int n = j->threads < 1 ? 1 : j->threads > 64 ? 64 : j->threads;
+	if (rows < n)
+		n = (int)rows;
+	qpart_t parts[64];
+	pthread_t tid[64];
+	bool started[64] = { false };
+	for (int i = 0; i < n; i++)
+		parts[i] = (qpart_t){ t, to, dst, cols, rows * i / n, rows * (i + 1) / n, -1 };
+	for (int i = 1; i < n; i++) /* parts 1.. on threads, part 0 here */
+		started[i] = pthread_create(&tid[i], NULL, quant_rows, &parts[i]) == 0;
+	quant_rows(&parts[0]);
+	for (int i = 1; i < n; i++) {
+		if (started[i])
+			pthread_join(tid[i], NULL);
+		else
+			quant_rows(&parts[i]); /* no thread: this one does it */
+	}
+	for (int i = 0; i < n; i++)
+		if (parts[i].rc < 0)
+			return err_set("quantize: out of memory");
+	return 0;
+}
+
+static int arch_int(const gguf_t *g, const char *arch, const char *key, int64_t *v)
+{
+	char full[128];
+	snprintf(full, sizeof full, "%s.%s", arch, key);
+	return gguf_get_int(g, full, v);
+}
+
+int model_quantize_file(const char *in, const char *out, const quant_mix_t *mix,
+			bool allow_requantize, int threads, synth_progress_fn progress,
+			void *user)
+{
+	gguf_t *g = gguf_open(in);
+	if (!g)
+		return -1;
+	int rc = -1;
+	gguf_writer_t *w = NULL;
+	int64_t nt = gguf_n_tensors(g);
+	qjob_t j = { calloc((size_t)nt + 1, sizeof *j.src), calloc((size_t)nt + 1, sizeof *j.type),
+		     threads };
+	gguf_str_t arch_s;
+	char arch[64] = "llama";
+	if (gguf_get_str(g, "general.architecture", &arch_s) == 0 && arch_s.n < sizeof arch) {
+		memcpy(arch, arch_s.s, arch_s.n);
+		arch[arch_s.n] = '\0';
+	}
+	int64_t nl = 0, nh = 1, nkv = 1;
+	if (arch_int(g, arch, "block_count", &nl) < 0 || nl <= 0) {
+		err_set("%s: key '%s.block_count' is missing or not a positive integer", in, arch);
+		goto done;
+	}
+	if (arch_int(g, arch, "attention.head_count", &nh) < 0 || nh <= 0)
+		nh = 1;
+	if (arch_int(g, arch, "attention.head_count_kv", &nkv) < 0 || nkv <= 0)
+		nkv = nh;
+	const bool tied = gguf_find_tensor(g, "output.weight") == NULL;
+	if (!j.src || !j.type) {
+		err_set("quantize: out of memory");
+		goto done;
+	}
+	w = gguf_writer_new();
+	gguf_writer_copy_kv(w, g);
+	gguf_writer_set_u32(w, "general.file_type", mix->ftype);
+	gguf_writer_set_u32(w, "general.quantization_version", 2);
+	for (int64_t i = 0; i < nt; i++) {
+		const gguf_tensor_t *t = gguf_tensor(g, i);
+		char name[256];
+		if (t->name.n >= sizeof name) {
+			err_set("%s: tensor %lld's name is longer than %zu bytes", in, (long long)i,
+				sizeof name - 1);
+			goto done;
+		}
+		memcpy(name, t->name.s, t->name.n);
+		name[t->name.n] = '\0';
+		dtype_t to = t->type;
+		if (quant_tensor_quantizable(name, t->n_dims)) {
+			to = quant_tensor_type(mix, name, t->ne[0], (int)nl, (int)(nh / nkv), tied);
+			if (dtype_info[t->type].block > 1 && to != t->type && !allow_requantize) {
+				err_set("%s: tensor '%s' is already %s (quantizing it again loses "
+					"more; --allow-requantize does it)", in, name,
+					dtype_info[t->type].name);
+				goto done;
+			}
+		}
+		j.src[i] = t;
+		j.type[i] = to;
+		if (gguf_writer_add_tensor(w, name, to, t->n_dims, t->ne, NULL) < 0)
+			goto done;
+	}
+	gguf_writer_set_fill(w, quant_fill, &j);
+	gguf_writer_set_progress(w, progress, user);
+	rc = gguf_writer_write(w, out);
+done:
+	gguf_writer_free(w);
+	free(j.src);
+	free(j.type);
+	gguf_close(g);
+	return rc;
 }
