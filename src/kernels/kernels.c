@@ -281,6 +281,10 @@ KQ_GENERIC(DTYPE_Q3_K, q3_K)
 KQ_GENERIC(DTYPE_Q4_K, q4_K)
 KQ_GENERIC(DTYPE_Q5_K, q5_K)
 KQ_GENERIC(DTYPE_Q6_K, q6_K)
+#if defined(__x86_64__)
+MATVEC_GENERIC(matvec_q4_K_avx2, kq_dot_q4_K_avx2)
+MATVEC_GENERIC(matvec_q6_K_avx2, kq_dot_q6_K_avx2)
+#endif
 
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 			       const float *cs, int neox);
@@ -385,6 +389,15 @@ static void isa_tables_build(void)
 		if (s->swiglu)
 			t->swiglu = s->swiglu;
 	}
+#if defined(__x86_64__)
+	/* the K-quants' SIMD dot products (kquants_avx2.c) serve both levels */
+	for (int i = ISA_AVX2; i <= ISA_AVX512; i++) {
+		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
+		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx2;
+		g_tables[i].matvec[DTYPE_Q6_K] = matvec_q6_K_avx2;
+	}
+#endif
 }
 
 static const kernel_ops_t *isa_table(int isa) { return &g_tables[isa]; }

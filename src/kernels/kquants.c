@@ -296,19 +296,7 @@ static float dot_k(int t, const void *w, const void *xa, int64_t n)
 			sumi += sc[s] * si;
 			summ += mn[s] * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
 		}
-		float dx = ld_f32(x);
-		float a = dx * d;
-		FP_ROUNDED(a);
-		float p = a * (float)sumi;
-		FP_ROUNDED(p);
-		if (has_min) {
-			float am = dx * dmin;
-			FP_ROUNDED(am);
-			float pm = am * (float)summ;
-			FP_ROUNDED(pm);
-			p = p - pm;
-		}
-		acc = acc + p;
+		acc = kq_k_step(acc, ld_f32(x), d, dmin, sumi, summ, has_min);
 	}
 	return acc;
 }

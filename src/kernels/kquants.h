@@ -51,7 +51,7 @@
 
 #include <stdint.h>
 
-#include "kernels/kernels.h"
+#include "kernels/kernels_impl.h"
 
 typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;            /* 20 */
 typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0; /* 22 */
@@ -75,6 +75,33 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n);
 /* The generic dot product of a weight row w (n,) of type t with prepared
  * activations (Q8_0 for the legacy types, Q8_K for the K-quants). */
 float kq_dot_generic(int t, const void *w, const void *xa, int64_t n);
+
+/* The float step of a K-quant super-block (kernels_impl.h's contract),
+ * shared by the generic dot product and the SIMD ones so they cannot
+ * differ: acc + ((dx d) sumi - (dx dmin) summ), each product rounded. */
+static inline float kq_k_step(float acc, float dx, float d, float dmin, int32_t sumi,
+			      int32_t summ, int has_min)
+{
+	float a = dx * d;
+	FP_ROUNDED(a);
+	float p = a * (float)sumi;
+	FP_ROUNDED(p);
+	if (has_min) {
+		float am = dx * dmin;
+		FP_ROUNDED(am);
+		float pm = am * (float)summ;
+		FP_ROUNDED(pm);
+		p = p - pm;
+	}
+	return acc + p;
+}
+
+#if defined(__x86_64__)
+/* AVX2 dot products (kquants_avx2.c), the same bits as kq_dot_generic;
+ * the AVX2 and AVX-512 levels both use them. */
+float kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n);
+#endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
 static inline void kq_scale_min_k4(const uint8_t *q, int s, uint8_t *sc, uint8_t *m)
