@@ -82,3 +82,31 @@ expect_exit "quantize: unknown type" 2 "TYPE 'q7_k' is not one of" "$EGANG" quan
 expect_exit "quantize: missing input" 2 "nonexistent" "$EGANG" quantize /nonexistent.gguf $TMP/y.gguf q4_k_m -q
 expect_exit "quantize: arguments" 2 "expected IN.gguf OUT.gguf TYPE" "$EGANG" quantize a.gguf
 expect_exit "synth: unknown type" 2 "is not one of" "$EGANG" synth stories260k --type q9_k -o $TMP/z.gguf
+
+# malformed K-quant data: a NaN scale and an infinite min in a q4_K block,
+# an infinite q6_K scale, a file cut inside a K-quant tensor
+corrupt() { # IN OUT TENSOR BLOCK_BYTES BLOCK FIELD_OFF VALUE
+	python3 - "$@" <<'PY'
+import os, struct, subprocess, sys
+src, dst, name, bb, blk, fo, val = sys.argv[1:8]
+info = subprocess.run([os.environ["EGANG"], "info", src],
+                      capture_output=True, text=True).stdout
+data = int(info.split('data at ')[1].split()[0])
+line = [l for l in info.splitlines() if l.split()[:1] == [name]][0]
+pos = data + int(line.split('at +')[1]) + int(bb) * int(blk) + int(fo)
+b = bytearray(open(src, 'rb').read())
+b[pos:pos + 2] = struct.pack('<H', int(val, 16))
+open(dst, 'wb').write(b)
+print(pos - int(fo))
+PY
+}
+export EGANG
+off=$(corrupt $TMP/sm.gguf $TMP/nan.gguf blk.1.ffn_down.weight 210 5 208 7e00)
+expect_exit "a NaN q6_K scale: tensor and offset named" 2 "tensor 'blk.1.ffn_down.weight' \(q6_k\): the block at offset $off has a NaN or infinite scale" \
+	"$EGANG" generate -m $TMP/nan.gguf -n 1 -q
+off=$(corrupt $TMP/sm.gguf $TMP/inf.gguf blk.0.ffn_down.weight 144 2 2 7c00)
+expect_exit "an infinite q4_K min: tensor and offset named" 2 "tensor 'blk.0.ffn_down.weight' \(q4_k\): the block at offset $off has" \
+	"$EGANG" generate -m $TMP/inf.gguf -n 1 -q
+sz=$(stat -c %s $TMP/sm.gguf)
+head -c $((sz - 1000)) $TMP/sm.gguf >$TMP/cut.gguf
+expect_exit "a file cut inside a K-quant tensor" 2 "exceed" "$EGANG" generate -m $TMP/cut.gguf -n 1 -q

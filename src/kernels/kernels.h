@@ -64,6 +64,11 @@ int dtype_from_name(const char *name);
  * (0 is returned otherwise). */
 size_t dtype_row_bytes(dtype_t t, int64_t n);
 
+/* Byte offset, in data (nbytes of whole blocks of type t), of the first
+ * block whose f16 scale or min is NaN or infinite, for the types of
+ * kquants.h (Q4_1 .. Q6_K); -1 if none, or for the other types. */
+int64_t kq_bad_block(int t, const void *data, size_t nbytes);
+
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after
  * the first call returns). EGANG_ISA=generic|avx2|avx512 forces a level. */
 void kernels_init(void);

@@ -618,6 +618,39 @@ static void quantize_k(int t, const float *x, void *yv, int64_t n)
 	}
 }
 
+/* ----------------------------------------------------------- validation */
+
+int64_t kq_bad_block(int t, const void *data, size_t nbytes)
+{
+	int off[2] = { 0, -1 }; /* where the f16 scale (and min) sit */
+	switch (t) {
+	case DTYPE_Q4_1: case DTYPE_Q5_1: case DTYPE_Q4_K: case DTYPE_Q5_K:
+		off[1] = 2;
+		break;
+	case DTYPE_Q5_0:
+		break;
+	case DTYPE_Q2_K:
+		off[0] = 80;
+		off[1] = 82;
+		break;
+	case DTYPE_Q3_K:
+		off[0] = 108;
+		break;
+	case DTYPE_Q6_K:
+		off[0] = 208;
+		break;
+	default:
+		return -1;
+	}
+	const size_t bb = dtype_info[t].block_bytes;
+	const uint8_t *p = data;
+	for (size_t b = 0; b + bb <= nbytes; b += bb)
+		for (int k = 0; k < 2 && off[k] >= 0; k++)
+			if ((ld_u16(p + b + (size_t)off[k]) & 0x7C00) == 0x7C00)
+				return (int64_t)b;
+	return -1;
+}
+
 /* ------------------------------------------------------------- by type */
 
 void kq_quantize(int t, const float *x, void *y, int64_t n)
