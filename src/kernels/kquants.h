@@ -101,6 +101,7 @@ static inline float kq_k_step(float acc, float dx, float d, float dmin, int32_t 
  * the AVX2 and AVX-512 levels both use them. */
 float kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n);
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */

@@ -100,4 +100,42 @@ float AVX2 kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n)
 	return acc;
 }
 
+/* The 32 bits of h as 32 bytes, 0x10 where the bit is set (Q5_0's fifth
+ * bit, element j at byte j). */
+AVX2_INLINE __m256i bits_to_0x10(uint32_t h)
+{
+	const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+					      2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), shuf);
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* Q5_0 against Q8_0: sumi = sum (u - 16) x with u = lo | hi << 4 in 0..31
+ * = (u . x) - 16 (1 . x); the float step is dot_legacy's. */
+float AVX2 kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), one8 = _mm256_set1_epi8(1),
+		      one16 = _mm256_set1_epi16(1);
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q5_0);
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
+		__m128i q = _mm_loadu_si128((const __m128i *)(wb + 6));
+		__m256i u = _mm256_and_si256(
+			_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+		u = _mm256_or_si256(u, bits_to_0x10(ld_u32(wb + 2)));
+		__m256i xv = ld256(x + 2);
+		__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), one16);
+		__m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16);
+		int32_t sumi = hsum_i32(s) - 16 * hsum_i32(sx);
+		float dd = fp16_to_f32_inline(ld_u16(wb)) * fp16_to_f32_inline(ld_u16(x));
+		float p = (float)sumi * dd;
+		FP_ROUNDED(p);
+		acc = acc + p;
+	}
+	return acc;
+}
+
 #endif
