@@ -285,6 +285,9 @@ KQ_GENERIC(DTYPE_Q6_K, q6_K)
 MATVEC_GENERIC(matvec_q4_K_avx2, kq_dot_q4_K_avx2)
 MATVEC_GENERIC(matvec_q6_K_avx2, kq_dot_q6_K_avx2)
 MATVEC_GENERIC(matvec_q5_0_avx2, kq_dot_q5_0_avx2)
+MATVEC_GENERIC(matvec_q4_1_avx2, kq_dot_q4_1_avx2)
+MATVEC_GENERIC(matvec_q5_1_avx2, kq_dot_q5_1_avx2)
+MATVEC_GENERIC(matvec_q5_K_avx2, kq_dot_q5_K_avx2)
 #endif
 
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
@@ -399,6 +402,12 @@ static void isa_tables_build(void)
 		g_tables[i].matvec[DTYPE_Q6_K] = matvec_q6_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q5_0] = kq_dot_q5_0_avx2;
 		g_tables[i].matvec[DTYPE_Q5_0] = matvec_q5_0_avx2;
+		g_tables[i].vec_dot[DTYPE_Q4_1] = kq_dot_q4_1_avx2;
+		g_tables[i].matvec[DTYPE_Q4_1] = matvec_q4_1_avx2;
+		g_tables[i].vec_dot[DTYPE_Q5_1] = kq_dot_q5_1_avx2;
+		g_tables[i].matvec[DTYPE_Q5_1] = matvec_q5_1_avx2;
+		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx2;
+		g_tables[i].matvec[DTYPE_Q5_K] = matvec_q5_K_avx2;
 	}
 #endif
 }

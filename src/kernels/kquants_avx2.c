@@ -138,4 +138,83 @@ float AVX2 kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n)
 	return acc;
 }
 
+/* Q4_1 / Q5_1 against Q8_0: sumi = u . x (u the unsigned quants), sumq =
+ * 1 . x; the float step is dot_legacy's. */
+AVX2_INLINE float dot_legacy_min(const void *w, const void *xa, int64_t n, int five)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), one8 = _mm256_set1_epi8(1),
+		      one16 = _mm256_set1_epi16(1);
+	const size_t bb = five ? sizeof(block_q5_1) : sizeof(block_q4_1);
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
+		__m128i q = _mm_loadu_si128((const __m128i *)(wb + (five ? 8 : 4)));
+		__m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+		if (five)
+			u = _mm256_or_si256(u, bits_to_0x10(ld_u32(wb + 4)));
+		__m256i xv = ld256(x + 2);
+		int32_t sumi = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), one16));
+		int32_t sumq = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16));
+		float dw = fp16_to_f32_inline(ld_u16(wb)), m = fp16_to_f32_inline(ld_u16(wb + 2));
+		float dx = fp16_to_f32_inline(ld_u16(x));
+		float dd = dw * dx;
+		float p = (float)sumi * dd;
+		FP_ROUNDED(p);
+		float dq = dx * (float)sumq;
+		FP_ROUNDED(dq);
+		float pm = m * dq;
+		FP_ROUNDED(pm);
+		p = p + pm;
+		acc = acc + p;
+	}
+	return acc;
+}
+
+float AVX2 kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n)
+{
+	return dot_legacy_min(w, xa, n, 0);
+}
+
+float AVX2 kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n)
+{
+	return dot_legacy_min(w, xa, n, 1);
+}
+
+/* Q5_K: Q4_K's sums with the fifth bit, (qh[l] >> s) & 1 for sub-block s. */
+float AVX2 kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK_K; b++) {
+		const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q5_K);
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+		const uint8_t *qs = wb + 48, *xq = x + 4;
+		__m256i qh = ld256(wb + 16);
+		uint8_t sc[8], mn[8];
+		for (int s = 0; s < 8; s++)
+			kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);
+		__m256i acc32 = _mm256_setzero_si256();
+		for (int c = 0; c < 4; c++) {
+			__m256i q = ld256(qs + 32 * c);
+			__m256i hl = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), b4);
+			__m256i hh = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), b4);
+			__m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), hl);
+			__m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hh);
+			__m256i plo = _mm256_maddubs_epi16(lo, ld256(xq + 64 * c));
+			__m256i phi = _mm256_maddubs_epi16(hi, ld256(xq + 64 * c + 32));
+			acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+			acc32 = _mm256_add_epi32(acc32,
+						 _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
+		}
+		int32_t summ = 0;
+		for (int s = 0; s < 8; s++)
+			summ += mn[s] * ((int16_t)ld_u16(x + 4 + QK_K + 4 * s) +
+					 (int16_t)ld_u16(x + 4 + QK_K + 4 * s + 2));
+		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)),
+				fp16_to_f32_inline(ld_u16(wb + 2)), hsum_i32(acc32), summ, 1);
+	}
+	return acc;
+}
+
 #endif
