@@ -24,7 +24,7 @@ done
 
 # the q4_k_m mix on a shape with whole super-blocks (tinyllama, 8 layers):
 # output q6_K, attn_v / ffn_down q6_K in layers 0, 3, 6, 7 (use_more_bits),
-# the rest q4_K
+# the rest q4_K; info counts them per type
 m=$TMP/mix.gguf
 "$EGANG" synth tinyllama-1.1b --type q4_k_m --layers 8 --seed 2 -o $m -q
 "$EGANG" info $m >$TMP/info
@@ -37,6 +37,10 @@ for l in 0 1 2 3 4 5 6 7; do
 	grep -Eq "^  blk\.$l\.ffn_down\.weight +$want" $TMP/info || ok=0
 	grep -Eq "^  blk\.$l\.attn_q\.weight +q4_k" $TMP/info || ok=0
 done
+# info's per-type counts: q6_K the output, 4 attn_v, 4 ffn_down; q4_K the
+# other 48 matrices and token_embd
+grep -Eq "^  q6_k +9 tensors .* bytes/token" $TMP/info || { ok=0; echo "# $(grep -A4 '^types:' $TMP/info)"; }
+grep -Eq "^  q4_k +49 tensors" $TMP/info || ok=0
 if ((ok)); then pass "q4_k_m: llama-quantize's types per tensor"; else fail "q4_k_m: llama-quantize's types per tensor" "$(grep -E 'blk\.[0-9]\.(attn_v|ffn_down)|output' $TMP/info | head -5)"; fi
 # smollm's rows of 576 are not whole super-blocks: q4_K falls back to q5_0,
 # the tied classifier to q8_0

@@ -26,6 +26,40 @@ static void print_tensor(const char *name, const tensor_t *t)
 	       (unsigned long long)((uint64_t)t->rows * dtype_row_bytes(t->type, t->cols)));
 }
 
+/* Per tensor type: how many tensors and bytes the file holds, and the
+ * bytes of it a decoded token streams (every matrix once, one embedding
+ * row). */
+static void print_types(const model_t *m)
+{
+	int64_t n[DTYPE_COUNT] = { 0 };
+	uint64_t bytes[DTYPE_COUNT] = { 0 }, tok[DTYPE_COUNT] = { 0 };
+	for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+		const gguf_tensor_t *t = gguf_tensor(m->gguf, i);
+		n[t->type]++;
+		bytes[t->type] += t->nbytes;
+	}
+#define STREAM(w) tok[(w).type] += (uint64_t)(w).rows * dtype_row_bytes((w).type, (w).cols)
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const layer_t *y = &m->layers[l];
+		STREAM(y->wq);
+		STREAM(y->wk);
+		STREAM(y->wv);
+		STREAM(y->wo);
+		STREAM(y->w_gate);
+		STREAM(y->w_up);
+		STREAM(y->w_down);
+	}
+	STREAM(m->output);
+#undef STREAM
+	tok[m->tok_embd.type] += dtype_row_bytes(m->tok_embd.type, m->tok_embd.cols);
+	printf("types:         (tensors, bytes in the file, bytes streamed per token)\n");
+	for (int t = 0; t < DTYPE_COUNT; t++)
+		if (n[t])
+			printf("  %-6s %5lld tensors %12llu bytes %12llu bytes/token\n",
+			       dtype_info[t].name, (long long)n[t], (unsigned long long)bytes[t],
+			       (unsigned long long)tok[t]);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -80,6 +114,7 @@ int cmd_info(int argc, char **argv)
 		printf("gguf:          version %u, %lld keys, %lld tensors, data at %zu\n",
 		       gguf_version(m->gguf), (long long)gguf_n_kv(m->gguf),
 		       (long long)gguf_n_tensors(m->gguf), gguf_data_offset(m->gguf));
+		print_types(m);
 		printf("tensors:\n");
 		for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
 			const gguf_tensor_t *t = gguf_tensor(m->gguf, i);
