@@ -288,6 +288,8 @@ MATVEC_GENERIC(matvec_q5_0_avx2, kq_dot_q5_0_avx2)
 MATVEC_GENERIC(matvec_q4_1_avx2, kq_dot_q4_1_avx2)
 MATVEC_GENERIC(matvec_q5_1_avx2, kq_dot_q5_1_avx2)
 MATVEC_GENERIC(matvec_q5_K_avx2, kq_dot_q5_K_avx2)
+MATVEC_GENERIC(matvec_q2_K_avx2, kq_dot_q2_K_avx2)
+MATVEC_GENERIC(matvec_q3_K_avx2, kq_dot_q3_K_avx2)
 #endif
 
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
@@ -408,6 +410,10 @@ static void isa_tables_build(void)
 		g_tables[i].matvec[DTYPE_Q5_1] = matvec_q5_1_avx2;
 		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx2;
 		g_tables[i].matvec[DTYPE_Q5_K] = matvec_q5_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q2_K] = kq_dot_q2_K_avx2;
+		g_tables[i].matvec[DTYPE_Q2_K] = matvec_q2_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
+		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
 	}
 #endif
 }

@@ -98,13 +98,15 @@ static inline float kq_k_step(float acc, float dx, float d, float dmin, int32_t 
 
 #if defined(__x86_64__)
 /* AVX2 dot products (kquants_avx2.c), the same bits as kq_dot_generic;
- * the AVX2 and AVX-512 levels both use them (Q2_K and Q3_K: generic). */
+ * the AVX2 and AVX-512 levels both use them. */
 float kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */

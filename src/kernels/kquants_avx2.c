@@ -217,4 +217,73 @@ float AVX2 kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n)
 	return acc;
 }
 
+/* The int16 scales of two sub-blocks of 16, one per 128-bit half (what
+ * pmaddwd needs after pmaddubsw of 32 elements). */
+AVX2_INLINE __m256i two_scales(int a, int b)
+{
+	return _mm256_set_m128i(_mm_set1_epi16((int16_t)b), _mm_set1_epi16((int16_t)a));
+}
+
+/* Q2_K: quants 0..3; sumi = sum sc (q . x), summ = sum mn bsum. */
+float AVX2 kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n)
+{
+	const __m256i m3 = _mm256_set1_epi8(0x03);
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK_K; b++) {
+		const block_q2_K *k = (const void *)((const uint8_t *)w + (size_t)b * sizeof(block_q2_K));
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+		__m256i acc32 = _mm256_setzero_si256();
+		for (int h = 0; h < 2; h++) {
+			__m256i qv = ld256(k->qs + 32 * h);
+			for (int j = 0; j < 4; j++) {
+				__m256i q = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
+				__m256i p = _mm256_maddubs_epi16(q, ld256(x + 4 + 128 * h + 32 * j));
+				int s = 8 * h + 2 * j;
+				acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(
+					p, two_scales(k->scales[s] & 15, k->scales[s + 1] & 15)));
+			}
+		}
+		int32_t summ = 0;
+		for (int s = 0; s < 16; s++)
+			summ += (k->scales[s] >> 4) * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
+		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)),
+				fp16_to_f32_inline(ld_u16(&k->dmin)), hsum_i32(acc32), summ, 1);
+	}
+	return acc;
+}
+
+/* Q3_K: u = low + 4 high in 0..7, q = u - 4:
+ * sum sc (q . x) = sum sc (u . x) - 4 sum sc bsum. */
+float AVX2 kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n)
+{
+	const __m256i m3 = _mm256_set1_epi8(0x03), m1 = _mm256_set1_epi8(0x01);
+	float acc = 0.0f;
+	for (int64_t b = 0; b < n / QK_K; b++) {
+		const block_q3_K *k = (const void *)((const uint8_t *)w + (size_t)b * sizeof(block_q3_K));
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+		int8_t sc[16];
+		kq_scales_q3(k->scales, sc);
+		__m256i hm = ld256(k->hmask);
+		__m256i acc32 = _mm256_setzero_si256();
+		for (int h = 0; h < 2; h++) {
+			__m256i qv = ld256(k->qs + 32 * h);
+			for (int j = 0; j < 4; j++) {
+				__m256i lo = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), m1);
+				__m256i u = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+				__m256i p = _mm256_maddubs_epi16(u, ld256(x + 4 + 128 * h + 32 * j));
+				int s = 8 * h + 2 * j;
+				acc32 = _mm256_add_epi32(acc32,
+							 _mm256_madd_epi16(p, two_scales(sc[s], sc[s + 1])));
+			}
+		}
+		int32_t sb = 0;
+		for (int s = 0; s < 16; s++)
+			sb += sc[s] * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
+		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)), 0.0f,
+				hsum_i32(acc32) - 4 * sb, 0, 0);
+	}
+	return acc;
+}
+
 #endif
