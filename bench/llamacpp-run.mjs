@@ -7,6 +7,9 @@
 //       and how many threads the process gained while the context existed
 //   node llamacpp-run.mjs ids MODEL THREADS N
 //       'sequence_ids: BOS t1 .. tN', N greedy tokens after BOS
+//   node llamacpp-run.mjs check MODEL THREADS N IDS [IDS ...]
+//       per IDS (a prompt: comma-separated token ids, used as given), one
+//       line 'sequence_ids: p1 .. pk t1 .. tN', N greedy tokens after it
 //
 // EGANG_NLC_DIR is the folder holding node_modules/node-llama-cpp. The
 // prebuilt CPU binaries of @node-llama-cpp/linux-x64 are used as they are:
@@ -34,8 +37,8 @@ function die(msg) {
 }
 
 const [mode, modelPath, threadsArg, a4, a5] = process.argv.slice(2);
-if (!["bench", "ids"].includes(mode) || !modelPath || !threadsArg)
-	die("usage: llamacpp-run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N");
+if (!["bench", "ids", "check"].includes(mode) || !modelPath || !threadsArg)
+	die("usage: llamacpp-run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS...");
 const threads = Number(threadsArg);
 if (!Number.isInteger(threads) || threads < 1) die(`bad thread count '${threadsArg}'`);
 const nlcDir = process.env.EGANG_NLC_DIR;
@@ -95,7 +98,21 @@ process.on("SIGTERM", () => {
 	process.exit(124);
 });
 
-if (mode === "ids") {
+if (mode === "check") {
+	const n = Number(a4);
+	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
+	for (const list of process.argv.slice(6)) {
+		const prompt = list.split(",").map(Number);
+		if (prompt.some((t) => !Number.isInteger(t) || t < 0)) die(`bad prompt ids '${list}'`);
+		await seq.clearHistory();
+		const out = [];
+		for await (const tok of seq.evaluate(prompt, { temperature: 0 })) {
+			out.push(tok);
+			if (out.length >= n) break;
+		}
+		process.stdout.write(`sequence_ids: ${[...prompt, ...out].join(" ")}\n`);
+	}
+} else if (mode === "ids") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
 	const ids = await greedy(n);

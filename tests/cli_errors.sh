@@ -29,7 +29,7 @@ expect_exit "--membership file bad line" 2 "line 2: 'zz' is not a mask" "$EGANG"
 expect_exit "missing model file" 2 "No such file" "$EGANG" generate -m /nonexistent.gguf
 expect_exit "model is a directory" 2 "not a regular file" "$EGANG" generate -m /tmp
 expect_exit "synth unknown shape" 2 "unknown shape 'gpt-5'" "$EGANG" synth gpt-5 -o $TMP/x.gguf
-expect_exit "synth bad type" 2 "--type 'q3_k' is not" "$EGANG" synth stories260k --type q3_k -o $TMP/x.gguf
+expect_exit "synth bad type" 2 "--type 'q3_q' is not one of" "$EGANG" synth stories260k --type q3_q -o $TMP/x.gguf
 expect_exit "synth without -o" 2 "-o/--output is required" "$EGANG" synth stories260k
 expect_exit "convert without tokenizer" 2 "-z/--tokenizer is required" "$EGANG" convert x.bin -o y.gguf
 expect_exit "info two files" 2 "info: unexpected argument .b." "$EGANG" info a b

@@ -822,8 +822,10 @@ MUT(m_ne_ovf_size)
 }
 MUT(m_ne_big) { put64(m, T(0).ne_off + 8, 1ull << 40); }
 MUT(m_type99) { put32(m, T(0).type_off, 99); }
-MUT(m_type_q4_1) { put32(m, T(0).type_off, 3); }
+MUT(m_type_iq2_xxs) { put32(m, T(0).type_off, 16); }
 MUT(m_q8_ne48) { put64(m, T(1).ne_off, 48); }
+/* a q4_K tensor whose rows (64) are not whole super-blocks */
+MUT(m_q4k_ne256) { put32(m, T(1).type_off, 12); }
 MUT(m_offset_far) { put64(m, T(2).offset_off, 1ull << 40); }
 MUT(m_offset_max) { put64(m, T(2).offset_off, UINT64_MAX & ~31ull); }
 MUT(m_offset_end)
@@ -880,7 +882,8 @@ static const struct mcase {
 	{ "ne_ovf_size", m_ne_ovf_size, "overflows size_t" },
 	{ "ne_big", m_ne_big, "exceed file size" },
 	{ "type99", m_type99, "unknown tensor type 99" },
-	{ "type_q4_1", m_type_q4_1, "unsupported tensor type 3 (q4_1)" },
+	{ "type_iq2_xxs", m_type_iq2_xxs, "unsupported tensor type 16 (iq2_xxs)" },
+	{ "q4k_ne256", m_q4k_ne256, "q4_k block size 256" },
 	{ "q8_ne48", m_q8_ne48, "block size" },
 	{ "offset_far", m_offset_far, "exceed file size" },
 	{ "offset_max", m_offset_max, "exceed file size" },
@@ -1053,7 +1056,7 @@ static void test_write_seeds(void **state)
 	write_file(dir, "base.gguf", b, n);
 	for (size_t i = 0; i < EG_ARRAY_LEN(mcases); i++) {
 		static const char *const keep[] = { "nest_bomb", "align3",
-			"dup_name", "type_q4_1", "offset_misaligned" };
+			"dup_name", "type_iq2_xxs", "q4k_ne256", "offset_misaligned" };
 		for (size_t k = 0; k < EG_ARRAY_LEN(keep); k++) {
 			if (strcmp(keep[k], mcases[i].name))
 				continue;

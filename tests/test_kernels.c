@@ -52,10 +52,21 @@ static void test_dtype_table(void **state)
 	assert_int_equal(dtype_from_ggml(8), DTYPE_Q8_0);
 	assert_int_equal(dtype_from_ggml(2), DTYPE_Q4_0);
 	assert_int_equal(dtype_from_ggml(30), DTYPE_BF16);
-	assert_int_equal(dtype_from_ggml(3), -1);
+	assert_int_equal(dtype_from_ggml(3), DTYPE_Q4_1);
+	assert_int_equal(dtype_from_ggml(12), DTYPE_Q4_K);
+	assert_int_equal(dtype_from_ggml(14), DTYPE_Q6_K);
+	assert_int_equal(dtype_from_ggml(15), -1); /* q8_K: activations only */
+	assert_int_equal(dtype_from_ggml(16), -1); /* iq2_xxs */
 	assert_int_equal(dtype_from_name("q4_0"), DTYPE_Q4_0);
 	assert_int_equal(dtype_from_name("bf16"), DTYPE_BF16);
-	assert_int_equal(dtype_from_name("q5_k"), -1);
+	assert_int_equal(dtype_from_name("q5_k"), DTYPE_Q5_K);
+	assert_int_equal(dtype_from_name("Q5_K"), DTYPE_Q5_K);
+	assert_int_equal(dtype_from_name("iq4_nl"), -1);
+	assert_int_equal(dtype_info[DTYPE_Q4_K].act, DTYPE_Q8_K);
+	assert_int_equal(dtype_info[DTYPE_Q5_1].act, DTYPE_Q8_0);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q4_K, 512), 288);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q6_K, 576), 0);
+	assert_int_equal(dtype_row_bytes(DTYPE_Q3_K, 256), 110);
 	assert_int_equal(dtype_info[DTYPE_F16].act, DTYPE_F32);
 	assert_int_equal(dtype_info[DTYPE_BF16].act, DTYPE_F32);
 	assert_int_equal(dtype_info[DTYPE_Q8_0].act, DTYPE_Q8_0);
@@ -416,7 +427,7 @@ static void mat_free(mat_t *m)
 	free(m->xaf);
 }
 
-static bool exact_type(dtype_t t) { return t == DTYPE_Q8_0 || t == DTYPE_Q4_0; }
+static bool exact_type(dtype_t t) { return dtype_info[t].block > 1; }
 
 /* One matrix at every level: vec_dot against a double reference; matvec
  * over the whole range equal to vec_dot per row (bit-exact within a level);
@@ -513,6 +524,68 @@ static void test_dot_quant_types(void **state)
 		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++)
 			check_matrix(ts[ti], ns[i] > 1000 ? 11 : i % 2 ? 17 : 53, ns[i],
 				     200 + ti * 31 + i);
+}
+
+/* The types of kquants.h: dot products against a double reference and
+ * every level bit-exact with the generic (check_matrix). */
+static void test_dot_kquant_types(void **state)
+{
+	(void)state;
+	static const int64_t ns[] = { 256, 512, 1536, 5632 };
+	dtype_t ts[] = { DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1, DTYPE_Q8_K, DTYPE_Q2_K,
+			 DTYPE_Q3_K, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++)
+		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++)
+			check_matrix(ts[ti], ns[i] > 1000 ? 11 : i % 2 ? 17 : 37, ns[i],
+				     300 + ti * 31 + i);
+}
+
+/* Quantize then dequantize normal data: the relative RMS error of each
+ * type under its bound (about 1.5x what the quantizer reaches), and the
+ * quantized row's bytes the same at every level. A packing bug in one
+ * direction (a bit or nibble misplaced) breaks the bound. */
+static void test_kquant_roundtrip(void **state)
+{
+	(void)state;
+	static const struct { dtype_t t; double bound; } c[] = {
+		{ DTYPE_Q4_1, 0.12 }, { DTYPE_Q5_0, 0.07 }, { DTYPE_Q5_1, 0.06 },
+		{ DTYPE_Q8_K, 0.016 }, { DTYPE_Q2_K, 0.48 }, { DTYPE_Q3_K, 0.24 },
+		{ DTYPE_Q4_K, 0.12 }, { DTYPE_Q5_K, 0.06 }, { DTYPE_Q6_K, 0.031 },
+	};
+	enum { N = 4096 };
+	float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+	uint8_t *q = malloc(N * 2);
+	rng_t r;
+	rng_seed(&r, 4242);
+	fill_normal(&r, x, N, 0.05f);
+	x[77] = 0.8f; /* an outlier */
+	for (size_t i = 0; i < EG_ARRAY_LEN(c); i++) {
+		memset(q, 0xA5, N * 2);
+		quantize_row(c[i].t, x, q, N);
+		dequantize_row(c[i].t, q, y, N);
+		double se = 0, ss = 0;
+		for (int j = 0; j < N; j++) {
+			se += ((double)y[j] - x[j]) * ((double)y[j] - x[j]);
+			ss += (double)x[j] * x[j];
+		}
+		double rel = sqrt(se / ss);
+		print_message("# %s: relative RMS error %.4f\n", dtype_info[c[i].t].name, rel);
+		if (!(rel < c[i].bound))
+			fail_msg("%s: relative RMS error %g over %g", dtype_info[c[i].t].name,
+				 rel, c[i].bound);
+		assert_true(q[dtype_row_bytes(c[i].t, N)] == 0xA5); /* no overrun */
+	}
+	/* a zero row quantizes to zeros and back */
+	memset(x, 0, N * sizeof *x);
+	for (size_t i = 0; i < EG_ARRAY_LEN(c); i++) {
+		quantize_row(c[i].t, x, q, N);
+		dequantize_row(c[i].t, q, y, N);
+		for (int j = 0; j < N; j++)
+			assert_true(y[j] == 0.0f);
+	}
+	free(x);
+	free(y);
+	free(q);
 }
 
 /* Extreme quantized values: weights of -128 (legal in a file, never made by
@@ -1154,6 +1227,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_dot_float_types),
 		cmocka_unit_test(test_dot_quant_types),
 		cmocka_unit_test(test_dot_quant_extremes),
+		cmocka_unit_test(test_dot_kquant_types),
+		cmocka_unit_test(test_kquant_roundtrip),
 		cmocka_unit_test(test_pack16),
 		cmocka_unit_test(test_pack16_float),
 		cmocka_unit_test(test_rmsnorm),

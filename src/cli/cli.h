@@ -11,6 +11,7 @@
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_burn(int argc, char **argv);
@@ -97,6 +98,11 @@ int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
 	    int64_t *out);
 int cli_float(const char *flag, const char *s, double min, double max,
 	      double *out);
+
+/* "1,2,3" into out[0..cap): the count, or -1 after a one-line error
+ * naming the flag (an empty item, a value outside [0, max], more than cap). */
+int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
+		 int32_t max);
 
 /* Parses a CPU list, all of it inside the process's affinity mask; fills
  * cpus in slot order. NULL list = every allowed CPU, physical cores first.

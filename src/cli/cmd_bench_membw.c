@@ -162,7 +162,7 @@ static int parse_types(const char *types, dtype_t *want)
 	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		int t = dtype_from_name(tok);
-		if (t < 0) {
+		if (t < 0 || t > DTYPE_Q4_0) { /* the types with SIMD kernels */
 			log_error("--types: '%s' is not f32, f16, bf16, q8_0 or q4_0", tok);
 			return -1;
 		}

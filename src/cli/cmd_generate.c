@@ -17,6 +17,8 @@ static const char generate_help[] =
 	"  -m, --model FILE        GGUF file or llama2.c checkpoint (required)\n"
 	"  -z, --tokenizer FILE    llama2.c tokenizer.bin (required for .bin models)\n"
 	"  -p, --prompt TEXT       prompt (default: empty, BOS only)\n"
+	"      --prompt-ids LIST   the prompt as token ids, comma-separated, used as\n"
+	"                          given (no BOS added); instead of -p\n"
 	"  -n, --n-predict N       tokens to generate after the prompt (default 256);\n"
 	"                          llama2.c's -n counts the prompt too: its -n S is\n"
 	"                          egang's -n S+1-(prompt tokens incl. BOS)\n"
@@ -111,7 +113,7 @@ static void report(const engine_t *e, const engine_result_t *r)
 }
 
 typedef struct gen_opts {
-	const char *model, *tok, *prompt, *hash, *membership, *trace, *ids,
+	const char *model, *tok, *prompt, *prompt_ids, *hash, *membership, *trace, *ids,
 		*control, *policies;
 	int64_t n_predict, top_k, seed, ctx;
 	double temp, top_p;
@@ -120,6 +122,8 @@ typedef struct gen_opts {
 	const char *stops[8];
 	int n_stop;
 	cli_cpus_t cpus;
+	int32_t ids_buf[4096]; /* --prompt-ids */
+	int n_ids;
 } gen_opts_t;
 
 /* Runs the generation on an open engine; an exit code. */
@@ -128,6 +132,8 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
 	engine_t *e = rc->e;
 	engine_params_t ep = {
 		.prompt = o->prompt,
+		.prompt_ids = o->n_ids ? o->ids_buf : NULL,
+		.n_prompt_ids = o->n_ids,
 		.n_predict = (int32_t)o->n_predict,
 		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
 			    .top_k = (int32_t)o->top_k, .seed = (uint64_t)o->seed,
@@ -182,6 +188,7 @@ int cmd_generate(int argc, char **argv)
 		OPT_STR("model", 'm', &o.model, .required = true),
 		OPT_STR("tokenizer", 'z', &o.tok),
 		OPT_STR("prompt", 'p', &o.prompt, .empty_ok = true),
+		OPT_STR("prompt-ids", 0, &o.prompt_ids),
 		OPT_INT("n-predict", 'n', &o.n_predict, 0, 1 << 24),
 		OPT_FLOAT("temp", 't', &o.temp, 0, 100),
 		OPT_INT("top-k", 0, &o.top_k, 0, 1 << 24),
@@ -204,6 +211,9 @@ int cmd_generate(int argc, char **argv)
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
+	if (o.prompt_ids && (o.n_ids = cli_int_list("--prompt-ids", o.prompt_ids,
+			o.ids_buf, (int)EG_ARRAY_LEN(o.ids_buf), INT32_MAX)) < 0)
+		return EXIT_INPUT;
 	if (o.control && o.membership) {
 		log_error("generate: --control and --membership both set the "
 			  "gang's membership; use one");

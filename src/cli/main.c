@@ -16,6 +16,7 @@ static const command_t commands[] = {
 	{"generate", cmd_generate, "generate text from a prompt"},
 	{"info", cmd_info, "describe a model file"},
 	{"synth", cmd_synth, "write a random-weight GGUF of a real model shape"},
+	{"quantize", cmd_quantize, "quantize a GGUF (a type or a llama-quantize preset)"},
 	{"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
 	{"bench", cmd_bench, "benchmarks: protocol, width, overhead"},
 	{"serve", cmd_serve, "OpenAI-compatible HTTP server on the elastic gang"},

@@ -54,6 +54,27 @@ int cli_float(const char *flag, const char *s, double min, double max,
 	return 0;
 }
 
+int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
+		 int32_t max)
+{
+	int n = 0;
+	const char *q = s;
+	char *end;
+	do {
+		errno = 0;
+		long long v = strtoll(q, &end, 10);
+		if (end == q || errno || v < 0 || v > max || n == cap ||
+		    (*end && *end != ',')) {
+			log_error("%s: '%s' is not a comma-separated list of up to %d "
+				  "integers in [0, %d]", flag, s, cap, (int)max);
+			return -1;
+		}
+		out[n++] = (int32_t)v;
+		q = end + 1;
+	} while (*end == ',');
+	return n;
+}
+
 int cli_cores(const char *list, int *cpus, int max)
 {
 	int all[CPUMASK_MAX];

@@ -10,6 +10,7 @@
  *
  * See kernels_impl.h for the reduction orders and what is bit-exact. */
 #include "kernels/kernels_impl.h"
+#include "kernels/kquants.h"
 
 #include <assert.h>
 #if defined(__x86_64__)
@@ -20,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/base.h"
 
@@ -31,6 +33,15 @@ const dtype_info_t dtype_info[DTYPE_COUNT] = {
 	[DTYPE_BF16] = { "bf16", 30, 1, 2, DTYPE_F32 },
 	[DTYPE_Q8_0] = { "q8_0", 8, QK, sizeof(block_q8_0), DTYPE_Q8_0 },
 	[DTYPE_Q4_0] = { "q4_0", 2, QK, sizeof(block_q4_0), DTYPE_Q8_0 },
+	[DTYPE_Q4_1] = { "q4_1", 3, QK, sizeof(block_q4_1), DTYPE_Q8_0 },
+	[DTYPE_Q5_0] = { "q5_0", 6, QK, sizeof(block_q5_0), DTYPE_Q8_0 },
+	[DTYPE_Q5_1] = { "q5_1", 7, QK, sizeof(block_q5_1), DTYPE_Q8_0 },
+	[DTYPE_Q8_K] = { "q8_k", 15, QK_K, sizeof(block_q8_K), DTYPE_Q8_K },
+	[DTYPE_Q2_K] = { "q2_k", 10, QK_K, sizeof(block_q2_K), DTYPE_Q8_K },
+	[DTYPE_Q3_K] = { "q3_k", 11, QK_K, sizeof(block_q3_K), DTYPE_Q8_K },
+	[DTYPE_Q4_K] = { "q4_k", 12, QK_K, sizeof(block_q4_K), DTYPE_Q8_K },
+	[DTYPE_Q5_K] = { "q5_k", 13, QK_K, sizeof(block_q5_K), DTYPE_Q8_K },
+	[DTYPE_Q6_K] = { "q6_k", 14, QK_K, sizeof(block_q6_K), DTYPE_Q8_K },
 };
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
@@ -39,7 +50,7 @@ _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
 int dtype_from_ggml(uint32_t ggml_id)
 {
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (dtype_info[t].ggml_id == ggml_id)
+		if (dtype_info[t].ggml_id == ggml_id && t != DTYPE_Q8_K)
 			return t;
 	return -1;
 }
@@ -47,7 +58,7 @@ int dtype_from_ggml(uint32_t ggml_id)
 int dtype_from_name(const char *name)
 {
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (name && strcmp(dtype_info[t].name, name) == 0)
+		if (name && strcasecmp(dtype_info[t].name, name) == 0)
 			return t;
 	return -1;
 }
@@ -255,6 +266,33 @@ MATVEC_GENERIC(matvec_bf16_generic, dot_bf16_generic)
 MATVEC_GENERIC(matvec_q8_0_generic, dot_q8_0_generic)
 MATVEC_GENERIC(matvec_q4_0_generic, dot_q4_0_generic)
 
+/* The kquants.c types, one function each for the tables. */
+#define KQ_GENERIC(T, lower)                                                  \
+	static float dot_##lower##_generic(const void *w, const void *xa, int64_t n) \
+	{                                                                     \
+		return kq_dot_generic(T, w, xa, n);                           \
+	}                                                                     \
+	MATVEC_GENERIC(matvec_##lower##_generic, dot_##lower##_generic)
+KQ_GENERIC(DTYPE_Q4_1, q4_1)
+KQ_GENERIC(DTYPE_Q5_0, q5_0)
+KQ_GENERIC(DTYPE_Q5_1, q5_1)
+KQ_GENERIC(DTYPE_Q8_K, q8_K)
+KQ_GENERIC(DTYPE_Q2_K, q2_K)
+KQ_GENERIC(DTYPE_Q3_K, q3_K)
+KQ_GENERIC(DTYPE_Q4_K, q4_K)
+KQ_GENERIC(DTYPE_Q5_K, q5_K)
+KQ_GENERIC(DTYPE_Q6_K, q6_K)
+#if defined(__x86_64__)
+MATVEC_GENERIC(matvec_q4_K_avx2, kq_dot_q4_K_avx2)
+MATVEC_GENERIC(matvec_q6_K_avx2, kq_dot_q6_K_avx2)
+MATVEC_GENERIC(matvec_q5_0_avx2, kq_dot_q5_0_avx2)
+MATVEC_GENERIC(matvec_q4_1_avx2, kq_dot_q4_1_avx2)
+MATVEC_GENERIC(matvec_q5_1_avx2, kq_dot_q5_1_avx2)
+MATVEC_GENERIC(matvec_q5_K_avx2, kq_dot_q5_K_avx2)
+MATVEC_GENERIC(matvec_q2_K_avx2, kq_dot_q2_K_avx2)
+MATVEC_GENERIC(matvec_q3_K_avx2, kq_dot_q3_K_avx2)
+#endif
+
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 			       const float *cs, int neox);
 
@@ -266,6 +304,15 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_BF16] = dot_bf16_generic,
 		[DTYPE_Q8_0] = dot_q8_0_generic,
 		[DTYPE_Q4_0] = dot_q4_0_generic,
+		[DTYPE_Q4_1] = dot_q4_1_generic,
+		[DTYPE_Q5_0] = dot_q5_0_generic,
+		[DTYPE_Q5_1] = dot_q5_1_generic,
+		[DTYPE_Q8_K] = dot_q8_K_generic,
+		[DTYPE_Q2_K] = dot_q2_K_generic,
+		[DTYPE_Q3_K] = dot_q3_K_generic,
+		[DTYPE_Q4_K] = dot_q4_K_generic,
+		[DTYPE_Q5_K] = dot_q5_K_generic,
+		[DTYPE_Q6_K] = dot_q6_K_generic,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32_generic,
@@ -273,6 +320,15 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_BF16] = matvec_bf16_generic,
 		[DTYPE_Q8_0] = matvec_q8_0_generic,
 		[DTYPE_Q4_0] = matvec_q4_0_generic,
+		[DTYPE_Q4_1] = matvec_q4_1_generic,
+		[DTYPE_Q5_0] = matvec_q5_0_generic,
+		[DTYPE_Q5_1] = matvec_q5_1_generic,
+		[DTYPE_Q8_K] = matvec_q8_K_generic,
+		[DTYPE_Q2_K] = matvec_q2_K_generic,
+		[DTYPE_Q3_K] = matvec_q3_K_generic,
+		[DTYPE_Q4_K] = matvec_q4_K_generic,
+		[DTYPE_Q5_K] = matvec_q5_K_generic,
+		[DTYPE_Q6_K] = matvec_q6_K_generic,
 	},
 	.quantize_q8_0 = quantize_q8_0_generic,
 	.fp16_to_f32_row = fp16_to_f32_row_generic,
@@ -340,6 +396,27 @@ static void isa_tables_build(void)
 		if (s->swiglu)
 			t->swiglu = s->swiglu;
 	}
+#if defined(__x86_64__)
+	/* the K-quants' SIMD dot products (kquants_avx2.c) serve both levels */
+	for (int i = ISA_AVX2; i <= ISA_AVX512; i++) {
+		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
+		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx2;
+		g_tables[i].matvec[DTYPE_Q6_K] = matvec_q6_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q5_0] = kq_dot_q5_0_avx2;
+		g_tables[i].matvec[DTYPE_Q5_0] = matvec_q5_0_avx2;
+		g_tables[i].vec_dot[DTYPE_Q4_1] = kq_dot_q4_1_avx2;
+		g_tables[i].matvec[DTYPE_Q4_1] = matvec_q4_1_avx2;
+		g_tables[i].vec_dot[DTYPE_Q5_1] = kq_dot_q5_1_avx2;
+		g_tables[i].matvec[DTYPE_Q5_1] = matvec_q5_1_avx2;
+		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx2;
+		g_tables[i].matvec[DTYPE_Q5_K] = matvec_q5_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q2_K] = kq_dot_q2_K_avx2;
+		g_tables[i].matvec[DTYPE_Q2_K] = matvec_q2_K_avx2;
+		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
+		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
+	}
+#endif
 }
 
 static const kernel_ops_t *isa_table(int isa) { return &g_tables[isa]; }
@@ -455,7 +532,8 @@ void quantize_row(dtype_t t, const float *x, void *y, int64_t n)
 		quantize_q4_0(x, y, n);
 		break;
 	default:
-		assert(!"quantize_row: bad dtype");
+		assert((unsigned)t < DTYPE_COUNT);
+		kq_quantize(t, x, y, n);
 	}
 }
 
@@ -480,7 +558,8 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n)
 		dequantize_q4_0(x, y, n);
 		break;
 	default:
-		assert(!"dequantize_row: bad dtype");
+		assert((unsigned)t < DTYPE_COUNT);
+		kq_dequantize(t, x, y, n);
 	}
 }
 
@@ -490,6 +569,9 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 	if (dtype_info[wt].act == DTYPE_Q8_0) {
 		assert(n % QK == 0);
 		ops_get()->quantize_q8_0(x, xa, n);
+	} else if (dtype_info[wt].act == DTYPE_Q8_K) {
+		assert(n % QK_K == 0);
+		kq_quantize(DTYPE_Q8_K, x, xa, n);
 	} else if ((const void *)x != xa) {
 		memmove(xa, x, (size_t)n * sizeof(float));
 	}

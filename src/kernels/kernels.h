@@ -11,7 +11,9 @@
  *  Q8_0  blocks of 32: { uint16 d (f16 scale); int8 qs[32] }  = 34 bytes;
  *        x[i] = d * qs[i].
  *  Q4_0  blocks of 32: { uint16 d (f16 scale); uint8 qs[16] } = 18 bytes;
- *        x[j] = d * ((qs[j] & 0xF) - 8), x[j+16] = d * ((qs[j] >> 4) - 8). */
+ *        x[j] = d * ((qs[j] & 0xF) - 8), x[j+16] = d * ((qs[j] >> 4) - 8).
+ *  Q4_1, Q5_0, Q5_1 (blocks of 32) and the K-quants Q2_K .. Q6_K, Q8_K
+ *  (super-blocks of 256): kquants.h. */
 #ifndef EGANG_KERNELS_H
 #define EGANG_KERNELS_H
 
@@ -24,10 +26,20 @@ typedef enum dtype {
 	DTYPE_BF16,
 	DTYPE_Q8_0,
 	DTYPE_Q4_0,
+	DTYPE_Q4_1,
+	DTYPE_Q5_0,
+	DTYPE_Q5_1,
+	DTYPE_Q8_K, /* activations only (the K-quants' dot products) */
+	DTYPE_Q2_K,
+	DTYPE_Q3_K,
+	DTYPE_Q4_K,
+	DTYPE_Q5_K,
+	DTYPE_Q6_K,
 	DTYPE_COUNT
 } dtype_t;
 
 #define QK 32 /* elements per quantized block */
+#define QK_K 256 /* elements per K-quant super-block (kquants.h) */
 
 typedef struct { uint16_t d; int8_t qs[QK]; } block_q8_0;      /* 34 bytes */
 typedef struct { uint16_t d; uint8_t qs[QK / 2]; } block_q4_0; /* 18 bytes */
@@ -38,18 +50,24 @@ typedef struct dtype_info {
 	uint32_t block;       /* elements per block (1 for float types) */
 	uint32_t block_bytes; /* bytes per block */
 	dtype_t act;          /* type the activations take for a dot product
-				 with this weight type (F32, or Q8_0) */
+				 with this weight type (F32, Q8_0 or Q8_K) */
 } dtype_info_t;
 
 extern const dtype_info_t dtype_info[DTYPE_COUNT];
 
-/* dtype of a GGUF type id; -1 if unknown / unsupported. */
+/* dtype of a GGUF type id; -1 if unknown / unsupported (Q8_K: an
+ * activation type, not loadable). */
 int dtype_from_ggml(uint32_t ggml_id);
 /* dtype of a name ("q8_0"); -1 if unknown. */
 int dtype_from_name(const char *name);
 /* Bytes of a row of n elements; n must be a multiple of the block size
  * (0 is returned otherwise). */
 size_t dtype_row_bytes(dtype_t t, int64_t n);
+
+/* Byte offset, in data (nbytes of whole blocks of type t), of the first
+ * block whose f16 scale or min is NaN or infinite, for the types of
+ * kquants.h (Q4_1 .. Q6_K); -1 if none, or for the other types. */
+int64_t kq_bad_block(int t, const void *data, size_t nbytes);
 
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after
  * the first call returns). EGANG_ISA=generic|avx2|avx512 forces a level. */

@@ -89,8 +89,31 @@ struct forward {
 /* Bytes of one token's activations for matrices of type t (n elements). */
 static inline size_t act_row(dtype_t t, int64_t n)
 {
-	return dtype_info[t].act == DTYPE_Q8_0 ? dtype_row_bytes(DTYPE_Q8_0, n)
-					       : (size_t)n * sizeof(float);
+	dtype_t a = dtype_info[t].act;
+	return a == DTYPE_F32 ? (size_t)n * sizeof(float) : dtype_row_bytes(a, n);
+}
+
+/* The quantized activation buffers (xb_q, att_q, hb_q and the batch's)
+ * hold `rows` rows of Q8_0 and after them, from act_k_off, `rows` rows of
+ * Q8_K: the matrices that read one input may take different activation
+ * types (a mixed file: attn_q q4_K, attn_v q8_0 or q5_0), and each type
+ * gets its own rows. */
+static inline size_t act_k_off(int64_t n, int64_t rows)
+{
+	size_t q8 = dtype_row_bytes(DTYPE_Q8_0, n / QK * QK) * (size_t)rows;
+	return (q8 + 63) & ~(size_t)63;
+}
+
+static inline size_t act_q_bytes(int64_t n, int64_t rows)
+{
+	return act_k_off(n, rows) +
+	       dtype_row_bytes(DTYPE_Q8_K, n / QK_K * QK_K) * (size_t)rows + 64;
+}
+
+/* Where the activation rows of type act (of `rows` rows of n) start. */
+static inline void *act_region(dtype_t t, void *xq, int64_t n, int64_t rows)
+{
+	return dtype_info[t].act == DTYPE_Q8_K ? (char *)xq + act_k_off(n, rows) : xq;
 }
 
 static inline int64_t kv_dim(const model_config_t *c)
@@ -103,10 +126,13 @@ static inline int64_t q_dim(const model_config_t *c)
 	return (int64_t)c->n_heads * c->head_dim;
 }
 
-/* Activations for a matrix of type t from float x and its Q8_0 twin. */
-static inline const void *act_for(dtype_t t, const float *x, const void *xq)
+/* Activations for matrix w (w->cols elements) from float x and its
+ * quantized twins xq (act_k_off). */
+static inline const void *act_for(const tensor_t *w, const float *x, const void *xq)
 {
-	return dtype_info[t].act == DTYPE_Q8_0 ? xq : (const void *)x;
+	if (dtype_info[w->type].act == DTYPE_F32)
+		return x;
+	return act_region(w->type, (void *)xq, w->cols, 1);
 }
 
 /* y[0 .. r1 - r0) = rows r0 .. r1 - 1 of w @ xa, from w's packed copy
@@ -116,11 +142,25 @@ static inline void mv(const tensor_t *w, const void *xa, float *y, int64_t r0, i
 	matvec_range(w->type, w->data, w->packed, w->rows, xa, y, w->cols, r0, r1);
 }
 
-/* Prepares the Q8_0 twin of x (n) if matrix type t needs it. */
+/* Prepares the quantized twin of x (n) that matrices of type t read, if
+ * they read one. */
 static inline void act_fill(dtype_t t, const float *x, void *xq, int64_t n)
 {
-	if (dtype_info[t].act == DTYPE_Q8_0)
-		act_prepare(t, x, xq, n);
+	if (dtype_info[t].act != DTYPE_F32)
+		act_prepare(t, x, act_region(t, xq, n, 1), n);
+}
+
+/* act_fill for each activation type the k matrices ws read. */
+static void act_fill_for(const tensor_t *const *ws, int k, const float *x, void *xq,
+			 int64_t n)
+{
+	bool done[DTYPE_COUNT] = { false };
+	for (int i = 0; i < k; i++) {
+		dtype_t a = dtype_info[ws[i]->type].act;
+		if (!done[a])
+			act_fill(ws[i]->type, x, xq, n);
+		done[a] = true;
+	}
 }
 
 static inline void rows_of(uint32_t chunk, uint32_t per, int64_t total,
@@ -146,18 +186,22 @@ static void embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	dequantize_row(e->type, row, f->x, e->cols);
 }
 
-/* xb = rmsnorm(x, w); quantized for the matrices of type t. */
-static void norm_into_xb(forward_t *f, const float *w, dtype_t t)
+/* xb = rmsnorm(x, w); quantized for the k matrices ws that read it. */
+static void norm_into_xb(forward_t *f, const float *w, const tensor_t *const *ws, int k)
 {
 	rmsnorm(f->xb, f->x, w, f->c.dim, f->c.rms_eps);
-	act_fill(t, f->xb, f->xb_q, f->c.dim);
+	act_fill_for(ws, k, f->xb, f->xb_q, f->c.dim);
 }
+
+/* The matrices that read a layer's attention input. */
+#define QKV_OF(y) (const tensor_t *const[3]){ &(y)->wq, &(y)->wk, &(y)->wv }, 3
+#define FFN1_OF(y) (const tensor_t *const[2]){ &(y)->w_gate, &(y)->w_up }, 2
 
 static void embed_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = &f->m->layers[0];
-	norm_into_xb(f, y->attn_norm, y->wq.type);
+	norm_into_xb(f, y->attn_norm, QKV_OF(y));
 }
 
 /* ---- QKV: rows of the stacked [wq; wk; wv] ---- */
@@ -188,7 +232,7 @@ static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		if (lo >= hi)
 			continue;
 		const tensor_t *w = part[p].w;
-		mv(w, act_for(w->type, f->xb, f->xb_q), part[p].out + (lo - part[p].base),
+		mv(w, act_for(w, f->xb, f->xb_q), part[p].out + (lo - part[p].base),
 		   lo - part[p].base, hi - part[p].base);
 		if (part[p].b)
 			for (int64_t r = lo - part[p].base; r < hi - part[p].base; r++)
@@ -262,7 +306,7 @@ static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	float tmp[256];
 	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
 	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
-	mv(w, act_for(w->type, f->att, f->att_q), tmp, r0, r1);
+	mv(w, act_for(w, f->att, f->att_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
 }
@@ -271,7 +315,7 @@ static void wo_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
-	norm_into_xb(f, y->ffn_norm, y->w_gate.type);
+	norm_into_xb(f, y->ffn_norm, FFN1_OF(y));
 }
 
 /* ---- FFN1: hb = silu(gate @ xb) * (up @ xb) ---- */
@@ -283,8 +327,8 @@ static void ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1;
 	float up[256];
 	rows_of(chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
-	mv(&y->w_gate, act_for(y->w_gate.type, f->xb, f->xb_q), f->hb + r0, r0, r1);
-	mv(&y->w_up, act_for(y->w_up.type, f->xb, f->xb_q), up, r0, r1);
+	mv(&y->w_gate, act_for(&y->w_gate, f->xb, f->xb_q), f->hb + r0, r0, r1);
+	mv(&y->w_up, act_for(&y->w_up, f->xb, f->xb_q), up, r0, r1);
 	swiglu(f->hb + r0, f->hb + r0, up, r1 - r0);
 }
 
@@ -304,7 +348,7 @@ static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1;
 	float tmp[256];
 	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
-	mv(w, act_for(w->type, f->hb, f->hb_q), tmp, r0, r1);
+	mv(w, act_for(w, f->hb, f->hb_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
 }
@@ -315,9 +359,9 @@ static void ffn2_finish(void *ctx, uint32_t wave)
 	uint32_t l = (wave - 1) / STEP_COUNT;
 	if (l + 1 < (uint32_t)f->c.n_layers) {
 		const layer_t *y = &f->m->layers[l + 1];
-		norm_into_xb(f, y->attn_norm, y->wq.type);
+		norm_into_xb(f, y->attn_norm, QKV_OF(y));
 	} else {
-		norm_into_xb(f, f->m->output_norm, f->m->output.type);
+		norm_into_xb(f, f->m->output_norm, (const tensor_t *const[1]){ &f->m->output }, 1);
 	}
 }
 
@@ -329,7 +373,7 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const tensor_t *w = &f->m->output;
 	int64_t r0, r1;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	mv(w, act_for(w->type, f->xb, f->xb_q), f->logits + r0, r0, r1);
+	mv(w, act_for(w, f->xb, f->xb_q), f->logits + r0, r0, r1);
 }
 
 /* ---- batched prefill: the same waves over bn tokens ----
@@ -358,38 +402,49 @@ static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 			       f->bx + (size_t)k * f->c.dim, e->cols);
 }
 
-/* Per token: the Q8_0 rows of x (bn, n) for matrices of type t when they
- * need them (as act_fill), and their gemm aux. */
-static void b_act_fill(const forward_t *f, dtype_t t, const float *x, void *xq,
-		       void *aux, int64_t n)
+/* The batch's activations for matrix w: float rows, or the quantized rows
+ * of its activation type (act_k_off, bmax rows). */
+static inline const void *b_act(const forward_t *f, const tensor_t *w, const float *x,
+				const void *xq)
 {
-	if (dtype_info[t].act != DTYPE_Q8_0)
-		return;
-	for (int32_t k = 0; k < f->bn; k++)
-		act_prepare(t, x + k * n, (char *)xq + k * act_row(t, n), n);
-	gemm_aux_prepare(xq, act_row(t, n), n, f->bn, aux);
+	if (dtype_info[w->type].act == DTYPE_F32)
+		return x;
+	return act_region(w->type, (void *)xq, w->cols, f->bmax);
 }
 
-/* Per token: xb = rmsnorm(x, w), quantized for the matrices of type t. */
-static void b_norm_into_xb(forward_t *f, const float *w, dtype_t t)
+/* Per token: the quantized rows of x (bn, n) for each activation type the
+ * k matrices ws read (as act_fill), and the Q8_0 rows' gemm aux. */
+static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
+		       const float *x, void *xq, void *aux, int64_t n)
+{
+	bool done[DTYPE_COUNT] = { false };
+	for (int i = 0; i < k; i++) {
+		dtype_t t = ws[i]->type, a = dtype_info[t].act;
+		if (a == DTYPE_F32 || done[a])
+			continue;
+		done[a] = true;
+		char *base = act_region(t, xq, n, f->bmax);
+		for (int32_t j = 0; j < f->bn; j++)
+			act_prepare(t, x + j * n, base + j * act_row(t, n), n);
+		if (a == DTYPE_Q8_0)
+			gemm_aux_prepare(base, act_row(t, n), n, f->bn, aux);
+	}
+}
+
+/* Per token: xb = rmsnorm(x, w), quantized for the k matrices ws. */
+static void b_norm_into_xb(forward_t *f, const float *w, const tensor_t *const *ws, int k)
 {
 	int64_t d = f->c.dim;
-	for (int32_t k = 0; k < f->bn; k++)
-		rmsnorm(f->bxb + k * d, f->bx + k * d, w, d, f->c.rms_eps);
-	b_act_fill(f, t, f->bxb, f->bxb_q, f->bxb_aux, d);
-}
-
-/* The batch's activations for a matrix of type t: float rows or Q8_0 rows. */
-static inline const void *b_act(dtype_t t, const float *x, const void *xq)
-{
-	return act_for(t, x, xq);
+	for (int32_t j = 0; j < f->bn; j++)
+		rmsnorm(f->bxb + j * d, f->bx + j * d, w, d, f->c.rms_eps);
+	b_act_fill(f, ws, k, f->bxb, f->bxb_q, f->bxb_aux, d);
 }
 
 static void b_embed_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = &f->m->layers[0];
-	b_norm_into_xb(f, y->attn_norm, y->wq.type);
+	b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
 }
 
 static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
@@ -422,7 +477,7 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		lo -= part[p].base;
 		hi -= part[p].base;
 		gemm_rows_packed(w->type, w->data, w->packed, w->rows,
-				 b_act(w->type, f->bxb, f->bxb_q), act_row(w->type, c->dim),
+				 b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, c->dim),
 				 f->bxb_aux, part[p].out, ys, c->dim, lo, hi, f->bn);
 		if (part[p].b)
 			for (int32_t k = 0; k < f->bn; k++)
@@ -476,9 +531,8 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 static void b_attn_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
-	dtype_t t = layer_of(f, wave)->wo.type;
-	int64_t Q = q_dim(&f->c);
-	b_act_fill(f, t, f->batt, f->batt_q, f->batt_aux, Q);
+	const tensor_t *w = &layer_of(f, wave)->wo;
+	b_act_fill(f, &w, 1, f->batt, f->batt_q, f->batt_aux, q_dim(&f->c));
 }
 
 /* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2). */
@@ -488,7 +542,7 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
-	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(w->type, in, in_q),
+	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(f, w, in, in_q),
 			 act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		for (int64_t r = r0; r < r1; r++)
@@ -506,7 +560,7 @@ static void b_wo_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
-	b_norm_into_xb(f, y->ffn_norm, y->w_gate.type);
+	b_norm_into_xb(f, y->ffn_norm, FFN1_OF(y));
 }
 
 static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
@@ -516,9 +570,9 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
 	const tensor_t *g = &y->w_gate, *u = &y->w_up;
-	gemm_rows_packed(g->type, g->data, g->packed, g->rows, b_act(g->type, f->bxb, f->bxb_q),
+	gemm_rows_packed(g->type, g->data, g->packed, g->rows, b_act(f, g, f->bxb, f->bxb_q),
 			 act_row(g->type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
-	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(u->type, f->bxb, f->bxb_q),
+	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(f, u, f->bxb, f->bxb_q),
 			 act_row(u->type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
@@ -528,9 +582,8 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 static void b_ffn1_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
-	dtype_t t = layer_of(f, wave)->w_down.type;
-	int64_t H = f->c.hidden_dim;
-	b_act_fill(f, t, f->bhb, f->bhb_q, f->bhb_aux, H);
+	const tensor_t *w = &layer_of(f, wave)->w_down;
+	b_act_fill(f, &w, 1, f->bhb, f->bhb_q, f->bhb_aux, f->c.hidden_dim);
 }
 
 static void b_ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
@@ -546,12 +599,14 @@ static void b_ffn2_finish(void *ctx, uint32_t wave)
 	uint32_t l = (wave - 1) / STEP_COUNT;
 	if (l + 1 < (uint32_t)f->c.n_layers) {
 		const layer_t *y = &f->m->layers[l + 1];
-		b_norm_into_xb(f, y->attn_norm, y->wq.type);
+		b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
 	} else if (f->blogits) { /* only the last token goes on */
 		int64_t d = f->c.dim, k = f->bn - 1;
-		dtype_t t = f->m->output.type;
+		const tensor_t *w = &f->m->output;
 		rmsnorm(f->bxb + k * d, f->bx + k * d, f->m->output_norm, d, f->c.rms_eps);
-		act_fill(t, f->bxb + k * d, (char *)f->bxb_q + k * act_row(t, d), d);
+		if (dtype_info[w->type].act != DTYPE_F32)
+			act_prepare(w->type, f->bxb + k * d,
+				    (char *)b_act(f, w, f->bxb, f->bxb_q) + k * act_row(w->type, d), d);
 	}
 }
 
@@ -564,7 +619,9 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (!f->blogits)
 		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	mv(w, act_for(w->type, f->bxb + k * d, (char *)f->bxb_q + k * act_row(w->type, d)),
+	const char *xa = b_act(f, w, f->bxb, f->bxb_q);
+	mv(w, dtype_info[w->type].act == DTYPE_F32 ? (const void *)(f->bxb + k * d)
+						    : xa + k * act_row(w->type, d),
 	   f->logits + r0, r0, r1);
 }
 
@@ -663,12 +720,12 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	f->btok = eg_calloc(B, sizeof *f->btok);
 	f->bx = calloc_lines(B * d, sizeof(float));
 	f->bxb = calloc_lines(B * d, sizeof(float));
-	f->bxb_q = eg_calloc(B * d * 2 + 64, 1);
+	f->bxb_q = eg_calloc(act_q_bytes((int64_t)d, (int64_t)B), 1);
 	f->bq = calloc_lines(B * Q, sizeof(float));
 	f->batt = calloc_lines(B * Q, sizeof(float));
-	f->batt_q = eg_calloc(B * Q * 2 + 64, 1);
+	f->batt_q = eg_calloc(act_q_bytes((int64_t)Q, (int64_t)B), 1);
 	f->bhb = calloc_lines(B * H, sizeof(float));
-	f->bhb_q = eg_calloc(B * H * 2 + 64, 1);
+	f->bhb_q = eg_calloc(act_q_bytes((int64_t)H, (int64_t)B), 1);
 	f->btmp = calloc_lines(B * big, sizeof(float));
 	f->bxb_aux = eg_calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
 	f->batt_aux = eg_calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
@@ -732,16 +789,15 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	f->c = *c;
 	f->ctx = ctx;
 	int64_t Q = q_dim(c), KV = kv_dim(c);
-	size_t qb = dtype_row_bytes(DTYPE_Q8_0, 32) / 32 + 1; /* bytes/elem bound */
 	f->x = eg_calloc((size_t)c->dim, sizeof(float));
 	f->xb = eg_calloc((size_t)c->dim, sizeof(float));
-	f->xb_q = eg_calloc((size_t)c->dim * qb + 64, 1);
+	f->xb_q = eg_calloc(act_q_bytes(c->dim, 1), 1);
 	f->q = eg_calloc((size_t)Q, sizeof(float));
 	f->att = eg_calloc((size_t)Q, sizeof(float));
-	f->att_q = eg_calloc((size_t)Q * qb + 64, 1);
+	f->att_q = eg_calloc(act_q_bytes(Q, 1), 1);
 	f->scores = eg_calloc((size_t)c->n_heads * (size_t)ctx, sizeof(float));
 	f->hb = eg_calloc((size_t)c->hidden_dim, sizeof(float));
-	f->hb_q = eg_calloc((size_t)c->hidden_dim * qb + 64, 1);
+	f->hb_q = eg_calloc(act_q_bytes(c->hidden_dim, 1), 1);
 	f->logits = eg_calloc((size_t)c->vocab_size, sizeof(float));
 	f->k_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
 			    sizeof(float));

@@ -241,6 +241,14 @@ static int take_matrix(gguf_loader_t *ld, const char *name, int64_t rows,
 			       "dims), expected [%lld, %lld]", ld->file, name,
 			       (long long)t->ne[0], (long long)t->ne[1],
 			       t->n_dims, (long long)cols, (long long)rows);
+	/* the added block types' scales: a NaN or infinity would poison every
+	 * output of its rows (one pass over the scale fields, at load) */
+	int64_t bad = kq_bad_block(t->type, t->data, t->nbytes);
+	if (bad >= 0)
+		return err_set("%s: tensor '%s' (%s): the block at offset %llu has a NaN or "
+			       "infinite scale", ld->file, name, dtype_info[t->type].name,
+			       (unsigned long long)(gguf_data_offset(ld->g) + t->offset +
+						    (uint64_t)bad));
 	*out = (tensor_t){t->type, rows, cols, t->data, NULL};
 	return 1;
 }

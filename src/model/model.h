@@ -152,12 +152,50 @@ extern const synth_shape_t synth_shapes[];
 extern const int synth_n_shapes;
 const synth_shape_t *synth_find(const char *name);
 
+/* ---- quantization targets (quant.c) ---- */
+/* One type for every matrix (preset PURE: rows that are not whole blocks
+ * of it fall back, as llama-quantize's), or a llama-quantize preset mix. */
+typedef struct quant_mix {
+	const char *name; /* "q4_k_m", "q8_0" */
+	dtype_t base;     /* the type of the matrices the mix does not raise */
+	int preset;       /* 0: pure */
+	uint32_t ftype;   /* llama_ftype (general.file_type) */
+} quant_mix_t;
+
+/* 0 and *out for a type or preset name (case-insensitive); -1 unknown. */
+int quant_mix_from_name(const char *name, quant_mix_t *out);
+quant_mix_t quant_mix_pure(dtype_t t);
+/* The accepted names, for messages. */
+const char *quant_mix_names(void);
+/* Whether llama-quantize quantizes a tensor of that name and rank (2-D
+ * weights that are not norms). */
+bool quant_tensor_quantizable(const char *name, uint32_t n_dims);
+/* The type mix q gives the quantizable tensor `name` (GGUF naming,
+ * "blk.N.attn_v.weight") with rows of cols elements, in a model of
+ * n_layers layers with n_gqa query heads per KV head; tied: the model has
+ * no output.weight (token_embd is the classifier). */
+dtype_t quant_tensor_type(const quant_mix_t *q, const char *name, int64_t cols,
+			  int n_layers, int n_gqa, bool tied);
+
 typedef void (*synth_progress_fn)(void *user, uint64_t done, uint64_t total);
 /* Writes a random-weight GGUF of the shape, deterministic from seed, with a
  * working tokenizer inside; n_layers > 0 overrides the layer count. */
 int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 		int32_t n_layers, const char *path, synth_progress_fn progress,
 		void *user);
+/* synth_write with the matrices' types from a mix (quant_tensor_type). */
+int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t seed,
+		    int32_t n_layers, const char *path, synth_progress_fn progress,
+		    void *user);
+
+/* Rewrites GGUF `in` as `out` with the matrices (quant_tensor_quantizable)
+ * quantized by mix, on `threads` threads, every key-value copied
+ * (general.file_type and general.quantization_version set). An input
+ * matrix that is already quantized (and would change type) is refused
+ * unless allow_requantize. -1 + err_get() on bad input or a failed write. */
+int model_quantize_file(const char *in, const char *out, const quant_mix_t *mix,
+			bool allow_requantize, int threads, synth_progress_fn progress,
+			void *user);
 
 /* Converts a llama2.c checkpoint + tokenizer.bin into one F32 GGUF with the
  * tokenizer inside. */

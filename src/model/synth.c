@@ -146,6 +146,14 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 		int32_t n_layers, const char *path, synth_progress_fn progress,
 		void *user)
 {
+	quant_mix_t mix = quant_mix_pure(type);
+	return synth_write_mix(s, &mix, seed, n_layers, path, progress, user);
+}
+
+int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t seed,
+		    int32_t n_layers, const char *path, synth_progress_fn progress,
+		    void *user)
+{
 	model_config_t c = {
 		.arch = s->arch, .dim = s->dim, .hidden_dim = s->hidden_dim,
 		.n_layers = n_layers > 0 ? n_layers : s->n_layers,
@@ -158,7 +166,8 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 	gguf_writer_t *w = gguf_writer_new();
 	write_config(w, &c, s->name);
 	gguf_writer_set_u32(w, "egang.synth.seed", (uint32_t)seed);
-	gguf_writer_set_str(w, "egang.synth.type", dtype_info[type].name);
+	gguf_writer_set_str(w, "egang.synth.type", mix->name);
+	gguf_writer_set_u32(w, "general.file_type", mix->ftype);
 	tokenizer_t *tok = tokenizer_synth(s->tok_kind, s->vocab, seed);
 	if (!tok) {
 		gguf_writer_free(w);
@@ -178,13 +187,15 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 	synth_ctx_t sc = {calloc((size_t)cap, sizeof *sc.t), 0};
 	uint64_t h0 = seed * 0x9e3779b97f4a7c15ull + 1;
 	/* A quantized type needs rows of whole blocks; a matrix whose rows are
-	 * not (stories260k's hidden width 172) is stored as f16, as llama.cpp's
-	 * quantizer also falls back. */
+	 * not (stories260k's hidden width 172) falls back as llama.cpp's
+	 * quantizer does (quant_tensor_type: a K-quant to a 32-block type, then
+	 * f16). */
+	const int gqa = c.n_heads / c.n_kv_heads;
 #define ADD(name_, kind_, rows_, cols_)                                          \
 	do {                                                                     \
 		dtype_t t_ = (kind_) == KIND_NORM || (kind_) == KIND_BIAS ? DTYPE_F32 \
-			     : (cols_) % (int64_t)dtype_info[type].block ? DTYPE_F16 \
-									   : type; \
+			     : quant_tensor_type(mix, name_, (cols_), c.n_layers, gqa, \
+						 s->tied);                        \
 		int64_t ne_[2] = {(cols_), (rows_)};                             \
 		sc.t[sc.n] = (synth_tensor_t){(kind_), t_, (rows_), (cols_),     \
 					      hash64(name_, strlen(name_), h0), NULL}; \

@@ -1,0 +1,134 @@
+/* kquants: the GGUF block types beyond Q8_0 / Q4_0 (the "legacy" Q4_1,
+ * Q5_0, Q5_1 and the K-quants), their generic dequantize, dot product and
+ * quantizer. Layouts are ggml's (little endian, packed, no padding).
+ *
+ * Legacy blocks of 32 elements (j < 16; a dot product takes Q8_0
+ * activations, kernels.h):
+ *  Q4_1  { f16 d; f16 m; u8 qs[16] } = 20 bytes:
+ *        x[j] = d (qs[j] & 15) + m,  x[j+16] = d (qs[j] >> 4) + m.
+ *  Q5_0  { f16 d; u8 qh[4]; u8 qs[16] } = 22 bytes, h = qh as uint32 LE:
+ *        x[j] = d (((qs[j] & 15) | ((h >> j) & 1) << 4) - 16),
+ *        x[j+16] = d (((qs[j] >> 4) | ((h >> (j + 16)) & 1) << 4) - 16).
+ *  Q5_1  { f16 d; f16 m; u8 qh[4]; u8 qs[16] } = 24 bytes: as Q5_0 without
+ *        the - 16, plus m.
+ *
+ * K-quants: super-blocks of 256 elements (QK_K); a dot product takes Q8_K
+ * activations:
+ *  Q8_K  { f32 d; i8 qs[256]; i16 bsums[16] } = 292 bytes: x[i] = d qs[i];
+ *        bsums[k] = sum of qs[16k .. 16k + 15].
+ *  Q2_K  { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin } = 84 bytes: 16
+ *        sub-blocks of 16; sub-block s has scale d (scales[s] & 15) and min
+ *        dmin (scales[s] >> 4); element e = 128 h + 32 j + l (h < 2, j < 4,
+ *        l < 32) is q = (qs[32 h + l] >> 2 j) & 3, x = scale q - min.
+ *  Q3_K  { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d } = 110 bytes:
+ *        16 sub-blocks of 16 with 6-bit scales s (stored + 32): low nibble
+ *        of s[i] in byte i % 8 (low half for i < 8, high for i >= 8), its
+ *        top 2 bits in byte 8 + i % 4 at bit 2 (i / 4); element e as in
+ *        Q2_K has low bits (qs[32 h + l] >> 2 j) & 3 and high bit
+ *        (hmask[l] >> (4 h + j)) & 1: x = d (s - 32) (low + 4 high - 4).
+ *  Q4_K  { f16 d; f16 dmin; u8 scales[12]; u8 qs[128] } = 144 bytes: 8
+ *        sub-blocks of 32 with 6-bit scale sc and min m: for s < 4,
+ *        sc = scales[s] & 63, m = scales[s + 4] & 63; for s >= 4,
+ *        sc = (scales[s + 4] & 15) | (scales[s - 4] >> 6) << 4,
+ *        m = (scales[s + 4] >> 4) | (scales[s] >> 6) << 4. Element
+ *        64 c + l (c < 4, l < 32) is qs[32 c + l] & 15 (sub-block 2c),
+ *        64 c + 32 + l is qs[32 c + l] >> 4 (sub-block 2c+1);
+ *        x = d sc q - dmin m.
+ *  Q5_K  { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128] } = 176
+ *        bytes: Q4_K plus a fifth bit, (qh[l] >> s) & 1 for element l of
+ *        sub-block s (q + 16).
+ *  Q6_K  { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d } = 210 bytes: 16
+ *        sub-blocks of 16 with int8 scales; in half h (128 elements, ql +
+ *        64 h, qh + 32 h), element 32 k + l (k < 4, l < 32) has low nibble
+ *        ql[l + 32 (k & 1)] (k < 2: low half, else high half) and high bits
+ *        (qh[l] >> 2 k) & 3: x = d scales[e / 16] (q - 32).
+ *
+ * Dot products (kernels_impl.h has the contract every level keeps): per
+ * block or super-block exact integer sums, then a fixed float step per
+ * block, in ascending block order, each product rounded (no FMA). */
+#ifndef EGANG_KQUANTS_H
+#define EGANG_KQUANTS_H
+
+#include <stdint.h>
+
+#include "kernels/kernels_impl.h"
+
+typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;            /* 20 */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0; /* 22 */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1; /* 24 */
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K; /* 292 */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } block_q2_K; /* 84 */
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; }
+	__attribute__((packed)) block_q3_K;                                /* 110 */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } block_q4_K; /* 144 */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; }
+	block_q5_K;                                                        /* 176 */
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; }
+	__attribute__((packed)) block_q6_K;                                /* 210 */
+
+/* Per type t in { Q4_1, Q5_0, Q5_1, Q8_K, Q2_K .. Q6_K }: x (n,) float ->
+ * y (n,) of type t (n a multiple of the block), and back. Q8_K is the
+ * activation quantizer (llama.cpp's reference: the element of largest
+ * magnitude maps to -127, q = nearest(x * -127 / max), d = max / -127). */
+void kq_quantize(int t, const float *x, void *y, int64_t n);
+void kq_dequantize(int t, const void *x, float *y, int64_t n);
+/* The generic dot product of a weight row w (n,) of type t with prepared
+ * activations (Q8_0 for the legacy types, Q8_K for the K-quants). */
+float kq_dot_generic(int t, const void *w, const void *xa, int64_t n);
+
+/* The float step of a K-quant super-block (kernels_impl.h's contract),
+ * shared by the generic dot product and the SIMD ones so they cannot
+ * differ: acc + ((dx d) sumi - (dx dmin) summ), each product rounded. */
+static inline float kq_k_step(float acc, float dx, float d, float dmin, int32_t sumi,
+			      int32_t summ, int has_min)
+{
+	float a = dx * d;
+	FP_ROUNDED(a);
+	float p = a * (float)sumi;
+	FP_ROUNDED(p);
+	if (has_min) {
+		float am = dx * dmin;
+		FP_ROUNDED(am);
+		float pm = am * (float)summ;
+		FP_ROUNDED(pm);
+		p = p - pm;
+	}
+	return acc + p;
+}
+
+#if defined(__x86_64__)
+/* AVX2 dot products (kquants_avx2.c), the same bits as kq_dot_generic;
+ * the AVX2 and AVX-512 levels both use them. */
+float kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
+#endif
+
+/* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
+static inline void kq_scale_min_k4(const uint8_t *q, int s, uint8_t *sc, uint8_t *m)
+{
+	if (s < 4) {
+		*sc = q[s] & 63;
+		*m = q[s + 4] & 63;
+	} else {
+		*sc = (uint8_t)((q[s + 4] & 15) | ((q[s - 4] >> 6) << 4));
+		*m = (uint8_t)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+	}
+}
+
+/* Q3_K's 16 scales (s - 32, in -32 .. 31) from its 12 packed bytes. */
+static inline void kq_scales_q3(const uint8_t *p, int8_t *sc)
+{
+	for (int i = 0; i < 16; i++) {
+		int lo = i < 8 ? p[i] & 15 : p[i - 8] >> 4;
+		int hi = (p[8 + i % 4] >> (2 * (i / 4))) & 3;
+		sc[i] = (int8_t)((lo | hi << 4) - 32);
+	}
+}
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# K-quants and the other added GGUF types: every type and llama-quantize
+# preset synthesizes, loads and generates (smollm-135m: its ffn_down rows
+# are whole super-blocks; test_kernels checks every type's dot product); a small q4_k_m model gives the
+# same logits hashes on one core, all cores, random: and flip: membership
+# and at every ISA level; the presets give the tensors llama-quantize's
+# types; egang quantize rewrites a real model (stories260K) that then
+# generates, refuses to requantize, and names bad arguments.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+
+for type in q4_1 q5_0 q5_1 q3_k q4_k q5_k q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k; do
+	f=$TMP/t-$type.gguf
+	if ! "$EGANG" synth smollm-135m --type $type --layers 1 --seed 3 -o $f -q 2>$TMP/err; then
+		fail "synth smollm-135m $type" "$(cat $TMP/err)"; continue
+	fi
+	out=$("$EGANG" generate -m $f -n 2 -p "Hello world" -t 0.7 -q 2>$TMP/err)
+	rc=$?
+	if [[ $rc -eq 0 && -n $out ]]; then pass "synth smollm-135m $type loads and generates"
+	else fail "synth smollm-135m $type loads and generates" "rc=$rc $(cat $TMP/err)"; fi
+	rm -f $f
+done
+
+# the q4_k_m mix on a shape with whole super-blocks (tinyllama, 8 layers):
+# output q6_K, attn_v / ffn_down q6_K in layers 0, 3, 6, 7 (use_more_bits),
+# the rest q4_K; info counts them per type
+m=$TMP/mix.gguf
+"$EGANG" synth tinyllama-1.1b --type q4_k_m --layers 8 --seed 2 -o $m -q
+"$EGANG" info $m >$TMP/info
+ok=1
+grep -Eq "^  output.weight +q6_k" $TMP/info || ok=0
+grep -Eq "^  token_embd.weight +q4_k" $TMP/info || ok=0
+for l in 0 1 2 3 4 5 6 7; do
+	want=q4_k; case $l in 0|3|6|7) want=q6_k;; esac
+	grep -Eq "^  blk\.$l\.attn_v\.weight +$want" $TMP/info || ok=0
+	grep -Eq "^  blk\.$l\.ffn_down\.weight +$want" $TMP/info || ok=0
+	grep -Eq "^  blk\.$l\.attn_q\.weight +q4_k" $TMP/info || ok=0
+done
+# info's per-type counts: q6_K the output, 4 attn_v, 4 ffn_down; q4_K the
+# other 48 matrices and token_embd
+grep -Eq "^  q6_k +9 tensors .* bytes/token" $TMP/info || { ok=0; echo "# $(grep -A4 '^types:' $TMP/info)"; }
+grep -Eq "^  q4_k +49 tensors" $TMP/info || ok=0
+if ((ok)); then pass "q4_k_m: llama-quantize's types per tensor"; else fail "q4_k_m: llama-quantize's types per tensor" "$(grep -E 'blk\.[0-9]\.(attn_v|ffn_down)|output' $TMP/info | head -5)"; fi
+# smollm's rows of 576 are not whole super-blocks: q4_K falls back to q5_0,
+# the tied classifier to q8_0
+"$EGANG" synth smollm-135m --type q4_k_m --layers 2 --seed 2 -o $TMP/sm.gguf -q
+"$EGANG" info $TMP/sm.gguf >$TMP/info2
+if grep -Eq "^  token_embd.weight +q8_0" $TMP/info2 && grep -Eq "^  blk.0.attn_q.weight +q5_0" $TMP/info2 &&
+	grep -Eq "^  blk.0.ffn_down.weight +q4_k" $TMP/info2; then pass "q4_k_m falls back as llama-quantize on rows of 576"
+else fail "q4_k_m falls back as llama-quantize on rows of 576"; fi
+
+# bit-exact under membership, cores and ISA level (a q4_k_m model with
+# q4_K, q6_K, q5_0 and q8_0 matrices: smollm-135m, 2 layers)
+h() { "$EGANG" generate -m $TMP/sm.gguf -p "The quick brown fox" -n 12 -t 0 -q --no-echo --logits-hash "$@" >/dev/null 2>>$TMP/err; }
+h $TMP/h1 --cores 0
+h $TMP/hall
+h $TMP/hrand --membership random:7
+h $TMP/hflip --membership flip:1
+EGANG_ISA=generic h $TMP/hgen --cores 0
+ok=1
+for x in hall hrand hflip hgen; do cmp -s $TMP/h1 $TMP/$x || { ok=0; fail "q4_k_m logits hashes: 1 core = $x"; }; done
+[[ -s $TMP/h1 ]] || { ok=0; fail "q4_k_m logits hashes written"; }
+((ok)) && pass "q4_k_m: the same logits hashes on 1 core, all cores, random:, flip: and the generic level"
+# batched prefill against token-by-token: the same hashes
+EGANG_PREFILL_BATCH=0 h $TMP/hnob --cores 0
+check "q4_k_m: prefill batched or not, the same logits hashes" cmp $TMP/h1 $TMP/hnob
+
+# egang quantize on a real model
+if have_models "quantize stories260K"; then
+	for type in q4_k_m q5_1 q8_0; do
+		if "$EGANG" quantize $MODELS/stories260K.gguf $TMP/st-$type.gguf $type -q --threads 2 2>$TMP/err &&
+			out=$("$EGANG" generate -m $TMP/st-$type.gguf -p "Once upon a time" -n 20 -t 0 -q 2>>$TMP/err) &&
+			[[ $out == *"Once upon a time"* && ${#out} -gt 30 ]]; then pass "quantize stories260K $type, generate"
+		else fail "quantize stories260K $type, generate" "$(tail -1 $TMP/err)"; fi
+	done
+	# metadata copied: the same tokenizer and names
+	"$EGANG" info $TMP/st-q8_0.gguf >$TMP/qi
+	if grep -q "tokenizer:" $TMP/qi && grep -Eq "^  blk.0.attn_q.weight +q8_0" $TMP/qi; then pass "quantize keeps the metadata"
+	else fail "quantize keeps the metadata"; fi
+	expect_exit "quantize refuses a quantized input" 2 "already q8_0.*--allow-requantize" \
+		"$EGANG" quantize $TMP/st-q8_0.gguf $TMP/x.gguf q4_0 -q
+	check "quantize --allow-requantize" "$EGANG" quantize $TMP/st-q8_0.gguf $TMP/x.gguf q4_0 -q --allow-requantize
+fi
+expect_exit "quantize: unknown type" 2 "TYPE 'q7_k' is not one of" "$EGANG" quantize a.gguf b.gguf q7_k
+expect_exit "quantize: missing input" 2 "nonexistent" "$EGANG" quantize /nonexistent.gguf $TMP/y.gguf q4_k_m -q
+expect_exit "quantize: arguments" 2 "expected IN.gguf OUT.gguf TYPE" "$EGANG" quantize a.gguf
+expect_exit "synth: unknown type" 2 "is not one of" "$EGANG" synth stories260k --type q9_k -o $TMP/z.gguf
+
+# malformed K-quant data: a NaN scale and an infinite min in a q4_K block,
+# an infinite q6_K scale, a file cut inside a K-quant tensor
+corrupt() { # IN OUT TENSOR BLOCK_BYTES BLOCK FIELD_OFF VALUE
+	python3 - "$@" <<'PY'
+import os, struct, subprocess, sys
+src, dst, name, bb, blk, fo, val = sys.argv[1:8]
+info = subprocess.run([os.environ["EGANG"], "info", src],
+                      capture_output=True, text=True).stdout
+data = int(info.split('data at ')[1].split()[0])
+line = [l for l in info.splitlines() if l.split()[:1] == [name]][0]
+pos = data + int(line.split('at +')[1]) + int(bb) * int(blk) + int(fo)
+b = bytearray(open(src, 'rb').read())
+b[pos:pos + 2] = struct.pack('<H', int(val, 16))
+open(dst, 'wb').write(b)
+print(pos - int(fo))
+PY
+}
+export EGANG
+off=$(corrupt $TMP/sm.gguf $TMP/nan.gguf blk.1.ffn_down.weight 210 5 208 7e00)
+expect_exit "a NaN q6_K scale: tensor and offset named" 2 "tensor 'blk.1.ffn_down.weight' \(q6_k\): the block at offset $off has a NaN or infinite scale" \
+	"$EGANG" generate -m $TMP/nan.gguf -n 1 -q
+off=$(corrupt $TMP/sm.gguf $TMP/inf.gguf blk.0.ffn_down.weight 144 2 2 7c00)
+expect_exit "an infinite q4_K min: tensor and offset named" 2 "tensor 'blk.0.ffn_down.weight' \(q4_k\): the block at offset $off has" \
+	"$EGANG" generate -m $TMP/inf.gguf -n 1 -q
+sz=$(stat -c %s $TMP/sm.gguf)
+head -c $((sz - 1000)) $TMP/sm.gguf >$TMP/cut.gguf
+expect_exit "a file cut inside a K-quant tensor" 2 "exceed" "$EGANG" generate -m $TMP/cut.gguf -n 1 -q
