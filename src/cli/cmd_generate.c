@@ -98,18 +98,8 @@ static void report(const engine_t *e, const engine_result_t *r)
 		r->decode_s > 0 ? (double)r->decode_steps / r->decode_s : 0.0,
 		kernels_isa(), e->n_cpus, e->n_cpus > 1 ? "s" : "",
 		e->g ? "gang" : "serial", engine_stop_name(r->stop));
-	if (!e->g)
-		return;
-	gang_stats_t st;
-	gang_stats(e->g, &st);
-	fprintf(stderr, "gang: %llu tokens, %llu latch changes, %llu joins, "
-			"%llu departures, participation",
-		(unsigned long long)st.tokens, (unsigned long long)st.latch_changes,
-		(unsigned long long)st.joins, (unsigned long long)st.departures);
-	for (int i = 0; i < st.n_slots; i++)
-		fprintf(stderr, " cpu%d=%llu", st.cpus[i],
-			(unsigned long long)st.participation[i]);
-	fputc('\n', stderr);
+	if (e->g)
+		gang_stats_print(e->g, stderr);
 }
 
 typedef struct gen_opts {

@@ -36,38 +36,18 @@ static void print_tensor(const char *name, const tensor_t *t)
 	       (unsigned long long)((uint64_t)t->rows * dtype_row_bytes(t->type, t->cols)));
 }
 
-/* Per tensor type: how many tensors and bytes the file holds, and the
- * bytes of it a decoded token streams (every matrix once, one embedding
- * row). */
+/* Per tensor type: tensors, bytes in the file, bytes a token streams. */
 static void print_types(const model_t *m)
 {
-	int64_t n[DTYPE_COUNT] = { 0 };
-	uint64_t bytes[DTYPE_COUNT] = { 0 }, tok[DTYPE_COUNT] = { 0 };
-	for (int64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
-		const gguf_tensor_t *t = gguf_tensor(m->gguf, i);
-		n[t->type]++;
-		bytes[t->type] += t->nbytes;
-	}
-#define STREAM(w) tok[(w).type] += (uint64_t)(w).rows * dtype_row_bytes((w).type, (w).cols)
-	for (int l = 0; l < m->cfg.n_layers; l++) {
-		const layer_t *y = &m->layers[l];
-		STREAM(y->wq);
-		STREAM(y->wk);
-		STREAM(y->wv);
-		STREAM(y->wo);
-		STREAM(y->w_gate);
-		STREAM(y->w_up);
-		STREAM(y->w_down);
-	}
-	STREAM(m->output);
-#undef STREAM
-	tok[m->tok_embd.type] += dtype_row_bytes(m->tok_embd.type, m->tok_embd.cols);
+	model_type_use_t use[DTYPE_COUNT];
+	model_type_usage(m, use);
 	printf("types:         (tensors, bytes in the file, bytes streamed per token)\n");
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (n[t])
+		if (use[t].tensors)
 			printf("  %-6s %5lld tensors %12llu bytes %12llu bytes/token\n",
-			       dtype_info[t].name, (long long)n[t], (unsigned long long)bytes[t],
-			       (unsigned long long)tok[t]);
+			       dtype_info[t].name, (long long)use[t].tensors,
+			       (unsigned long long)use[t].file_bytes,
+			       (unsigned long long)use[t].token_bytes);
 }
 
 int cmd_info(int argc, char **argv)
@@ -237,55 +217,5 @@ int cmd_convert(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	log_info("wrote %s", out);
-	return EXIT_OK;
-}
-
-/* ---- quantize ---- */
-
-static const char quantize_help[] =
-	"usage: egang quantize IN.gguf OUT.gguf TYPE [--allow-requantize] [--threads N] [-q]\n"
-	"\n"
-	"Rewrites a GGUF with its weight matrices quantized (llama-quantize's\n"
-	"argument order). TYPE is one type for every matrix (q8_0, q4_0, q4_1,\n"
-	"q5_0, q5_1, q3_k, q4_k, q5_k, f16, bf16, f32) or a llama-quantize preset\n"
-	"(q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k), which\n"
-	"raises output, attn_v, attn_output and ffn_down in some layers as\n"
-	"llama-quantize does. Rows that are not whole blocks of a type fall back\n"
-	"(q4_k -> q5_0, q6_k -> q8_0, ...; then f16). Norms and other vectors are\n"
-	"copied, and so is every key-value.\n"
-	"\n"
-	"      --allow-requantize  quantize matrices that are already quantized\n"
-	"      --threads N         threads (default: the online CPUs)\n"
-	"  -q, --quiet             no progress\n"
-	"  -h, --help              this text\n";
-
-int cmd_quantize(int argc, char **argv)
-{
-	bool requant = false;
-	int64_t threads = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *ops[3];
-	const cli_opt_t opts[] = {
-		OPT_FLAG("allow-requantize", 0, &requant),
-		OPT_INT("threads", 0, &threads, 1, 64),
-		CLI_END,
-	};
-	const cli_cmd_t cmd = {.name = "quantize", .help = quantize_help,
-			       .opts = opts, .operands = ops, .min_operands = 3,
-			       .max_operands = 3, .operands_name = "IN.gguf OUT.gguf TYPE"};
-	int status;
-	if (!cli_parse(&cmd, argc, argv, &status))
-		return status;
-	quant_mix_t mix;
-	if (quant_mix_from_name(ops[2], &mix) < 0) {
-		log_error("quantize: TYPE '%s' is not one of %s", ops[2],
-			  quant_mix_names());
-		return EXIT_INPUT;
-	}
-	if (model_quantize_file(ops[0], ops[1], &mix, requant, (int)threads,
-				cli_progress, NULL) < 0) {
-		log_error("%s", err_get());
-		return EXIT_INPUT;
-	}
-	log_info("wrote %s: %s", ops[1], mix.name);
 	return EXIT_OK;
 }

@@ -816,3 +816,17 @@ void gang_dump(const gang_t *gc, char *buf, size_t cap)
 			      RANGE_NEXT(r), RANGE_END(r));
 	}
 }
+
+void gang_stats_print(const gang_t *g, FILE *f)
+{
+	gang_stats_t st;
+	gang_stats(g, &st);
+	fprintf(f, "gang: %llu tokens, %llu latch changes, %llu joins, "
+		   "%llu departures, participation",
+		(unsigned long long)st.tokens, (unsigned long long)st.latch_changes,
+		(unsigned long long)st.joins, (unsigned long long)st.departures);
+	for (int i = 0; i < st.n_slots; i++)
+		fprintf(f, " cpu%d=%llu", st.cpus[i],
+			(unsigned long long)st.participation[i]);
+	fputc('\n', f);
+}

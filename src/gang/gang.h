@@ -91,6 +91,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/base.h"
 #include "base/wave.h"
@@ -173,6 +174,10 @@ uint32_t gang_run_token(gang_t *g, const wave_plan_t *plan);
 
 /* A consistent-enough snapshot (counters are read one by one). */
 void gang_stats(const gang_t *g, gang_stats_t *out);
+/* One line "gang: T tokens, L latch changes, J joins, D departures,
+ * participation cpuN=K ..." (what `egang generate` prints and its tests
+ * read). */
+void gang_stats_print(const gang_t *g, FILE *f);
 
 /* Sets the acquire mode (any thread; workers apply it at their next wake,
  * the leader at its next gang_begin). */

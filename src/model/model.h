@@ -183,6 +183,15 @@ typedef void (*synth_progress_fn)(void *user, uint64_t done, uint64_t total);
 int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 		int32_t n_layers, const char *path, synth_progress_fn progress,
 		void *user);
+/* Per tensor type: how many tensors and bytes the GGUF file holds, and how
+ * many of those bytes one decoded token streams (every matrix once, one
+ * embedding row). */
+typedef struct model_type_use {
+	int64_t tensors;
+	uint64_t file_bytes, token_bytes;
+} model_type_use_t;
+void model_type_usage(const model_t *m, model_type_use_t use[DTYPE_COUNT]);
+
 /* synth_write with the matrices' types from a mix (quant_tensor_type). */
 int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t seed,
 		    int32_t n_layers, const char *path, synth_progress_fn progress,

@@ -310,3 +310,29 @@ done:
 	gguf_close(g);
 	return rc;
 }
+
+/* A matrix's bytes per token: every row once. */
+static uint64_t tensor_bytes(const tensor_t *w)
+{
+	return (uint64_t)w->rows * dtype_row_bytes(w->type, w->cols);
+}
+
+void model_type_usage(const model_t *m, model_type_use_t use[DTYPE_COUNT])
+{
+	memset(use, 0, DTYPE_COUNT * sizeof *use);
+	for (int64_t i = 0; m->gguf && i < gguf_n_tensors(m->gguf); i++) {
+		const gguf_tensor_t *t = gguf_tensor(m->gguf, i);
+		use[t->type].tensors++;
+		use[t->type].file_bytes += t->nbytes;
+	}
+	for (int l = 0; l < m->cfg.n_layers; l++) {
+		const layer_t *y = &m->layers[l];
+		const tensor_t *w[] = {&y->wq, &y->wk, &y->wv, &y->wo,
+				       &y->w_gate, &y->w_up, &y->w_down};
+		for (size_t k = 0; k < EG_ARRAY_LEN(w); k++)
+			use[w[k]->type].token_bytes += tensor_bytes(w[k]);
+	}
+	use[m->output.type].token_bytes += tensor_bytes(&m->output);
+	use[m->tok_embd.type].token_bytes +=
+		dtype_row_bytes(m->tok_embd.type, m->tok_embd.cols);
+}
