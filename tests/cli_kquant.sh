@@ -84,7 +84,7 @@ if have_models "quantize stories260K"; then
 fi
 expect_exit "quantize: unknown type" 2 "TYPE 'q7_k' is not one of" "$EGANG" quantize a.gguf b.gguf q7_k
 expect_exit "quantize: missing input" 2 "nonexistent" "$EGANG" quantize /nonexistent.gguf $TMP/y.gguf q4_k_m -q
-expect_exit "quantize: arguments" 2 "expected IN.gguf OUT.gguf TYPE" "$EGANG" quantize a.gguf
+expect_exit "quantize: arguments" 2 "missing IN.gguf OUT.gguf TYPE" "$EGANG" quantize a.gguf
 expect_exit "synth: unknown type" 2 "is not one of" "$EGANG" synth stories260k --type q9_k -o $TMP/z.gguf
 
 # malformed K-quant data: a NaN scale and an infinite min in a q4_K block,
