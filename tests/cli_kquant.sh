@@ -11,15 +11,7 @@ cd "$(dirname "$0")/.."
 . tests/lib.sh
 
 for type in q4_1 q5_0 q5_1 q3_k q4_k q5_k q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k; do
-	f=$TMP/t-$type.gguf
-	if ! "$EGANG" synth smollm-135m --type $type --layers 1 --seed 3 -o $f -q 2>$TMP/err; then
-		fail "synth smollm-135m $type" "$(cat $TMP/err)"; continue
-	fi
-	out=$("$EGANG" generate -m $f -n 2 -p "Hello world" -t 0.7 -q 2>$TMP/err)
-	rc=$?
-	if [[ $rc -eq 0 && -n $out ]]; then pass "synth smollm-135m $type loads and generates"
-	else fail "synth smollm-135m $type loads and generates" "rc=$rc $(cat $TMP/err)"; fi
-	rm -f $f
+	synth_generates smollm-135m $type 2
 done
 
 # the q4_k_m mix on a shape with whole super-blocks (tinyllama, 8 layers):

@@ -12,15 +12,7 @@ for shape in stories260k smollm-135m smollm2-360m qwen2.5-0.5b tinyllama-1.1b ll
 	types="f32 f16 bf16 q8_0 q4_0"
 	case $shape in stories260k|smollm-135m) ;; *) [[ -z ${EGANG_LARGE:-} ]] && types="q8_0 q4_0";; esac
 	for type in $types; do
-		f=$TMP/$shape-$type.gguf
-		if ! "$EGANG" synth $shape --type $type --layers 1 --seed 3 -o $f -q 2>$TMP/err; then
-			fail "synth $shape $type" "$(cat $TMP/err)"; continue
-		fi
-		out=$("$EGANG" generate -m $f -n 4 -p "Hello world" -t 0.7 -q 2>$TMP/err)
-		rc=$?
-		if [[ $rc -eq 0 && -n $out ]]; then pass "synth $shape $type loads and generates"
-		else fail "synth $shape $type loads and generates" "rc=$rc $(cat $TMP/err)"; fi
-		rm -f $f
+		synth_generates $shape $type 4
 	done
 done
 

@@ -310,6 +310,126 @@ static int get_f32_key(gguf_loader_t *ld, const char *arch, const char *key,
 	return 0;
 }
 
+/* The architecture and hyperparameters from the GGUF's keys, the vocabulary
+ * size from the embedding; -1 + err_get() naming the file and key. */
+static int gguf_config(gguf_loader_t *ld)
+{
+	const gguf_t *g = ld->g;
+	const char *file = ld->file;
+	model_config_t *c = &ld->m->cfg;
+	gguf_str_t s;
+	char arch[32];
+	if (gguf_get_str(g, "general.architecture", &s) < 0)
+		return err_set("%s: required key 'general.architecture' is missing "
+			       "or not a string", file);
+	snprintf(arch, sizeof arch, "%.*s", (int)(s.n < 31 ? s.n : 31), s.s);
+	if (strcmp(arch, "llama") == 0) {
+		c->arch = ARCH_LLAMA;
+	} else if (strcmp(arch, "qwen2") == 0) {
+		c->arch = ARCH_QWEN2;
+		c->rope_neox = 1;
+	} else {
+		return err_set("%s: architecture '%s' is not supported (llama, qwen2)",
+			       file, arch);
+	}
+	if (gguf_get_str(g, "general.name", &s) == 0 && s.n > 0 && s.n < 256)
+		model_set_name(ld->m, s.s, s.n);
+	else
+		model_set_name(ld->m, file, strlen(file));
+	if (get_u32_key(ld, arch, "embedding_length", &c->dim, -1) < 0 ||
+	    get_u32_key(ld, arch, "feed_forward_length", &c->hidden_dim, -1) < 0 ||
+	    get_u32_key(ld, arch, "block_count", &c->n_layers, -1) < 0 ||
+	    get_u32_key(ld, arch, "attention.head_count", &c->n_heads, -1) < 0 ||
+	    get_u32_key(ld, arch, "context_length", &c->ctx, 2048) < 0 ||
+	    get_f32_key(ld, arch, "rope.freq_base", &c->rope_theta,
+			c->arch == ARCH_QWEN2 ? 1000000.0 : 10000.0) < 0 ||
+	    get_f32_key(ld, arch, "attention.layer_norm_rms_epsilon",
+			&c->rms_eps, 1e-5) < 0 ||
+	    get_u32_key(ld, arch, "attention.head_count_kv", &c->n_kv_heads,
+			c->n_heads) < 0)
+		return -1;
+	if (c->dim % c->n_heads)
+		return err_set("%s: attention.head_count %d does not divide "
+			       "embedding_length %d", file, c->n_heads, c->dim);
+	c->head_dim = c->dim / c->n_heads;
+	int32_t kl;
+	if (get_u32_key(ld, arch, "attention.key_length", &kl, c->head_dim) < 0)
+		return -1;
+	if (kl != c->head_dim)
+		return err_set("%s: attention.key_length %d differs from "
+			       "embedding_length / head_count = %d (unsupported)",
+			       file, kl, c->head_dim);
+	if (get_u32_key(ld, arch, "rope.dimension_count", &c->rope_dim,
+			c->head_dim) < 0)
+		return -1;
+	/* The vocabulary size comes from the embedding. */
+	const gguf_tensor_t *te = find_tensor(ld, "token_embd.weight", true);
+	if (!te)
+		return -1;
+	if (te->n_dims != 2 || te->ne[1] <= 0 || te->ne[1] > (1 << 22))
+		return err_set("%s: tensor 'token_embd.weight' must be 2-D with at "
+			       "most 4M rows", file);
+	c->vocab_size = (int32_t)te->ne[1];
+	return config_check(file, c);
+}
+
+/* One layer's tensors (Qwen2's QKV biases required, absent elsewhere). */
+static int gguf_layer(gguf_loader_t *ld, int l, layer_t *y)
+{
+	const model_config_t *c = &ld->m->cfg;
+	int64_t D = c->dim, H = c->hidden_dim, Q = (int64_t)c->n_heads * c->head_dim,
+		KV = (int64_t)c->n_kv_heads * c->head_dim;
+	bool bias = c->arch == ARCH_QWEN2;
+	char n[96];
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+	if (take_vector(ld, NAME("attn_norm.weight"), D, &y->attn_norm, true) < 0 ||
+	    take_matrix(ld, NAME("attn_q.weight"), Q, D, &y->wq, true) < 0 ||
+	    take_matrix(ld, NAME("attn_k.weight"), KV, D, &y->wk, true) < 0 ||
+	    take_matrix(ld, NAME("attn_v.weight"), KV, D, &y->wv, true) < 0 ||
+	    take_vector(ld, NAME("attn_q.bias"), Q, &y->bq, bias) < 0 ||
+	    take_vector(ld, NAME("attn_k.bias"), KV, &y->bk, bias) < 0 ||
+	    take_vector(ld, NAME("attn_v.bias"), KV, &y->bv, bias) < 0 ||
+	    take_matrix(ld, NAME("attn_output.weight"), D, Q, &y->wo, true) < 0 ||
+	    take_vector(ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0 ||
+	    take_matrix(ld, NAME("ffn_gate.weight"), H, D, &y->w_gate, true) < 0 ||
+	    take_matrix(ld, NAME("ffn_down.weight"), D, H, &y->w_down, true) < 0 ||
+	    take_matrix(ld, NAME("ffn_up.weight"), H, D, &y->w_up, true) < 0)
+		return -1;
+#undef NAME
+	return 0;
+}
+
+/* Every weight tensor, checked against the configuration; the float
+ * vectors are copied into m->owned (norms, biases). */
+static int gguf_weights(gguf_loader_t *ld)
+{
+	model_t *m = ld->m;
+	const model_config_t *c = &m->cfg;
+	int64_t D = c->dim, Q = (int64_t)c->n_heads * c->head_dim,
+		KV = (int64_t)c->n_kv_heads * c->head_dim;
+	size_t n_owned = (size_t)D * (2 * (size_t)c->n_layers + 1) +
+			 (size_t)c->n_layers * (size_t)(Q + 2 * KV);
+	m->owned = malloc(n_owned * sizeof(float));
+	m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+	if (!m->owned || !m->layers)
+		return err_set("%s: cannot allocate the model's vectors", ld->file);
+	ld->owned_next = m->owned;
+	if (take_matrix(ld, "token_embd.weight", c->vocab_size, D,
+			&m->tok_embd, true) < 0 ||
+	    take_vector(ld, "output_norm.weight", D, &m->output_norm, true) < 0)
+		return -1;
+	int rc = take_matrix(ld, "output.weight", c->vocab_size, D, &m->output,
+			     false);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) /* tied: the classifier is the embedding */
+		m->output = m->tok_embd;
+	for (int l = 0; l < c->n_layers; l++)
+		if (gguf_layer(ld, l, &m->layers[l]) < 0)
+			return -1;
+	return 0;
+}
+
 static model_t *load_gguf(const char *path, const char *tok_path)
 {
 	const char *file = base_name(path);
@@ -317,124 +437,27 @@ static model_t *load_gguf(const char *path, const char *tok_path)
 	if (!g)
 		return NULL;
 	model_t *m = calloc(1, sizeof *m);
+	if (!m) {
+		gguf_close(g);
+		err_set("%s: cannot allocate the model", file);
+		return NULL;
+	}
 	m->gguf = g;
 	m->format = "gguf";
 	m->file_size = gguf_file_size(g);
 	gguf_loader_t ld = {.file = file, .g = g, .m = m};
-	gguf_str_t s;
-	char arch[32];
-	if (gguf_get_str(g, "general.architecture", &s) < 0) {
-		err_set("%s: required key 'general.architecture' is missing or "
-			"not a string", file);
+	if (gguf_config(&ld) < 0 || gguf_weights(&ld) < 0)
 		goto fail;
-	}
-	snprintf(arch, sizeof arch, "%.*s", (int)(s.n < 31 ? s.n : 31), s.s);
-	model_config_t *c = &m->cfg;
-	if (strcmp(arch, "llama") == 0) {
-		c->arch = ARCH_LLAMA;
-	} else if (strcmp(arch, "qwen2") == 0) {
-		c->arch = ARCH_QWEN2;
-		c->rope_neox = 1;
-	} else {
-		err_set("%s: architecture '%s' is not supported (llama, qwen2)",
-			file, arch);
-		goto fail;
-	}
-	if (gguf_get_str(g, "general.name", &s) == 0 && s.n > 0 && s.n < 256)
-		model_set_name(m, s.s, s.n);
-	else
-		model_set_name(m, file, strlen(file));
-	if (get_u32_key(&ld, arch, "embedding_length", &c->dim, -1) < 0 ||
-	    get_u32_key(&ld, arch, "feed_forward_length", &c->hidden_dim, -1) < 0 ||
-	    get_u32_key(&ld, arch, "block_count", &c->n_layers, -1) < 0 ||
-	    get_u32_key(&ld, arch, "attention.head_count", &c->n_heads, -1) < 0 ||
-	    get_u32_key(&ld, arch, "context_length", &c->ctx, 2048) < 0 ||
-	    get_f32_key(&ld, arch, "rope.freq_base", &c->rope_theta,
-			c->arch == ARCH_QWEN2 ? 1000000.0 : 10000.0) < 0 ||
-	    get_f32_key(&ld, arch, "attention.layer_norm_rms_epsilon",
-			&c->rms_eps, 1e-5) < 0)
-		goto fail;
-	if (get_u32_key(&ld, arch, "attention.head_count_kv", &c->n_kv_heads,
-			c->n_heads) < 0)
-		goto fail;
-	if (c->dim % c->n_heads) {
-		err_set("%s: attention.head_count %d does not divide "
-			"embedding_length %d", file, c->n_heads, c->dim);
-		goto fail;
-	}
-	c->head_dim = c->dim / c->n_heads;
-	int32_t kl;
-	if (get_u32_key(&ld, arch, "attention.key_length", &kl, c->head_dim) < 0)
-		goto fail;
-	if (kl != c->head_dim) {
-		err_set("%s: attention.key_length %d differs from "
-			"embedding_length / head_count = %d (unsupported)",
-			file, kl, c->head_dim);
-		goto fail;
-	}
-	if (get_u32_key(&ld, arch, "rope.dimension_count", &c->rope_dim,
-			c->head_dim) < 0)
-		goto fail;
-	/* The vocabulary size comes from the embedding. */
-	const gguf_tensor_t *te = find_tensor(&ld, "token_embd.weight", true);
-	if (!te)
-		goto fail;
-	if (te->n_dims != 2 || te->ne[1] <= 0 || te->ne[1] > (1 << 22)) {
-		err_set("%s: tensor 'token_embd.weight' must be 2-D with at "
-			"most 4M rows", file);
-		goto fail;
-	}
-	c->vocab_size = (int32_t)te->ne[1];
-	if (config_check(file, c) < 0)
-		goto fail;
-
-	int64_t D = c->dim, H = c->hidden_dim, Q = (int64_t)c->n_heads * c->head_dim,
-		KV = (int64_t)c->n_kv_heads * c->head_dim;
-	size_t n_owned = (size_t)D * (2 * (size_t)c->n_layers + 1) +
-			 (size_t)c->n_layers * (size_t)(Q + 2 * KV);
-	m->owned = malloc(n_owned * sizeof(float));
-	ld.owned_next = m->owned;
-	m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-	if (take_matrix(&ld, "token_embd.weight", c->vocab_size, D,
-			&m->tok_embd, true) < 0 ||
-	    take_vector(&ld, "output_norm.weight", D, &m->output_norm, true) < 0)
-		goto fail;
-	int rc = take_matrix(&ld, "output.weight", c->vocab_size, D, &m->output,
-			     false);
-	if (rc < 0)
-		goto fail;
-	if (rc == 0)
-		m->output = m->tok_embd;
-	for (int l = 0; l < c->n_layers; l++) {
-		layer_t *y = &m->layers[l];
-		char n[96];
-#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
-		bool bias = c->arch == ARCH_QWEN2;
-		if (take_vector(&ld, NAME("attn_norm.weight"), D, &y->attn_norm, true) < 0 ||
-		    take_matrix(&ld, NAME("attn_q.weight"), Q, D, &y->wq, true) < 0 ||
-		    take_matrix(&ld, NAME("attn_k.weight"), KV, D, &y->wk, true) < 0 ||
-		    take_matrix(&ld, NAME("attn_v.weight"), KV, D, &y->wv, true) < 0 ||
-		    take_vector(&ld, NAME("attn_q.bias"), Q, &y->bq, bias) < 0 ||
-		    take_vector(&ld, NAME("attn_k.bias"), KV, &y->bk, bias) < 0 ||
-		    take_vector(&ld, NAME("attn_v.bias"), KV, &y->bv, bias) < 0 ||
-		    take_matrix(&ld, NAME("attn_output.weight"), D, Q, &y->wo, true) < 0 ||
-		    take_vector(&ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0 ||
-		    take_matrix(&ld, NAME("ffn_gate.weight"), H, D, &y->w_gate, true) < 0 ||
-		    take_matrix(&ld, NAME("ffn_down.weight"), D, H, &y->w_down, true) < 0 ||
-		    take_matrix(&ld, NAME("ffn_up.weight"), H, D, &y->w_up, true) < 0)
-			goto fail;
-#undef NAME
-	}
-	m->tok = tok_path ? tokenizer_load_llama2c(tok_path, c->vocab_size)
+	m->tok = tok_path ? tokenizer_load_llama2c(tok_path, m->cfg.vocab_size)
 			  : tokenizer_load_gguf(g);
 	if (!m->tok) {
 		err_wrap("%s", file);
 		goto fail;
 	}
-	if (tokenizer_n_vocab(m->tok) > c->vocab_size) {
+	if (tokenizer_n_vocab(m->tok) > m->cfg.vocab_size) {
 		err_set("%s: the tokenizer has %d tokens but the embedding only "
 			"%d rows", file, tokenizer_n_vocab(m->tok),
-			c->vocab_size);
+			m->cfg.vocab_size);
 		goto fail;
 	}
 	return m;
