@@ -107,9 +107,15 @@ static void f32_to_fp16_row_generic(const float *x, void *y, int64_t n)
 
 /* --------------------------------------------------------- quantization */
 
-/* Q8_0: per block of 32, d = amax / 127, q = roundf(x / d) (half away from
- * zero) clamped to [-127, 127] (a NaN element gives -127, a zero block all
- * zeros), d stored as f16. The SIMD twins reproduce this bit for bit. */
+/* Q8_0 (the activations of Q8_0 / Q4_0 / Q4_1 / Q5_x matrices): per block
+ * of 32, d = amax / 127 stored as f16, q = x * (127 / amax) rounded half to
+ * even (rintf in the default rounding mode) and clamped to [-127, 127] (a
+ * NaN element gives -127, a zero block all zeros). This is llama.cpp's x86
+ * quantize_row_q8_0 (multiply by the inverse, _MM_ROUND_NEAREST), so both
+ * engines feed the same quants to the same weights; dividing by d and
+ * rounding half away from zero, as before, changed a quant now and then
+ * and with it near-tied greedy tokens. The SIMD twins reproduce this bit
+ * for bit. */
 static void quantize_q8_0_generic(const float *x, void *yv, int64_t n)
 {
 	uint8_t *y = yv;
@@ -122,12 +128,13 @@ static void quantize_q8_0_generic(const float *x, void *yv, int64_t n)
 				amax = a;
 		}
 		float d = amax / 127.0f;
+		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
 		uint8_t *yb = y + b * sizeof(block_q8_0);
 		st_u16(yb, f32_to_fp16_inline(d));
 		for (int j = 0; j < QK; j++) {
-			float v = d != 0.0f ? xb[j] / d : 0.0f;
+			float v = xb[j] * id;
 			v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
-			yb[2 + j] = (uint8_t)(int8_t)roundf(v);
+			yb[2 + j] = (uint8_t)(int8_t)rintf(v); /* half to even */
 		}
 	}
 }

@@ -66,9 +66,8 @@ AVX2 static void f32_to_fp16_row_avx2(const float *x, void *yv, int64_t n)
 
 /* Q8_0 quantization, bit-exact with quantize_q8_0_generic:
  *  amax: max_ps(a, m) returns m when a is NaN, as "if (a > amax)";
- *  v = x / d, clamp with max_ps(v, -127) (NaN -> -127) then min_ps;
- *  roundf (half away from zero) = trunc(|v|) + (|v| - trunc(|v|) >= 0.5),
- *  exact for |v| <= 127, sign restored with sign_epi32. */
+ *  v = x * (127 / amax), clamp with max_ps(v, -127) (NaN -> -127) then
+ *  min_ps; round half to even as rintf (_MM_FROUND_TO_NEAREST_INT). */
 AVX2 static void quantize_q8_0_avx2(const float *x, void *yv, int64_t n)
 {
 	uint8_t *y = yv;
@@ -88,22 +87,18 @@ AVX2 static void quantize_q8_0_avx2(const float *x, void *yv, int64_t n)
 		float d = amax / 127.0f;
 		uint8_t *yb = y + b * sizeof(block_q8_0);
 		st_u16(yb, f32_to_fp16_inline(d));
-		if (d == 0.0f) {
+		if (amax == 0.0f) {
 			memset(yb + 2, 0, QK);
 			continue;
 		}
-		const __m256 vd = _mm256_set1_ps(d), half = _mm256_set1_ps(0.5f);
-		const __m256 one = _mm256_set1_ps(1.0f);
+		const __m256 vid = _mm256_set1_ps(127.0f / amax);
 		__m256i q[4];
 		for (int k = 0; k < 4; k++) {
-			__m256 t = _mm256_div_ps(v[k], vd);
+			__m256 t = _mm256_mul_ps(v[k], vid);
 			t = _mm256_max_ps(t, _mm256_set1_ps(-127.0f));
 			t = _mm256_min_ps(t, _mm256_set1_ps(127.0f));
-			__m256 a = _mm256_and_ps(t, absmask);
-			__m256 tr = _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-			__m256 up = _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(a, tr), half, _CMP_GE_OQ), one);
-			__m256i qi = _mm256_cvttps_epi32(_mm256_add_ps(tr, up));
-			q[k] = _mm256_sign_epi32(qi, _mm256_castps_si256(t));
+			t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			q[k] = _mm256_cvttps_epi32(t);
 		}
 		__m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
 		__m256i p = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p01, p23), perm);

@@ -106,13 +106,12 @@ AVX512 static void f32_to_fp16_row_avx512(const float *x, void *yv, int64_t n)
 }
 
 /* Q8_0 quantization, bit-exact with the generic (same argument as
- * quantize_q8_0_avx2: NaN never wins the max, v = x / d, NaN clamps to
- * -127, half away from zero by trunc + (frac >= 0.5)). */
+ * quantize_q8_0_avx2: NaN never wins the max, v = x * (127 / amax), NaN
+ * clamps to -127, round half to even as rintf). */
 AVX512 static void quantize_q8_0_avx512(const float *x, void *yv, int64_t n)
 {
 	uint8_t *y = yv;
 	const __m512 m127 = _mm512_set1_ps(-127.0f), p127 = _mm512_set1_ps(127.0f);
-	const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
 	for (int64_t b = 0; b < n / QK; b++) {
 		const float *xb = x + b * QK;
 		__m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
@@ -127,22 +126,17 @@ AVX512 static void quantize_q8_0_avx512(const float *x, void *yv, int64_t n)
 		float d = amax / 127.0f;
 		uint8_t *yb = y + b * sizeof(block_q8_0);
 		st_u16(yb, f32_to_fp16_inline(d));
-		if (d == 0.0f) {
+		if (amax == 0.0f) {
 			memset(yb + 2, 0, QK);
 			continue;
 		}
-		const __m512 vd = _mm512_set1_ps(d);
+		const __m512 vid = _mm512_set1_ps(127.0f / amax);
 		__m512i q[2];
 		for (int k = 0; k < 2; k++) {
-			__m512 t = _mm512_div_ps(k ? v1 : v0, vd);
+			__m512 t = _mm512_mul_ps(k ? v1 : v0, vid);
 			t = _mm512_min_ps(_mm512_max_ps(t, m127), p127);
-			__m512 a = _mm512_abs_ps(t);
-			__m512 tr = _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-			__mmask16 up = _mm512_cmp_ps_mask(_mm512_sub_ps(a, tr), half, _CMP_GE_OQ);
-			tr = _mm512_mask_add_ps(tr, up, tr, one);
-			__m512i qi = _mm512_cvttps_epi32(tr);
-			__mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(t));
-			q[k] = _mm512_mask_sub_epi32(qi, neg, _mm512_setzero_si512(), qi);
+			t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			q[k] = _mm512_cvttps_epi32(t);
 		}
 		_mm_storeu_si128((__m128i *)(yb + 2), _mm512_cvtepi32_epi8(q[0]));
 		_mm_storeu_si128((__m128i *)(yb + 18), _mm512_cvtepi32_epi8(q[1]));
