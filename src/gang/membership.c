@@ -23,9 +23,10 @@ static int load_masks(membership_t *ms, const char *path)
 		while (*end == ' ' || *end == '\r' || *end == '\t')
 			end++;
 		if (end == tok || *end || errno || v > 0xffffffffu) {
+			err_set("--membership file %s: line %zu: '%.40s' is not a "
+				"mask", path, line, tok); /* tok is in text */
 			free(text);
-			return err_set("--membership file %s: line %zu: '%.40s' is "
-				       "not a mask", path, line, tok);
+			return -1;
 		}
 		if (ms->n_masks == cap) {
 			cap = cap ? 2 * cap : 64;
@@ -82,7 +83,11 @@ int membership_parse(membership_t *ms, const char *spec)
 	}
 	if (!strncmp(spec, "file:", 5)) {
 		ms->kind = MEMBERSHIP_FILE;
-		return load_masks(ms, spec + 5);
+		if (load_masks(ms, spec + 5) < 0) {
+			membership_free(ms); /* the masks read before the bad line */
+			return -1;
+		}
+		return 0;
 	}
 	return err_set("--membership: '%s' is not random:SEED, file:PATH or "
 		       "flip:MS", spec);

@@ -57,7 +57,11 @@ typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;            /* 20 *
 typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0; /* 22 */
 typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1; /* 24 */
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K; /* 292 */
-typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } block_q2_K; /* 84 */
+/* packed (alignment 1) where the kernels read a block through a struct
+ * pointer: a block inside a row may sit at any byte offset (a test's
+ * misaligned rows; UBSan counts a member access there as undefined) */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; }
+	__attribute__((packed)) block_q2_K;                                /* 84 */
 typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; }
 	__attribute__((packed)) block_q3_K;                                /* 110 */
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } block_q4_K; /* 144 */
