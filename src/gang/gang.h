@@ -109,8 +109,11 @@ typedef struct gang_stats {
 	uint64_t joins;            /* slot entered the mask */
 	uint64_t departures;       /* slot left the mask */
 	uint64_t wakes;            /* futex wakes issued to sleeping workers */
-	uint64_t participation[GANG_MAX_SLOTS]; /* tokens each slot was in */
-	uint64_t chunks[GANG_MAX_SLOTS];        /* chunks each slot ran */
+	/* tokens each slot was in, and chunks it ran: a worker adds its
+	 * token after the token's last barrier, so right after
+	 * gang_run_token returns a worker's counts may lag by that token */
+	uint64_t participation[GANG_MAX_SLOTS];
+	uint64_t chunks[GANG_MAX_SLOTS];
 	int n_slots;
 	int cpus[GANG_MAX_SLOTS];  /* CPU of each slot */
 	uint64_t ack_ns[GANG_MAX_SLOTS]; /* time_now_ns() of each slot's last ack */
