@@ -29,6 +29,8 @@ static const char generate_help[] =
 	"      --sampler MODE      egang (default) or llama2c (run.c's exact sampler)\n"
 	"      --ctx N             context length (default: the model's, at most 4096)\n"
 	"      --logits-hash FILE  write 'position token hash' per generated token\n"
+	"      --logits-dump FILE  write each generated token's logits as raw\n"
+	"                          float32, vocab values per token (comparisons)\n"
 	"      --cores LIST        gang CPUs, e.g. 0-1 or 0,2 (default: all allowed;\n"
 	"                          1 CPU = run serially on this thread)\n"
 	"      --membership SPEC   random:SEED  a random requested mask before each token\n"
@@ -103,7 +105,7 @@ static void report(const engine_t *e, const engine_result_t *r)
 }
 
 typedef struct gen_opts {
-	const char *model, *tok, *prompt, *prompt_ids, *hash, *membership, *trace, *ids,
+	const char *model, *tok, *prompt, *prompt_ids, *hash, *dump, *membership, *trace, *ids,
 		*control, *policies;
 	int64_t n_predict, top_k, seed, ctx;
 	double temp, top_p;
@@ -117,7 +119,8 @@ typedef struct gen_opts {
 } gen_opts_t;
 
 /* Runs the generation on an open engine; an exit code. */
-static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
+static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
+		    FILE *dump)
 {
 	engine_t *e = rc->e;
 	engine_params_t ep = {
@@ -130,6 +133,7 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash)
 			    .mode = o->sampler == 1 ? SAMPLER_LLAMA2C : SAMPLER_EGANG},
 		.echo_prompt = !o->no_echo,
 		.logits_hash = hash,
+		.logits_dump = dump,
 		.before_token = before_token,
 		.on_text = on_text,
 		.user = rc,
@@ -187,6 +191,7 @@ int cmd_generate(int argc, char **argv)
 		OPT_CHOICE("sampler", 0, &o.sampler, sampler_names),
 		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
 		OPT_STR("logits-hash", 0, &o.hash),
+		OPT_STR("logits-dump", 0, &o.dump),
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_STR("membership", 0, &o.membership),
 		OPT_STR("trace", 0, &o.trace),
@@ -220,21 +225,28 @@ int cmd_generate(int argc, char **argv)
 		.gang = o.membership || o.trace,
 		.control = o.control, .policies = o.policies,
 	};
-	FILE *hash = NULL;
+	FILE *hash = NULL, *dump = NULL;
 	rc.e = engine_open(&ec, &status);
 	if (!rc.e)
 		log_error("%s", err_get());
 	else if (o.hash && !(hash = fopen(o.hash, "w"))) {
 		log_error("--logits-hash %s: %s", o.hash, strerror(errno));
 		status = EXIT_INPUT;
+	} else if (o.dump && !(dump = fopen(o.dump, "wb"))) {
+		log_error("--logits-dump %s: %s", o.dump, strerror(errno));
+		status = EXIT_INPUT;
 	} else if (o.trace && !(rc.trace = fopen(o.trace, "w"))) {
 		log_error("--trace %s: %s", o.trace, strerror(errno));
 		status = EXIT_INPUT;
 	} else {
-		status = generate(&o, &rc, hash);
+		status = generate(&o, &rc, hash, dump);
 	}
 	if (hash && fclose(hash) != 0 && status == EXIT_OK) {
 		log_error("--logits-hash: write failed");
+		status = EXIT_FAIL;
+	}
+	if (dump && fclose(dump) != 0 && status == EXIT_OK) {
+		log_error("--logits-dump: write failed");
 		status = EXIT_FAIL;
 	}
 	if (rc.trace)

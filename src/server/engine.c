@@ -315,6 +315,9 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 			     ? hash64(logits, (size_t)s->m->cfg.vocab_size * sizeof(float),
 				      HASH64_INIT)
 			     : 0;
+	if (p->logits_dump)
+		fwrite(logits, sizeof(float), (size_t)s->m->cfg.vocab_size,
+		       p->logits_dump);
 	int32_t next = sampler_sample(smp, logits);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next,

@@ -36,6 +36,7 @@ typedef struct engine_params {
 	sampler_params_t sampler;
 	bool echo_prompt;         /* emit the prompt's text too (run.c does) */
 	FILE *logits_hash;        /* "pos id hash" per generated token */
+	FILE *logits_dump;        /* the raw float logits per generated token */
 	/* Called before every token (membership experiments); may be NULL. */
 	void (*before_token)(void *user, uint64_t index);
 	/* Receives the text, as it becomes final, in chunks of whole UTF-8
