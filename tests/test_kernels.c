@@ -1175,6 +1175,26 @@ static int32_t argmax_ref(const float *x, int32_t n)
 	return best;
 }
 
+/* act_prepare for F16 / BF16 weights rounds each activation to that type
+ * (ggml's CPU backend converts them so before its dot products), F32 copies. */
+static void test_act_prepare_float(void **state)
+{
+	(void)state;
+	const float x[4] = {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-13f, -3.14159265f, 1e-30f};
+	float y[4];
+	act_prepare(DTYPE_F16, x, y, 4);
+	for (int i = 0; i < 4; i++)
+		assert_true(y[i] == fp16_to_f32(f32_to_fp16(x[i])));
+	assert_true(y[0] == 1.0f);                  /* a tie: to even */
+	assert_true(y[1] == 1.0f + 0x1p-10f);       /* above the tie: up */
+	act_prepare(DTYPE_BF16, x, y, 4);
+	for (int i = 0; i < 4; i++)
+		assert_true(y[i] == bf16_to_f32(f32_to_bf16(x[i])));
+	assert_true(y[2] != x[2]);
+	act_prepare(DTYPE_F32, x, y, 4);
+	assert_memory_equal(y, x, sizeof x);
+}
+
 static void test_argmax(void **state)
 {
 	(void)state;
@@ -1238,6 +1258,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_exp_eg),
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
+		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_argmax),
 		TEST_ISA_LEVEL_TESTS,
 	};

@@ -579,6 +579,18 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 	} else if (dtype_info[wt].act == DTYPE_Q8_K) {
 		assert(n % QK_K == 0);
 		kq_quantize(DTYPE_Q8_K, x, xa, n);
+	} else if (wt == DTYPE_F16) {
+		/* ggml's CPU backend converts the activations of an F16 matrix
+		 * to F16 (its vec_dot_type) before the dot product; rounding
+		 * them here (to nearest even) gives both engines the same
+		 * operands, kept as floats for the F16 x F32 kernels */
+		float *y = xa;
+		for (int64_t i = 0; i < n; i++)
+			y[i] = fp16_to_f32(f32_to_fp16(x[i]));
+	} else if (wt == DTYPE_BF16) {
+		float *y = xa; /* as F16: ggml's vec_dot_type of BF16 is BF16 */
+		for (int64_t i = 0; i < n; i++)
+			y[i] = bf16_to_f32(f32_to_bf16(x[i]));
 	} else if ((const void *)x != xa) {
 		memmove(xa, x, (size_t)n * sizeof(float));
 	}

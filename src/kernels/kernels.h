@@ -91,7 +91,9 @@ void quantize_row(dtype_t t, const float *x, void *y, int64_t n);
 void dequantize_row(dtype_t t, const void *x, float *y, int64_t n);
 
 /* Activations for a dot product against weights of type wt:
- * x (n,) float -> xa in dtype_info[wt].act (a plain copy for F32). */
+ * x (n,) float -> xa in dtype_info[wt].act (a plain copy for F32; for F16
+ * and BF16 weights each value rounded to that type and kept as a float,
+ * as ggml's CPU backend feeds its F16/BF16 dot products). */
 void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n);
 
 /* Dot product of one weight row w (n,) of type wt with prepared

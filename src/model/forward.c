@@ -86,6 +86,20 @@ struct forward {
 /* Tokens of a batch per attention chunk. */
 #define ATT_TOKENS 16
 
+/* Whether matrices of type t read the float activations as they are (F32;
+ * F16 and BF16 read them rounded to their type, act_prepare). */
+static inline bool act_raw(dtype_t t)
+{
+	return dtype_info[t].act == DTYPE_F32 && t != DTYPE_F16 && t != DTYPE_BF16;
+}
+
+/* The key of t's prepared activations: the activation type, or t itself for
+ * F16 / BF16 (rounded floats, each in its own rows). */
+static inline dtype_t act_key(dtype_t t)
+{
+	return act_raw(t) || dtype_info[t].act != DTYPE_F32 ? dtype_info[t].act : t;
+}
+
 /* Bytes of one token's activations for matrices of type t (n elements). */
 static inline size_t act_row(dtype_t t, int64_t n)
 {
@@ -93,26 +107,35 @@ static inline size_t act_row(dtype_t t, int64_t n)
 	return a == DTYPE_F32 ? (size_t)n * sizeof(float) : dtype_row_bytes(a, n);
 }
 
-/* The quantized activation buffers (xb_q, att_q, hb_q and the batch's)
+/* The prepared activation buffers (xb_q, att_q, hb_q and the batch's)
  * hold `rows` rows of Q8_0 and after them, from act_k_off, `rows` rows of
- * Q8_K: the matrices that read one input may take different activation
- * types (a mixed file: attn_q q4_K, attn_v q8_0 or q5_0), and each type
- * gets its own rows. */
+ * Q8_K, then (act_f_off) `rows` float rows rounded to F16 and `rows` rounded
+ * to BF16: the matrices that read one input may take different activation
+ * types (a mixed file: attn_q q4_K, attn_v q8_0 or q5_0, ffn_down f16), and
+ * each type gets its own rows. */
 static inline size_t act_k_off(int64_t n, int64_t rows)
 {
 	size_t q8 = dtype_row_bytes(DTYPE_Q8_0, n / QK * QK) * (size_t)rows;
 	return (q8 + 63) & ~(size_t)63;
 }
 
+static inline size_t act_f_off(int64_t n, int64_t rows)
+{
+	size_t end = act_k_off(n, rows) + dtype_row_bytes(DTYPE_Q8_K, n / QK_K * QK_K) * (size_t)rows;
+	return (end + 63) & ~(size_t)63;
+}
+
 static inline size_t act_q_bytes(int64_t n, int64_t rows)
 {
-	return act_k_off(n, rows) +
-	       dtype_row_bytes(DTYPE_Q8_K, n / QK_K * QK_K) * (size_t)rows + 64;
+	return act_f_off(n, rows) + 2 * (size_t)n * sizeof(float) * (size_t)rows + 64;
 }
 
 /* Where the activation rows of type act (of `rows` rows of n) start. */
 static inline void *act_region(dtype_t t, void *xq, int64_t n, int64_t rows)
 {
+	if (t == DTYPE_F16 || t == DTYPE_BF16)
+		return (char *)xq + act_f_off(n, rows) +
+		       (t == DTYPE_BF16 ? (size_t)n * sizeof(float) * (size_t)rows : 0);
 	return dtype_info[t].act == DTYPE_Q8_K ? (char *)xq + act_k_off(n, rows) : xq;
 }
 
@@ -130,7 +153,7 @@ static inline int64_t q_dim(const model_config_t *c)
  * quantized twins xq (act_k_off). */
 static inline const void *act_for(const tensor_t *w, const float *x, const void *xq)
 {
-	if (dtype_info[w->type].act == DTYPE_F32)
+	if (act_raw(w->type))
 		return x;
 	return act_region(w->type, (void *)xq, w->cols, 1);
 }
@@ -146,7 +169,7 @@ static inline void mv(const tensor_t *w, const void *xa, float *y, int64_t r0, i
  * they read one. */
 static inline void act_fill(dtype_t t, const float *x, void *xq, int64_t n)
 {
-	if (dtype_info[t].act != DTYPE_F32)
+	if (!act_raw(t))
 		act_prepare(t, x, act_region(t, xq, n, 1), n);
 }
 
@@ -156,7 +179,7 @@ static void act_fill_for(const tensor_t *const *ws, int k, const float *x, void 
 {
 	bool done[DTYPE_COUNT] = { false };
 	for (int i = 0; i < k; i++) {
-		dtype_t a = dtype_info[ws[i]->type].act;
+		dtype_t a = act_key(ws[i]->type);
 		if (!done[a])
 			act_fill(ws[i]->type, x, xq, n);
 		done[a] = true;
@@ -407,7 +430,7 @@ static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 static inline const void *b_act(const forward_t *f, const tensor_t *w, const float *x,
 				const void *xq)
 {
-	if (dtype_info[w->type].act == DTYPE_F32)
+	if (act_raw(w->type))
 		return x;
 	return act_region(w->type, (void *)xq, w->cols, f->bmax);
 }
@@ -419,8 +442,8 @@ static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
 {
 	bool done[DTYPE_COUNT] = { false };
 	for (int i = 0; i < k; i++) {
-		dtype_t t = ws[i]->type, a = dtype_info[t].act;
-		if (a == DTYPE_F32 || done[a])
+		dtype_t t = ws[i]->type, a = act_key(t);
+		if (act_raw(t) || done[a])
 			continue;
 		done[a] = true;
 		char *base = act_region(t, xq, n, f->bmax);
@@ -604,7 +627,7 @@ static void b_ffn2_finish(void *ctx, uint32_t wave)
 		int64_t d = f->c.dim, k = f->bn - 1;
 		const tensor_t *w = &f->m->output;
 		rmsnorm(f->bxb + k * d, f->bx + k * d, f->m->output_norm, d, f->c.rms_eps);
-		if (dtype_info[w->type].act != DTYPE_F32)
+		if (!act_raw(w->type))
 			act_prepare(w->type, f->bxb + k * d,
 				    (char *)b_act(f, w, f->bxb, f->bxb_q) + k * act_row(w->type, d), d);
 	}
@@ -620,7 +643,7 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
 	const char *xa = b_act(f, w, f->bxb, f->bxb_q);
-	mv(w, dtype_info[w->type].act == DTYPE_F32 ? (const void *)(f->bxb + k * d)
+	mv(w, act_raw(w->type) ? (const void *)(f->bxb + k * d)
 						    : xa + k * act_row(w->type, d),
 	   f->logits + r0, r0, r1);
 }
