@@ -9,7 +9,14 @@
 //       'sequence_ids: BOS t1 .. tN', N greedy tokens after BOS
 //   node llamacpp-run.mjs check MODEL THREADS N IDS [IDS ...]
 //       per IDS (a prompt: comma-separated token ids, used as given), one
-//       line 'sequence_ids: p1 .. pk t1 .. tN', N greedy tokens after it
+//       line 'sequence_ids: p1 .. pk t1 .. tN', N greedy tokens after it.
+//       The context computes attention in f32 as egang does: flash
+//       attention off and an F32 KV cache (llama.cpp's default CPU flash
+//       attention rounds Q, K and V to f16 whatever the cache type, which
+//       alone moves an f32 model's log-probabilities by up to 2e-3 against
+//       5e-6 without it; doc/kquant-check). With EGANG_LLAMA_LOGPROBS=PREFIX,
+//       prompt i's N steps of log-probabilities (vocab float64 each, from
+//       the binding's softmax of llama.cpp's logits) go to PREFIX.i
 //
 // EGANG_NLC_DIR is the folder holding node_modules/node-llama-cpp. The
 // prebuilt CPU binaries of @node-llama-cpp/linux-x64 are used as they are:
@@ -28,7 +35,7 @@
 // time: the sum over the phase's llama_decode calls (decode_in_tok_s is
 // calls per second of one-token passes, prefill_in_tok_s tokens per second).
 import { pathToFileURL } from "node:url";
-import { readdirSync, readFileSync, existsSync } from "node:fs";
+import { readdirSync, readFileSync, existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 function die(msg) {
@@ -52,7 +59,13 @@ const llama = await nlc.getLlama({
 const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
 const nTasks = () => readdirSync("/proc/self/task").length;
 const tasksBefore = nTasks();
-const context = await model.createContext({ contextSize: 512, batchSize: 512, threads });
+const context = await model.createContext({
+	contextSize: 512, batchSize: 512, threads,
+	...(mode === "check" ? {
+		flashAttention: false,
+		experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+	} : {}),
+});
 const seq = context.getSequence();
 const bos = model.tokens.bos ?? 1;
 const nVocab = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length;
@@ -101,15 +114,23 @@ process.on("SIGTERM", () => {
 if (mode === "check") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
+	const dump = process.env.EGANG_LLAMA_LOGPROBS;
+	if (dump && !nVocab) die(`${modelPath}: no tokenizer.ggml.tokens (vocabulary size)`);
+	let index = 0;
 	for (const list of process.argv.slice(6)) {
 		const prompt = list.split(",").map(Number);
 		if (prompt.some((t) => !Number.isInteger(t) || t < 0)) die(`bad prompt ids '${list}'`);
 		await seq.clearHistory();
 		const out = [];
-		for await (const tok of seq.evaluate(prompt, { temperature: 0 })) {
-			out.push(tok);
+		const lp = dump ? new Float64Array(nVocab * n).fill(-Infinity) : null;
+		for await (const r of seq.evaluateWithMetadata(prompt, { probabilities: !!dump }, { temperature: 0 })) {
+			if (lp)
+				for (const [t, p] of r.probabilities) lp[out.length * nVocab + t] = Math.log(p);
+			out.push(r.token);
 			if (out.length >= n) break;
 		}
+		if (lp) writeFileSync(`${dump}.${index}`, Buffer.from(lp.buffer, 0, out.length * nVocab * 8));
+		index++;
 		process.stdout.write(`sequence_ids: ${[...prompt, ...out].join(" ")}\n`);
 	}
 } else if (mode === "ids") {
