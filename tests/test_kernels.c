@@ -63,7 +63,9 @@ static void test_dtype_table(void **state)
 	assert_int_equal(dtype_from_name("Q5_K"), DTYPE_Q5_K);
 	assert_int_equal(dtype_from_name("iq4_nl"), -1);
 	assert_int_equal(dtype_info[DTYPE_Q4_K].act, DTYPE_Q8_K);
-	assert_int_equal(dtype_info[DTYPE_Q5_1].act, DTYPE_Q8_0);
+	assert_int_equal(dtype_info[DTYPE_Q5_1].act, DTYPE_Q8_1);
+	assert_int_equal(dtype_info[DTYPE_Q5_0].act, DTYPE_Q8_0);
+	assert_int_equal(dtype_from_ggml(9), -1); /* Q8_1: activations only */
 	assert_int_equal(dtype_row_bytes(DTYPE_Q4_K, 512), 288);
 	assert_int_equal(dtype_row_bytes(DTYPE_Q6_K, 576), 0);
 	assert_int_equal(dtype_row_bytes(DTYPE_Q3_K, 256), 110);
@@ -430,6 +432,27 @@ static void mat_free(mat_t *m)
 
 static bool exact_type(dtype_t t) { return dtype_info[t].block > 1; }
 
+/* Q4_1 / Q5_1 rows against Q8_1: the dot product's min term is m * s per
+ * block (s = f16(d * sum q), block_q8_1), where the dequantized reference
+ * has m * d16 * sum q: the difference, in double. */
+static double q8_1_min_correction(dtype_t t, const uint8_t *w, const uint8_t *xa,
+				  int64_t n)
+{
+	double c = 0;
+	size_t wb = dtype_info[t].block_bytes;
+	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *x = xa + (size_t)b * 36;
+		int32_t sum = 0;
+		for (int j = 0; j < QK; j++)
+			sum += (int8_t)x[4 + j];
+		double m = fp16_to_f32((uint16_t)(w[b * wb + 2] | w[b * wb + 3] << 8));
+		double d = fp16_to_f32((uint16_t)(x[0] | x[1] << 8));
+		double sx = fp16_to_f32((uint16_t)(x[2] | x[3] << 8));
+		c += m * (sx - d * sum);
+	}
+	return c;
+}
+
 /* One matrix at every level: vec_dot against a double reference; matvec
  * over the whole range equal to vec_dot per row (bit-exact within a level);
  * random [r0, r1) splits equal to the whole call (bit-exact); level against
@@ -450,6 +473,8 @@ static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
 			s += p;
 			sa += fabs(p);
 		}
+		if (dtype_info[t].act == DTYPE_Q8_1) /* the min term uses s */
+			s += q8_1_min_correction(t, m.w + m.rb * (size_t)i, m.xa, n);
 		ref[i] = s;
 		sabs[i] = sa;
 		yg[i] = vec_dot_generic(t, m.w + m.rb * (size_t)i, m.xa, n);

@@ -33,15 +33,16 @@ const dtype_info_t dtype_info[DTYPE_COUNT] = {
 	[DTYPE_BF16] = { "bf16", 30, 1, 2, DTYPE_F32 },
 	[DTYPE_Q8_0] = { "q8_0", 8, QK, sizeof(block_q8_0), DTYPE_Q8_0 },
 	[DTYPE_Q4_0] = { "q4_0", 2, QK, sizeof(block_q4_0), DTYPE_Q8_0 },
-	[DTYPE_Q4_1] = { "q4_1", 3, QK, sizeof(block_q4_1), DTYPE_Q8_0 },
+	[DTYPE_Q4_1] = { "q4_1", 3, QK, sizeof(block_q4_1), DTYPE_Q8_1 },
 	[DTYPE_Q5_0] = { "q5_0", 6, QK, sizeof(block_q5_0), DTYPE_Q8_0 },
-	[DTYPE_Q5_1] = { "q5_1", 7, QK, sizeof(block_q5_1), DTYPE_Q8_0 },
+	[DTYPE_Q5_1] = { "q5_1", 7, QK, sizeof(block_q5_1), DTYPE_Q8_1 },
 	[DTYPE_Q8_K] = { "q8_k", 15, QK_K, sizeof(block_q8_K), DTYPE_Q8_K },
 	[DTYPE_Q2_K] = { "q2_k", 10, QK_K, sizeof(block_q2_K), DTYPE_Q8_K },
 	[DTYPE_Q3_K] = { "q3_k", 11, QK_K, sizeof(block_q3_K), DTYPE_Q8_K },
 	[DTYPE_Q4_K] = { "q4_k", 12, QK_K, sizeof(block_q4_K), DTYPE_Q8_K },
 	[DTYPE_Q5_K] = { "q5_k", 13, QK_K, sizeof(block_q5_K), DTYPE_Q8_K },
 	[DTYPE_Q6_K] = { "q6_k", 14, QK_K, sizeof(block_q6_K), DTYPE_Q8_K },
+	[DTYPE_Q8_1] = { "q8_1", 9, QK, sizeof(block_q8_1), DTYPE_Q8_1 },
 };
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
@@ -50,7 +51,7 @@ _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 must be 18 bytes");
 int dtype_from_ggml(uint32_t ggml_id)
 {
 	for (int t = 0; t < DTYPE_COUNT; t++)
-		if (dtype_info[t].ggml_id == ggml_id && t != DTYPE_Q8_K)
+		if (dtype_info[t].ggml_id == ggml_id && t != DTYPE_Q8_K && t != DTYPE_Q8_1)
 			return t;
 	return -1;
 }
@@ -579,6 +580,9 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 	} else if (dtype_info[wt].act == DTYPE_Q8_K) {
 		assert(n % QK_K == 0);
 		kq_quantize(DTYPE_Q8_K, x, xa, n);
+	} else if (dtype_info[wt].act == DTYPE_Q8_1) {
+		assert(n % QK == 0);
+		kq_quantize(DTYPE_Q8_1, x, xa, n);
 	} else if (wt == DTYPE_F16) {
 		/* ggml's CPU backend converts the activations of an F16 matrix
 		 * to F16 (its vec_dot_type) before the dot product; rounding

@@ -35,6 +35,7 @@ typedef enum dtype {
 	DTYPE_Q4_K,
 	DTYPE_Q5_K,
 	DTYPE_Q6_K,
+	DTYPE_Q8_1, /* activations only (Q4_1 / Q5_1 dot products) */
 	DTYPE_COUNT
 } dtype_t;
 
@@ -50,13 +51,14 @@ typedef struct dtype_info {
 	uint32_t block;       /* elements per block (1 for float types) */
 	uint32_t block_bytes; /* bytes per block */
 	dtype_t act;          /* type the activations take for a dot product
-				 with this weight type (F32, Q8_0 or Q8_K) */
+				 with this weight type (F32, Q8_0, Q8_1
+				 or Q8_K) */
 } dtype_info_t;
 
 extern const dtype_info_t dtype_info[DTYPE_COUNT];
 
-/* dtype of a GGUF type id; -1 if unknown / unsupported (Q8_K: an
- * activation type, not loadable). */
+/* dtype of a GGUF type id; -1 if unknown / unsupported (Q8_K, Q8_1:
+ * activation types, not loadable). */
 int dtype_from_ggml(uint32_t ggml_id);
 /* dtype of a name ("q8_0"); -1 if unknown. */
 int dtype_from_name(const char *name);

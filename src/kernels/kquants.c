@@ -225,18 +225,22 @@ static void dequantize_q8_K(const void *x, float *y, int64_t n)
 
 /* -------------------------------------------------------- dot products */
 
-/* Legacy weights against Q8_0 activations, per block of 32:
- *   sumi = sum q_w q_x (exact), sumq = sum q_x (exact; Q4_1 / Q5_1 only),
- *   acc = acc + (float)sumi * (d_w * d_x)            (Q5_0)
- *   acc = acc + ((float)sumi * (d_w * d_x) + m_w * (d_x * (float)sumq))
+/* Legacy weights, per block of 32: Q5_0 against Q8_0 activations,
+ *   sumi = sum q_w q_x (exact), acc = acc + (float)sumi * (d_w * d_x);
+ * Q4_1 / Q5_1 against Q8_1 (as ggml: the min term from the activations'
+ * f16 s, summed apart and added at the end),
+ *   acc = acc + (float)sumi * (d_w * d_x), summ = summ + m_w * s_x,
+ *   result acc + summ;
  * each product rounded, no FMA. */
 static float dot_legacy(int t, const void *w, const void *xa, int64_t n)
 {
 	const size_t bb = dtype_info[t].block_bytes;
-	float acc = 0.0f;
+	const size_t xb = t == DTYPE_Q5_0 ? sizeof(block_q8_0) : sizeof(block_q8_1);
+	const int xq = t == DTYPE_Q5_0 ? 2 : 4; /* the quants' offset */
+	float acc = 0.0f, summ = 0.0f;
 	for (int64_t b = 0; b < n / QK; b++) {
 		const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * xb;
 		int8_t q[32];
 		float dw, m = 0.0f;
 		if (t == DTYPE_Q4_1) {
@@ -249,25 +253,21 @@ static float dot_legacy(int t, const void *w, const void *xa, int64_t n)
 			m = h2f(wb + 2);
 			unpack_q5(wb + 4, wb + 8, q, 0);
 		}
-		int32_t sumi = 0, sumq = 0;
-		for (int j = 0; j < 32; j++) {
-			sumi += (int32_t)q[j] * (int8_t)x[2 + j];
-			sumq += (int8_t)x[2 + j];
-		}
+		int32_t sumi = 0;
+		for (int j = 0; j < 32; j++)
+			sumi += (int32_t)q[j] * (int8_t)x[xq + j];
 		float dx = h2f(x);
 		float dd = dw * dx;
 		float p = (float)sumi * dd;
 		FP_ROUNDED(p);
-		if (t != DTYPE_Q5_0) {
-			float dq = dx * (float)sumq;
-			FP_ROUNDED(dq);
-			float pm = m * dq;
-			FP_ROUNDED(pm);
-			p = p + pm;
-		}
 		acc = acc + p;
+		if (t != DTYPE_Q5_0) {
+			float pm = m * h2f(x + 2);
+			FP_ROUNDED(pm);
+			summ = summ + pm;
+		}
 	}
-	return acc;
+	return acc + summ;
 }
 
 /* K-quant weights against Q8_K activations, per super-block:
@@ -334,6 +334,48 @@ float kq_dot_generic(int t, const void *w, const void *xa, int64_t n)
 }
 
 /* ----------------------------------------------------------- quantizers */
+
+/* Q8_1: quants and d as quantize_q8_0_generic (kernels.c), s as ggml's
+ * x86 quantize_row_q8_1: f16 of the float d (before its f16 rounding)
+ * times the sum of the quants. */
+static void quantize_q8_1(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		float amax = 0.0f;
+		for (int j = 0; j < QK; j++) {
+			float a = fabsf(xb[j]);
+			if (a > amax) /* a NaN never wins */
+				amax = a;
+		}
+		float d = amax / 127.0f;
+		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+		uint8_t *yb = y + b * sizeof(block_q8_1);
+		int32_t sum = 0;
+		for (int j = 0; j < QK; j++) {
+			float v = xb[j] * id;
+			v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
+			int8_t q = (int8_t)rintf(v); /* half to even */
+			yb[4 + j] = (uint8_t)q;
+			sum += q;
+		}
+		float s = d * (float)sum;
+		FP_ROUNDED(s);
+		st_u16(yb, f32_to_fp16_inline(d));
+		st_u16(yb + 2, f32_to_fp16_inline(s));
+	}
+}
+
+static void dequantize_q8_1(const void *x, float *y, int64_t n)
+{
+	for (int64_t b = 0; b < n / QK; b++) {
+		const uint8_t *xb = (const uint8_t *)x + (size_t)b * sizeof(block_q8_1);
+		float d = h2f(xb);
+		for (int j = 0; j < QK; j++)
+			y[b * QK + j] = d * (float)(int8_t)xb[4 + j];
+	}
+}
 
 /* Q8_K: llama.cpp's reference quantizer (so that activations are the same
  * quants llama.cpp's dot products see). */
@@ -664,6 +706,9 @@ void kq_quantize(int t, const float *x, void *y, int64_t n)
 	case DTYPE_Q8_K:
 		quantize_q8_K(x, y, n);
 		break;
+	case DTYPE_Q8_1:
+		quantize_q8_1(x, y, n);
+		break;
 	default:
 		assert(unpack_k(t));
 		quantize_k(t, x, y, n);
@@ -680,6 +725,9 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n)
 		break;
 	case DTYPE_Q8_K:
 		dequantize_q8_K(x, y, n);
+		break;
+	case DTYPE_Q8_1:
+		dequantize_q8_1(x, y, n);
 		break;
 	default:
 		assert(unpack_k(t));

@@ -57,6 +57,10 @@ typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;            /* 20 *
 typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0; /* 22 */
 typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1; /* 24 */
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K; /* 292 */
+/* Q8_1 (activations of Q4_1 / Q5_1, ggml's vec_dot_type for them): the
+ * Q8_0 quants of the block, d = f16(amax / 127) and s = f16((amax / 127) *
+ * sum qs) (the unrounded d times the quants' sum, then rounded to f16) */
+typedef struct { uint16_t d, s; int8_t qs[QK]; } block_q8_1;              /* 36 */
 /* packed (alignment 1) where the kernels read a block through a struct
  * pointer: a block inside a row may sit at any byte offset (a test's
  * misaligned rows; UBSan counts a member access there as undefined) */

@@ -138,37 +138,33 @@ float AVX2 kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n)
 	return acc;
 }
 
-/* Q4_1 / Q5_1 against Q8_0: sumi = u . x (u the unsigned quants), sumq =
- * 1 . x; the float step is dot_legacy's. */
+/* Q4_1 / Q5_1 against Q8_1: sumi = u . x (u the unsigned quants); the
+ * float steps are dot_legacy's (the min term from the activations' s). */
 AVX2_INLINE float dot_legacy_min(const void *w, const void *xa, int64_t n, int five)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), one8 = _mm256_set1_epi8(1),
-		      one16 = _mm256_set1_epi16(1);
+	const __m256i m4 = _mm256_set1_epi8(0x0F), one16 = _mm256_set1_epi16(1);
 	const size_t bb = five ? sizeof(block_q5_1) : sizeof(block_q4_1);
-	float acc = 0.0f;
+	float acc = 0.0f, summ = 0.0f;
 	for (int64_t b = 0; b < n / QK; b++) {
 		const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
+		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_1);
 		__m128i q = _mm_loadu_si128((const __m128i *)(wb + (five ? 8 : 4)));
 		__m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
 		if (five)
 			u = _mm256_or_si256(u, bits_to_0x10(ld_u32(wb + 4)));
-		__m256i xv = ld256(x + 2);
+		__m256i xv = ld256(x + 4);
 		int32_t sumi = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), one16));
-		int32_t sumq = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16));
 		float dw = fp16_to_f32_inline(ld_u16(wb)), m = fp16_to_f32_inline(ld_u16(wb + 2));
 		float dx = fp16_to_f32_inline(ld_u16(x));
 		float dd = dw * dx;
 		float p = (float)sumi * dd;
 		FP_ROUNDED(p);
-		float dq = dx * (float)sumq;
-		FP_ROUNDED(dq);
-		float pm = m * dq;
-		FP_ROUNDED(pm);
-		p = p + pm;
 		acc = acc + p;
+		float pm = m * fp16_to_f32_inline(ld_u16(x + 2));
+		FP_ROUNDED(pm);
+		summ = summ + pm;
 	}
-	return acc;
+	return acc + summ;
 }
 
 float AVX2 kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n)

@@ -109,7 +109,7 @@ static inline size_t act_row(dtype_t t, int64_t n)
 
 /* The prepared activation buffers (xb_q, att_q, hb_q and the batch's)
  * hold `rows` rows of Q8_0 and after them, from act_k_off, `rows` rows of
- * Q8_K, then (act_f_off) `rows` float rows rounded to F16 and `rows` rounded
+ * Q8_K, from act_1_off `rows` rows of Q8_1, then (act_f_off) `rows` float rows rounded to F16 and `rows` rounded
  * to BF16: the matrices that read one input may take different activation
  * types (a mixed file: attn_q q4_K, attn_v q8_0 or q5_0, ffn_down f16), and
  * each type gets its own rows. */
@@ -119,9 +119,15 @@ static inline size_t act_k_off(int64_t n, int64_t rows)
 	return (q8 + 63) & ~(size_t)63;
 }
 
-static inline size_t act_f_off(int64_t n, int64_t rows)
+static inline size_t act_1_off(int64_t n, int64_t rows)
 {
 	size_t end = act_k_off(n, rows) + dtype_row_bytes(DTYPE_Q8_K, n / QK_K * QK_K) * (size_t)rows;
+	return (end + 63) & ~(size_t)63;
+}
+
+static inline size_t act_f_off(int64_t n, int64_t rows)
+{
+	size_t end = act_1_off(n, rows) + dtype_row_bytes(DTYPE_Q8_1, n / QK * QK) * (size_t)rows;
 	return (end + 63) & ~(size_t)63;
 }
 
@@ -136,6 +142,8 @@ static inline void *act_region(dtype_t t, void *xq, int64_t n, int64_t rows)
 	if (t == DTYPE_F16 || t == DTYPE_BF16)
 		return (char *)xq + act_f_off(n, rows) +
 		       (t == DTYPE_BF16 ? (size_t)n * sizeof(float) * (size_t)rows : 0);
+	if (dtype_info[t].act == DTYPE_Q8_1)
+		return (char *)xq + act_1_off(n, rows);
 	return dtype_info[t].act == DTYPE_Q8_K ? (char *)xq + act_k_off(n, rows) : xq;
 }
 
