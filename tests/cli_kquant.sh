@@ -103,6 +103,54 @@ expect_exit "a NaN q6_K scale: tensor and offset named" 2 "tensor 'blk.1.ffn_dow
 off=$(corrupt $TMP/sm.gguf $TMP/inf.gguf blk.0.ffn_down.weight 144 2 2 7c00)
 expect_exit "an infinite q4_K min: tensor and offset named" 2 "tensor 'blk.0.ffn_down.weight' \(q4_k\): the block at offset $off has" \
 	"$EGANG" generate -m $TMP/inf.gguf -n 1 -q
-sz=$(stat -c %s $TMP/sm.gguf)
-head -c $((sz - 1000)) $TMP/sm.gguf >$TMP/cut.gguf
-expect_exit "a file cut inside a K-quant tensor" 2 "exceed" "$EGANG" generate -m $TMP/cut.gguf -n 1 -q
+"$EGANG" info $TMP/sm.gguf >$TMP/smi
+data=$(sed -n 's/.*data at \([0-9]*\).*/\1/p' $TMP/smi)
+o=$(awk '$1 == "blk.1.ffn_down.weight" { sub(/^\+/, "", $NF); print $NF }' $TMP/smi)
+head -c $((data + o + 1000)) $TMP/sm.gguf >$TMP/cut.gguf
+expect_exit "a file cut inside a K-quant tensor: tensor and offset named" 2 \
+	"tensor 'blk.1.ffn_down.weight' data at offset $data\+$o: 725760 bytes exceed" \
+	"$EGANG" generate -m $TMP/cut.gguf -n 1 -q
+
+# header edits: a tensor's type or shape changed in its tensor info
+retag() { # IN OUT TENSOR [type=N] [ne0=N] [ne1=N]
+	python3 - "$@" <<'PY'
+import struct, sys
+src, dst, name = sys.argv[1:4]
+ch = dict(a.split('=') for a in sys.argv[4:])
+b = bytearray(open(src, 'rb').read())
+off = 8
+nt, nk = struct.unpack_from('<QQ', b, off); off += 16
+def skip(t):
+    global off
+    if t == 8:
+        off += 8 + struct.unpack_from('<Q', b, off)[0]
+    elif t == 9:
+        at, n = struct.unpack_from('<IQ', b, off); off += 12
+        for _ in range(n): skip(at)
+    else:
+        off += {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}[t]
+for _ in range(nk):
+    skip(8); t = struct.unpack_from('<I', b, off)[0]; off += 4; skip(t)
+for _ in range(nt):
+    n = struct.unpack_from('<Q', b, off)[0]; nm = b[off + 8:off + 8 + n].decode(); off += 8 + n
+    nd = struct.unpack_from('<I', b, off)[0]; off += 4
+    if nm == name:
+        for k in range(nd):
+            if f'ne{k}' in ch: struct.pack_into('<Q', b, off + 8 * k, int(ch[f'ne{k}']))
+    off += 8 * nd
+    if nm == name and 'type' in ch: struct.pack_into('<I', b, off, int(ch['type']))
+    off += 12
+open(dst, 'wb').write(b)
+PY
+}
+# a q5_0 matrix of rows of 576 retagged q4_K (type 12): rows not whole super-blocks
+retag $TMP/sm.gguf $TMP/r576.gguf blk.0.attn_q.weight type=12
+expect_exit "a K-quant row of 576 (not a multiple of 256): tensor and offset named" 2 \
+	"tensor 2 'blk.0.attn_q.weight' at offset [0-9]+: ne\[0\] = 576 is not a multiple of the q4_k block size 256" \
+	"$EGANG" generate -m $TMP/r576.gguf -n 1 -q
+# a mixed file whose layer 1 disagrees with the model's shape (the q5_0
+# attn_k as [192, 576]: the same bytes, the other orientation)
+retag $TMP/sm.gguf $TMP/shape.gguf blk.1.attn_k.weight ne0=192 ne1=576
+expect_exit "a mixed file with an inconsistent shape: tensor named" 2 \
+	"tensor 'blk.1.attn_k.weight' has shape \[192, 576\] \(2 dims\), expected \[576, 192\]" \
+	"$EGANG" generate -m $TMP/shape.gguf -n 1 -q
