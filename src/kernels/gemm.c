@@ -168,6 +168,8 @@ static gemm_quant_fn quant_kernel(void)
 {
 #if defined(__x86_64__)
 	const char *isa = kernels_isa();
+	if (strcmp(isa, "avx512vnni") == 0)
+		return gemm_quant_avx512vnni;
 	if (strcmp(isa, "avx512") == 0)
 		return gemm_quant_avx512;
 	if (strcmp(isa, "avx2") == 0)

@@ -28,9 +28,6 @@
 
 #include "kernels/avx512_lanes.h"
 
-#define T512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
-#define AVX512 __attribute__((target(T512)))
-#define AVX512_INLINE static inline __attribute__((always_inline, target(T512)))
 
 #define RG 16 /* weight rows per register */
 #define TG 8  /* tokens per tile */
@@ -180,7 +177,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 			__m512i w = _mm512_load_si512(wb + g);
 #pragma GCC unroll 8
 			for (int k = 0; k < T; k++)
-				s[k] = _mm512_dpbusd_epi32(s[k], w,
+				s[k] = dpbusd512(s[k], w,
 					_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
 		}
 		__m512 d = _mm512_load_ps(dw + b * RG);
@@ -197,7 +194,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
 }
 
-AVX512 void gemm_quant_avx512(GEMM_QUANT_ARGS)
+AVX512 void AVX512_SYM(gemm_quant_avx512)(GEMM_QUANT_ARGS)
 {
 	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
