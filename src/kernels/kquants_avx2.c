@@ -26,79 +26,225 @@ AVX2_INLINE int32_t hsum_i32(__m256i v)
 
 AVX2_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-/* Q4_K: sumi = sum over the 8 sub-blocks of sc * (q . x), summ = sum of
- * m * (the sub-block's two bsums). */
-float AVX2 kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n)
+/* The sums of 4 vectors' int32 lanes, in one vector (exact; the order of
+ * integer adds does not matter). */
+AVX2_INLINE __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q4_K);
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-		const uint8_t *qs = wb + 16, *xq = x + 4;
-		uint8_t sc[8], mn[8];
-		for (int s = 0; s < 8; s++)
-			kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);
-		__m256i acc32 = _mm256_setzero_si256();
-		for (int c = 0; c < 4; c++) {
-			__m256i q = ld256(qs + 32 * c);
-			__m256i lo = _mm256_and_si256(q, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-			__m256i plo = _mm256_maddubs_epi16(lo, ld256(xq + 64 * c));
-			__m256i phi = _mm256_maddubs_epi16(hi, ld256(xq + 64 * c + 32));
-			acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
-			acc32 = _mm256_add_epi32(acc32,
-						 _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
-		}
-		int32_t summ = 0;
-		for (int s = 0; s < 8; s++)
-			summ += mn[s] * ((int16_t)ld_u16(x + 4 + QK_K + 4 * s) +
-					 (int16_t)ld_u16(x + 4 + QK_K + 4 * s + 2));
-		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)),
-				fp16_to_f32_inline(ld_u16(wb + 2)), hsum_i32(acc32), summ, 1);
-	}
-	return acc;
+	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+	return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-/* Q6_K: the quants q = lo | hi << 4 taken unsigned (0..63):
- * sum sc (q - 32) x = sum sc (q . x) - 32 sum sc bsum. */
+/* ---- Q4_K and Q6_K: one row x a run of tokens ----
+ *
+ * Per super-block of a row, the weight side is decoded once (nibbles,
+ * 6-bit scales and mins, the scale vectors pmaddwd wants) and used for
+ * every token of the run: the prefill gemm (kq_matmat_*_avx2: a row
+ * against up to KQ_TOK tokens) and the decode dot product (one token) run
+ * the same code, so a gemm output is the bits of the matvec (and of the
+ * generic: the sums are exact, the float step is kq_k_step, super-blocks
+ * in ascending order). */
+#define KQ_TOK 64 /* tokens per run: their float accumulators on the stack */
+
+/* pshufb patterns broadcasting int16 lane s (0..7) of each 128-bit half */
+#define BCAST16(s) _mm256_set1_epi16((short)(0x0202 * (s) + 0x0100))
+
+typedef struct {
+	__m256i lo[4], hi[4]; /* sub-blocks 2c and 2c + 1, quants 0..15 */
+	__m256i sc;           /* the 8 scales as int16, in both halves */
+	__m256i mdup;         /* m0 m0 m1 m1 .. m7 m7 (int16), against bsums */
+	float d, dmin;
+} q4k_w_t;
+
+/* The 12 scale bytes as 8 scales and 8 mins (kq_scale_min_k4) four at a
+ * time in 32-bit words: for s < 4 the low 6 bits of bytes s and s + 4; for
+ * s >= 4 the nibbles of byte s + 4 with the top 2 bits of bytes s - 4 and
+ * s as bits 4-5. */
+AVX2_INLINE void q4k_weights(const uint8_t *wb, q4k_w_t *w)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	uint32_t a = ld_u32(wb + 4), b = ld_u32(wb + 8), c = ld_u32(wb + 12);
+	uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
+	uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+	uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
+	__m128i sc = _mm_cvtepu8_epi16(_mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0));
+	__m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0));
+	w->sc = _mm256_broadcastsi128_si256(sc);
+	w->mdup = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
+	const uint8_t *qs = wb + 16;
+#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++) {
+		__m256i q = ld256(qs + 32 * k);
+		w->lo[k] = _mm256_and_si256(q, m4);
+		w->hi[k] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+	}
+	w->d = fp16_to_f32_inline(ld_u16(wb));
+	w->dmin = fp16_to_f32_inline(ld_u16(wb + 2));
+}
+
+/* One token's super-block (x: its Q8_K block): the int32 lanes of sumi
+ * and of summ. */
+AVX2_INLINE void q4k_token(const q4k_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm)
+{
+	const uint8_t *xq = x + 4;
+	__m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++) {
+		__m256i plo = _mm256_maddubs_epi16(w->lo[k], ld256(xq + 64 * k));
+		__m256i phi = _mm256_maddubs_epi16(w->hi[k], ld256(xq + 64 * k + 32));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(w->sc, BCAST16(2 * k))));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(w->sc, BCAST16(2 * k + 1))));
+	}
+	*si = acc;
+	*sm = _mm256_madd_epi16(ld256(x + 4 + QK_K), w->mdup);
+}
+
+/* Row w (nb super-blocks) against tokens X + k xs, k < nt (<= KQ_TOK):
+ * out[k * os] = the dot product. */
+AVX2_INLINE void q4k_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,
+				int nt, float *out, int64_t os)
+{
+	float acc[KQ_TOK];
+	for (int k = 0; k < nt; k++)
+		acc[k] = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		q4k_w_t wt;
+		q4k_weights(w + (size_t)b * sizeof(block_q4_K), &wt);
+		const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);
+		int k = 0;
+		for (; k + 4 <= nt; k += 4) {
+			__m256i si[4], sm[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				q4k_token(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]);
+			int32_t vi[4], vm[4];
+			_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3]));
+			_mm_storeu_si128((__m128i *)vm, hsum4_i32(sm[0], sm[1], sm[2], sm[3]));
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), wt.d,
+						       wt.dmin, vi[j], vm[j], 1);
+		}
+		for (; k < nt; k++) {
+			__m256i si, sm;
+			q4k_token(&wt, xb + (size_t)k * xs, &si, &sm);
+			acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, wt.dmin,
+					   hsum_i32(si), hsum_i32(sm), 1);
+		}
+	}
+	for (int k = 0; k < nt; k++)
+		out[k * os] = acc[k];
+}
+
+float AVX2 kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n)
+{
+	float out;
+	q4k_row_tokens(w, xa, 0, n / QK_K, 1, &out, 1);
+	return out;
+}
+
+typedef struct {
+	__m256i q[8];         /* quants 0..63, elements 32 j .. 32 j + 31 */
+	__m256i sc16;         /* the 16 int8 scales as int16 */
+	__m256i dup_a, dup_b; /* (s, s) dword pairs: unpacklo / unpackhi of sc16 */
+	float d;
+} q6k_w_t;
+
+AVX2_INLINE void q6k_weights(const uint8_t *wb, q6k_w_t *w)
+{
+	const block_q6_K *k = (const void *)wb;
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		__m256i qh = ld256(k->qh + 32 * h);
+		__m256i l0 = ld256(k->ql + 64 * h), l1 = ld256(k->ql + 64 * h + 32);
+		__m256i lo4[4] = { _mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+				   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+				   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4) };
+#pragma GCC unroll 4
+		for (int kk = 0; kk < 4; kk++) {
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), m3);
+			w->q[4 * h + kk] = _mm256_or_si256(lo4[kk], _mm256_slli_epi16(hi, 4));
+		}
+	}
+	w->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)k->scales));
+	w->dup_a = _mm256_unpacklo_epi16(w->sc16, w->sc16);
+	w->dup_b = _mm256_unpackhi_epi16(w->sc16, w->sc16);
+	w->d = fp16_to_f32_inline(ld_u16(&k->d));
+}
+
+/* Q6_K, one token: sumi = sum sc (q . x) - 32 sum sc bsum, in int32 lanes.
+ * Vector j covers sub-blocks 2j (low half) and 2j + 1 (high half): their
+ * scales from dup_a (j = 0, 1, 4, 5) or dup_b (2, 3, 6, 7), dword
+ * 4 (j >> 2) + 2 (j & 1), broadcast to each half by vpermd. */
+AVX2_INLINE __m256i q6k_token(const q6k_w_t *w, const uint8_t *x)
+{
+	const uint8_t *xq = x + 4;
+	__m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
+		const int a = 4 * (j >> 2) + 2 * (j & 1);
+		__m256i scv = _mm256_permutevar8x32_epi32((j >> 1) & 1 ? w->dup_b : w->dup_a,
+			_mm256_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1));
+		__m256i p = _mm256_maddubs_epi16(w->q[j], ld256(xq + 32 * j));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
+	}
+	__m256i sb = _mm256_madd_epi16(w->sc16, ld256(x + 4 + QK_K));
+	return _mm256_sub_epi32(acc, _mm256_slli_epi32(sb, 5));
+}
+
+AVX2_INLINE void q6k_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,
+				int nt, float *out, int64_t os)
+{
+	float acc[KQ_TOK];
+	for (int k = 0; k < nt; k++)
+		acc[k] = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		q6k_w_t wt;
+		q6k_weights(w + (size_t)b * sizeof(block_q6_K), &wt);
+		const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);
+		int k = 0;
+		for (; k + 4 <= nt; k += 4) {
+			int32_t vi[4];
+			_mm_storeu_si128((__m128i *)vi, hsum4_i32(q6k_token(&wt, xb + (size_t)k * xs),
+				q6k_token(&wt, xb + (size_t)(k + 1) * xs),
+				q6k_token(&wt, xb + (size_t)(k + 2) * xs),
+				q6k_token(&wt, xb + (size_t)(k + 3) * xs)));
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), wt.d,
+						       0.0f, vi[j], 0, 0);
+		}
+		for (; k < nt; k++)
+			acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, 0.0f,
+					   hsum_i32(q6k_token(&wt, xb + (size_t)k * xs)), 0, 0);
+	}
+	for (int k = 0; k < nt; k++)
+		out[k * os] = acc[k];
+}
+
 float AVX2 kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const block_q6_K *k = (const void *)((const uint8_t *)w + (size_t)b * sizeof(block_q6_K));
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-		const uint8_t *xq = x + 4;
-		__m256i acc32 = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++) {
-			const uint8_t *ql = k->ql + 64 * h;
-			__m256i qh = ld256(k->qh + 32 * h);
-			__m256i l0 = ld256(ql), l1 = ld256(ql + 32);
-			const __m256i lo4[4] = { _mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-						 _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-						 _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4) };
-			for (int kk = 0; kk < 4; kk++) {
-				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), m3);
-				__m256i q = _mm256_or_si256(lo4[kk], _mm256_slli_epi16(hi, 4));
-				__m256i p = _mm256_maddubs_epi16(q, ld256(xq + 128 * h + 32 * kk));
-				int s0 = k->scales[8 * h + 2 * kk], s1 = k->scales[8 * h + 2 * kk + 1];
-				__m256i scv = _mm256_setr_epi16(
-					(int16_t)s0, (int16_t)s0, (int16_t)s0, (int16_t)s0, (int16_t)s0,
-					(int16_t)s0, (int16_t)s0, (int16_t)s0, (int16_t)s1, (int16_t)s1,
-					(int16_t)s1, (int16_t)s1, (int16_t)s1, (int16_t)s1, (int16_t)s1,
-					(int16_t)s1);
-				acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(p, scv));
-			}
-		}
-		int32_t sb = 0;
-		for (int s = 0; s < 16; s++)
-			sb += k->scales[s] * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
-		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)), 0.0f,
-				hsum_i32(acc32) - 32 * sb, 0, 0);
-	}
-	return acc;
+	float out;
+	q6k_row_tokens(w, xa, 0, n / QK_K, 1, &out, 1);
+	return out;
 }
+
+/* matmat_fn (kernels_impl.h) for Q4_K / Q6_K: rows r0..r1-1 x ntok tokens
+ * of Q8_K activations, runs of KQ_TOK tokens per row. */
+#define KQ_MATMAT(name, rowfn)                                                        \
+	void AVX2 name(const void *W, size_t rb, const void *X, size_t xs, float *Y,    \
+		       int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)     \
+	{                                                                             \
+		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
+			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
+			for (int64_t r = r0; r < r1; r++)                             \
+				rowfn((const uint8_t *)W + (size_t)r * rb,            \
+				      (const uint8_t *)X + (size_t)k0 * xs, xs, n / QK_K, \
+				      nt, Y + k0 * ys + r, ys);                       \
+		}                                                                     \
+	}
+KQ_MATMAT(kq_matmat_q4_K_avx2, q4k_row_tokens)
+KQ_MATMAT(kq_matmat_q6_K_avx2, q6k_row_tokens)
 
 /* The 32 bits of h as 32 bytes, 0x10 where the bit is set (Q5_0's fifth
  * bit, element j at byte j). */
