@@ -4,11 +4,12 @@
 #ifndef EGANG_AVX512_LANES_H
 #define EGANG_AVX512_LANES_H
 
-/* Two levels share these files: avx512 (F, BW, VL, DQ) and avx512vnni (the
- * same + VNNI). A file is compiled once per level; the avx512vnni one
- * defines EGANG_AVX512_VNNI to 1 before including it (kernels_avx512vnni.c,
- * gemm_avx512vnni.c). Every function carries AVX512_TARGET, exactly the
- * features its level checks for (kernels.c isa_supported). */
+/* Two levels share these helpers: avx512 (F, BW, VL, DQ) and avx512vnni
+ * (the same + VNNI). kernels_avx512.c is compiled once per level (the
+ * avx512vnni copy, kernels_avx512vnni.c, defines EGANG_AVX512_VNNI to 1
+ * before including it); gemm_avx512.c only for avx512vnni. Every function
+ * carries AVX512_TARGET, exactly the features its level checks for
+ * (kernels.c isa_supported). */
 #ifndef EGANG_AVX512_VNNI
 #define EGANG_AVX512_VNNI 0
 #endif

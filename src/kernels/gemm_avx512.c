@@ -20,6 +20,10 @@
  * vpdpbusd) and the kernel ran at a third of the speed (`test_gemm --bench
  * 1536 576 128`, q4_0: 88 -> 283 GMAC/s on one Zen 5 core; the AVX2 level
  * 42 -> 69 with the same change). */
+/* Compiled for the avx512vnni level only: without VNNI the AVX2 kernel
+ * (pmaddubsw with the sign trick, gemm_avx2.c) was faster than this one
+ * with vpdpbusd emulated (avx512_lanes.h), and serves the avx512 level. */
+#define EGANG_AVX512_VNNI 1
 #include "kernels/gemm_impl.h"
 
 #if defined(__x86_64__)

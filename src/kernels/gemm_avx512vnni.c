@@ -1,4 +1,0 @@
-/* gemm: the avx512vnni level, gemm_avx512.c compiled with VNNI (vpdpbusd in
- * place of its vpmaddubsw/vpmaddwd emulation; avx512_lanes.h). */
-#define EGANG_AVX512_VNNI 1
-#include "kernels/gemm_avx512.c"
