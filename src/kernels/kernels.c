@@ -420,7 +420,10 @@ static void isa_tables_build(void)
 	/* the K-quants' SIMD dot products (kquants_avx2.c) serve every x86
 	 * level */
 	for (int i = ISA_AVX2; i < ISA_COUNT; i++) {
+		g_tables[i].matmat[DTYPE_Q2_K] = kq_matmat_q2_K_avx2;
+		g_tables[i].matmat[DTYPE_Q3_K] = kq_matmat_q3_K_avx2;
 		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
+		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx2;
 		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
 		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;

@@ -111,13 +111,15 @@ float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
-/* Rows r0..r1-1 of Q4_K / Q6_K weights x ntok Q8_K activation rows (token
- * k at X + k xs bytes) -> Y[k ys + r], each output the bits of
+/* Rows r0..r1-1 of K-quant weights x ntok Q8_K activation rows (token k
+ * at X + k xs bytes) -> Y[k ys + r], each output the bits of
  * kq_dot_*_avx2 of that row and token (matmat_fn, kernels_impl.h). */
-void kq_matmat_q4_K_avx2(const void *W, size_t rb, const void *X, size_t xs, float *Y,
-			 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok);
-void kq_matmat_q6_K_avx2(const void *W, size_t rb, const void *X, size_t xs, float *Y,
-			 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok);
+#define KQ_MATMAT_DECL(lower)                                                          	void kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X, size_t xs, 				      float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1, 				      int64_t ntok);
+KQ_MATMAT_DECL(q2_K)
+KQ_MATMAT_DECL(q3_K)
+KQ_MATMAT_DECL(q4_K)
+KQ_MATMAT_DECL(q5_K)
+KQ_MATMAT_DECL(q6_K)
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */

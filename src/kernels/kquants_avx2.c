@@ -48,20 +48,22 @@ AVX2_INLINE __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
 /* pshufb patterns broadcasting int16 lane s (0..7) of each 128-bit half */
 #define BCAST16(s) _mm256_set1_epi16((short)(0x0202 * (s) + 0x0100))
 
+/* Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins. */
 typedef struct {
-	__m256i lo[4], hi[4]; /* sub-blocks 2c and 2c + 1, quants 0..15 */
+	__m256i lo[4], hi[4]; /* sub-blocks 2c and 2c + 1: quants 0..15 (Q5_K 0..31) */
 	__m256i sc;           /* the 8 scales as int16, in both halves */
 	__m256i mdup;         /* m0 m0 m1 m1 .. m7 m7 (int16), against bsums */
 	float d, dmin;
-} q4k_w_t;
+} k32_w_t;
 
 /* The 12 scale bytes as 8 scales and 8 mins (kq_scale_min_k4) four at a
  * time in 32-bit words: for s < 4 the low 6 bits of bytes s and s + 4; for
  * s >= 4 the nibbles of byte s + 4 with the top 2 bits of bytes s - 4 and
- * s as bits 4-5. */
-AVX2_INLINE void q4k_weights(const uint8_t *wb, q4k_w_t *w)
+ * s as bits 4-5. Then the nibbles of qs (Q5_K: with the fifth bit of qh,
+ * (qh[l] >> s) & 1 for sub-block s, as bit 4). */
+AVX2_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
 	uint32_t a = ld_u32(wb + 4), b = ld_u32(wb + 8), c = ld_u32(wb + 12);
 	uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
 	uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
@@ -70,20 +72,27 @@ AVX2_INLINE void q4k_weights(const uint8_t *wb, q4k_w_t *w)
 	__m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0));
 	w->sc = _mm256_broadcastsi128_si256(sc);
 	w->mdup = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
-	const uint8_t *qs = wb + 16;
+	const uint8_t *qs = wb + (five ? 48 : 16);
+	__m256i qh = five ? ld256(wb + 16) : _mm256_setzero_si256();
 #pragma GCC unroll 4
 	for (int k = 0; k < 4; k++) {
 		__m256i q = ld256(qs + 32 * k);
 		w->lo[k] = _mm256_and_si256(q, m4);
 		w->hi[k] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+		if (five) {
+			w->lo[k] = _mm256_or_si256(w->lo[k], _mm256_and_si256(
+				_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * k), 4), b4));
+			w->hi[k] = _mm256_or_si256(w->hi[k], _mm256_and_si256(
+				_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * k + 1), 4), b4));
+		}
 	}
 	w->d = fp16_to_f32_inline(ld_u16(wb));
 	w->dmin = fp16_to_f32_inline(ld_u16(wb + 2));
 }
 
-/* One token's super-block (x: its Q8_K block): the int32 lanes of sumi
- * and of summ. */
-AVX2_INLINE void q4k_token(const q4k_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm)
+/* One token's super-block (x: its Q8_K block): the int32 lanes of sumi =
+ * sum sc (q . x) and of summ = sum m bsum. */
+AVX2_INLINE void k32_token(const k32_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm)
 {
 	const uint8_t *xq = x + 4;
 	__m256i acc = _mm256_setzero_si256();
@@ -98,85 +107,100 @@ AVX2_INLINE void q4k_token(const q4k_w_t *w, const uint8_t *x, __m256i *si, __m2
 	*sm = _mm256_madd_epi16(ld256(x + 4 + QK_K), w->mdup);
 }
 
-/* Row w (nb super-blocks) against tokens X + k xs, k < nt (<= KQ_TOK):
- * out[k * os] = the dot product. */
-AVX2_INLINE void q4k_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,
-				int nt, float *out, int64_t os)
-{
-	float acc[KQ_TOK];
-	for (int k = 0; k < nt; k++)
-		acc[k] = 0.0f;
-	for (int64_t b = 0; b < nb; b++) {
-		q4k_w_t wt;
-		q4k_weights(w + (size_t)b * sizeof(block_q4_K), &wt);
-		const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);
-		int k = 0;
-		for (; k + 4 <= nt; k += 4) {
-			__m256i si[4], sm[4];
-#pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				q4k_token(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]);
-			int32_t vi[4], vm[4];
-			_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3]));
-			_mm_storeu_si128((__m128i *)vm, hsum4_i32(sm[0], sm[1], sm[2], sm[3]));
-#pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), wt.d,
-						       wt.dmin, vi[j], vm[j], 1);
-		}
-		for (; k < nt; k++) {
-			__m256i si, sm;
-			q4k_token(&wt, xb + (size_t)k * xs, &si, &sm);
-			acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, wt.dmin,
-					   hsum_i32(si), hsum_i32(sm), 1);
-		}
-	}
-	for (int k = 0; k < nt; k++)
-		out[k * os] = acc[k];
-}
-
-float AVX2 kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n)
-{
-	float out;
-	q4k_row_tokens(w, xa, 0, n / QK_K, 1, &out, 1);
-	return out;
-}
-
+/* Q2_K / Q3_K / Q6_K: 16 sub-blocks of 16; vector j (0..7) holds elements
+ * 32 j .. 32 j + 31 (sub-blocks 2j and 2j + 1) as unsigned quants u, and
+ * q = u - bias (Q3_K 4, Q6_K 32, Q2_K 0 with mins). */
 typedef struct {
-	__m256i q[8];         /* quants 0..63, elements 32 j .. 32 j + 31 */
-	__m256i sc16;         /* the 16 int8 scales as int16 */
+	__m256i q[8];
+	__m256i sc16;         /* the 16 scales as int16 */
 	__m256i dup_a, dup_b; /* (s, s) dword pairs: unpacklo / unpackhi of sc16 */
-	float d;
-} q6k_w_t;
+	__m256i m16;          /* Q2_K: the 16 mins as int16 */
+	float d, dmin;
+} k16_w_t;
 
-AVX2_INLINE void q6k_weights(const uint8_t *wb, q6k_w_t *w)
+enum { K16_Q2, K16_Q3, K16_Q6 };
+
+/* Q2_K / Q3_K element 128 h + 32 j + l: low bits (qs[32 h + l] >> 2 j) & 3;
+ * Q3_K high bit (hmask[l] >> (4 h + j)) & 1 as bit 2. Q6_K element
+ * 128 h + 32 k + l: low nibble of ql[64 h + l + 32 (k & 1)] (k >= 2: the
+ * high nibble), high bits (qh[32 h + l] >> 2 k) & 3 as bits 4-5. */
+AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 {
-	const block_q6_K *k = (const void *)wb;
-	const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03);
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(0x03),
+		      m1 = _mm256_set1_epi8(0x01);
+	__m128i sc8;
+	if (kind == K16_Q6) {
+		const block_q6_K *k = (const void *)wb;
 #pragma GCC unroll 2
-	for (int h = 0; h < 2; h++) {
-		__m256i qh = ld256(k->qh + 32 * h);
-		__m256i l0 = ld256(k->ql + 64 * h), l1 = ld256(k->ql + 64 * h + 32);
-		__m256i lo4[4] = { _mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-				   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-				   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4) };
+		for (int h = 0; h < 2; h++) {
+			__m256i qh = ld256(k->qh + 32 * h);
+			__m256i l0 = ld256(k->ql + 64 * h), l1 = ld256(k->ql + 64 * h + 32);
+			__m256i lo4[4] = { _mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+					   _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+					   _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4) };
 #pragma GCC unroll 4
-		for (int kk = 0; kk < 4; kk++) {
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), m3);
-			w->q[4 * h + kk] = _mm256_or_si256(lo4[kk], _mm256_slli_epi16(hi, 4));
+			for (int kk = 0; kk < 4; kk++) {
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * kk), m3);
+				w->q[4 * h + kk] = _mm256_or_si256(lo4[kk], _mm256_slli_epi16(hi, 4));
+			}
+		}
+		sc8 = _mm_loadu_si128((const __m128i *)k->scales);
+		w->d = fp16_to_f32_inline(ld_u16(&k->d));
+		w->dmin = 0.0f;
+	} else {
+		const uint8_t *qs = kind == K16_Q3 ? wb + 32 : wb + 16;
+		__m256i hm = kind == K16_Q3 ? ld256(wb) : _mm256_setzero_si256();
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i qv = ld256(qs + 32 * h);
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++) {
+				__m256i u = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
+				if (kind == K16_Q3)
+					u = _mm256_or_si256(u, _mm256_slli_epi16(_mm256_and_si256(
+						_mm256_srli_epi16(hm, 4 * h + j), m1), 2));
+				w->q[4 * h + j] = u;
+			}
+		}
+		if (kind == K16_Q3) {
+			/* 6-bit scales (kq_scales_q3): low nibbles of bytes 0-7
+			 * (scales 0-7) and their high nibbles (8-15); 2 high bits
+			 * from byte 8 + i % 4 at bit 2 (i / 4); then - 32 */
+			const block_q3_K *k = (const void *)wb;
+			uint64_t a;
+			memcpy(&a, k->scales, 8);
+			uint32_t c = ld_u32(k->scales + 8);
+			uint64_t h03 = (uint64_t)(c & 0x03030303u) |
+				       (uint64_t)((c >> 2) & 0x03030303u) << 32;
+			uint64_t h47 = (uint64_t)((c >> 4) & 0x03030303u) |
+				       (uint64_t)((c >> 6) & 0x03030303u) << 32;
+			uint64_t s07 = (a & 0x0F0F0F0F0F0F0F0Full) | h03 << 4;
+			uint64_t s8f = ((a >> 4) & 0x0F0F0F0F0F0F0F0Full) | h47 << 4;
+			sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)s8f, (long long)s07),
+					   _mm_set1_epi8(32));
+			w->d = fp16_to_f32_inline(ld_u16(&k->d));
+			w->dmin = 0.0f;
+		} else {
+			const block_q2_K *k = (const void *)wb;
+			__m128i s = _mm_loadu_si128((const __m128i *)k->scales);
+			sc8 = _mm_and_si128(s, _mm_set1_epi8(0x0F));
+			w->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4),
+								    _mm_set1_epi8(0x0F)));
+			w->d = fp16_to_f32_inline(ld_u16(&k->d));
+			w->dmin = fp16_to_f32_inline(ld_u16(&k->dmin));
 		}
 	}
-	w->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)k->scales));
+	w->sc16 = _mm256_cvtepi8_epi16(sc8);
 	w->dup_a = _mm256_unpacklo_epi16(w->sc16, w->sc16);
 	w->dup_b = _mm256_unpackhi_epi16(w->sc16, w->sc16);
-	w->d = fp16_to_f32_inline(ld_u16(&k->d));
 }
 
-/* Q6_K, one token: sumi = sum sc (q . x) - 32 sum sc bsum, in int32 lanes.
- * Vector j covers sub-blocks 2j (low half) and 2j + 1 (high half): their
- * scales from dup_a (j = 0, 1, 4, 5) or dup_b (2, 3, 6, 7), dword
- * 4 (j >> 2) + 2 (j & 1), broadcast to each half by vpermd. */
-AVX2_INLINE __m256i q6k_token(const q6k_w_t *w, const uint8_t *x)
+/* One token: sumi = sum sc (u . x) - bias sum sc bsum (Q2_K: bias 0, and
+ * summ = sum m bsum), in int32 lanes. Vector j's two scales come from
+ * dup_a (j = 0, 1, 4, 5) or dup_b (2, 3, 6, 7), dword 4 (j >> 2) +
+ * 2 (j & 1), broadcast to each half by vpermd. */
+AVX2_INLINE void k16_token(const k16_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm,
+			   const int kind)
 {
 	const uint8_t *xq = x + 4;
 	__m256i acc = _mm256_setzero_si256();
@@ -188,52 +212,82 @@ AVX2_INLINE __m256i q6k_token(const q6k_w_t *w, const uint8_t *x)
 		__m256i p = _mm256_maddubs_epi16(w->q[j], ld256(xq + 32 * j));
 		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
 	}
-	__m256i sb = _mm256_madd_epi16(w->sc16, ld256(x + 4 + QK_K));
-	return _mm256_sub_epi32(acc, _mm256_slli_epi32(sb, 5));
-}
-
-AVX2_INLINE void q6k_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,
-				int nt, float *out, int64_t os)
-{
-	float acc[KQ_TOK];
-	for (int k = 0; k < nt; k++)
-		acc[k] = 0.0f;
-	for (int64_t b = 0; b < nb; b++) {
-		q6k_w_t wt;
-		q6k_weights(w + (size_t)b * sizeof(block_q6_K), &wt);
-		const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);
-		int k = 0;
-		for (; k + 4 <= nt; k += 4) {
-			int32_t vi[4];
-			_mm_storeu_si128((__m128i *)vi, hsum4_i32(q6k_token(&wt, xb + (size_t)k * xs),
-				q6k_token(&wt, xb + (size_t)(k + 1) * xs),
-				q6k_token(&wt, xb + (size_t)(k + 2) * xs),
-				q6k_token(&wt, xb + (size_t)(k + 3) * xs)));
-#pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), wt.d,
-						       0.0f, vi[j], 0, 0);
-		}
-		for (; k < nt; k++)
-			acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, 0.0f,
-					   hsum_i32(q6k_token(&wt, xb + (size_t)k * xs)), 0, 0);
+	__m256i bs = ld256(x + 4 + QK_K);
+	if (kind == K16_Q2) {
+		*si = acc;
+		*sm = _mm256_madd_epi16(w->m16, bs);
+	} else {
+		__m256i sb = _mm256_madd_epi16(w->sc16, bs);
+		*si = _mm256_sub_epi32(acc, _mm256_slli_epi32(sb, kind == K16_Q6 ? 5 : 2));
+		*sm = _mm256_setzero_si256();
 	}
-	for (int k = 0; k < nt; k++)
-		out[k * os] = acc[k];
 }
 
-float AVX2 kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n)
-{
-	float out;
-	q6k_row_tokens(w, xa, 0, n / QK_K, 1, &out, 1);
-	return out;
-}
+/* Row w (nb super-blocks of bb bytes) against tokens X + k xs, k < nt
+ * (<= KQ_TOK): out[k * os] = the dot product. Tokens 4 at a time share
+ * one transposed reduction of their sums. */
+#define KQ_ROW_TOKENS(name, W_T, WEIGHTS, TOKEN, bb, has_min)                          \
+	AVX2_INLINE void name(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb, \
+			      int nt, float *out, int64_t os)                         \
+	{                                                                             \
+		float acc[KQ_TOK];                                                    \
+		for (int k = 0; k < nt; k++)                                          \
+			acc[k] = 0.0f;                                                \
+		for (int64_t b = 0; b < nb; b++) {                                    \
+			W_T wt;                                                       \
+			WEIGHTS(w + (size_t)b * (bb), &wt);                           \
+			const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);       \
+			int k = 0;                                                    \
+			for (; k + 4 <= nt; k += 4) {                                 \
+				__m256i si[4], sm[4];                                 \
+				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
+					TOKEN(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]); \
+				int32_t vi[4], vm[4];                                 \
+				_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3])); \
+				_mm_storeu_si128((__m128i *)vm, hsum4_i32(sm[0], sm[1], sm[2], sm[3])); \
+				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
+					acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), \
+							       wt.d, wt.dmin, vi[j], vm[j], has_min); \
+			}                                                             \
+			for (; k < nt; k++) {                                         \
+				__m256i si, sm;                                       \
+				TOKEN(&wt, xb + (size_t)k * xs, &si, &sm);            \
+				acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, \
+						   wt.dmin, hsum_i32(si), has_min ? hsum_i32(sm) : 0, \
+						   has_min);                          \
+			}                                                             \
+		}                                                                     \
+		for (int k = 0; k < nt; k++)                                          \
+			out[k * os] = acc[k];                                         \
+	}
 
-/* matmat_fn (kernels_impl.h) for Q4_K / Q6_K: rows r0..r1-1 x ntok tokens
- * of Q8_K activations, runs of KQ_TOK tokens per row. */
-#define KQ_MATMAT(name, rowfn)                                                        \
-	void AVX2 name(const void *W, size_t rb, const void *X, size_t xs, float *Y,    \
-		       int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)     \
+#define Q4K_W(p, w) k32_weights(p, w, 0)
+#define Q5K_W(p, w) k32_weights(p, w, 1)
+#define Q2K_W(p, w) k16_weights(p, w, K16_Q2)
+#define Q3K_W(p, w) k16_weights(p, w, K16_Q3)
+#define Q6K_W(p, w) k16_weights(p, w, K16_Q6)
+#define Q2K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q2)
+#define Q3K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q3)
+#define Q6K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q6)
+KQ_ROW_TOKENS(q4k_row_tokens, k32_w_t, Q4K_W, k32_token, sizeof(block_q4_K), 1)
+KQ_ROW_TOKENS(q5k_row_tokens, k32_w_t, Q5K_W, k32_token, sizeof(block_q5_K), 1)
+KQ_ROW_TOKENS(q2k_row_tokens, k16_w_t, Q2K_W, Q2K_T, sizeof(block_q2_K), 1)
+KQ_ROW_TOKENS(q3k_row_tokens, k16_w_t, Q3K_W, Q3K_T, sizeof(block_q3_K), 0)
+KQ_ROW_TOKENS(q6k_row_tokens, k16_w_t, Q6K_W, Q6K_T, sizeof(block_q6_K), 0)
+
+/* The dot product (one token) and matmat_fn (kernels_impl.h: rows r0..r1-1
+ * x ntok tokens of Q8_K activations, runs of KQ_TOK tokens per row) of
+ * each K-quant. */
+#define KQ_ENTRY(lower, rowfn)                                                        \
+	float AVX2 kq_dot_##lower##_avx2(const void *w, const void *xa, int64_t n)      \
+	{                                                                             \
+		float out;                                                            \
+		rowfn(w, xa, 0, n / QK_K, 1, &out, 1);                                \
+		return out;                                                           \
+	}                                                                             \
+	void AVX2 kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X,    \
+					   size_t xs, float *Y, int64_t ys, int64_t n, \
+					   int64_t r0, int64_t r1, int64_t ntok)       \
 	{                                                                             \
 		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
 			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
@@ -243,8 +297,11 @@ float AVX2 kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n)
 				      nt, Y + k0 * ys + r, ys);                       \
 		}                                                                     \
 	}
-KQ_MATMAT(kq_matmat_q4_K_avx2, q4k_row_tokens)
-KQ_MATMAT(kq_matmat_q6_K_avx2, q6k_row_tokens)
+KQ_ENTRY(q2_K, q2k_row_tokens)
+KQ_ENTRY(q3_K, q3k_row_tokens)
+KQ_ENTRY(q4_K, q4k_row_tokens)
+KQ_ENTRY(q5_K, q5k_row_tokens)
+KQ_ENTRY(q6_K, q6k_row_tokens)
 
 /* The 32 bits of h as 32 bytes, 0x10 where the bit is set (Q5_0's fifth
  * bit, element j at byte j). */
@@ -325,111 +382,6 @@ float AVX2 kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n)
 float AVX2 kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n)
 {
 	return dot_legacy_min(w, xa, n, 1);
-}
-
-/* Q5_K: Q4_K's sums with the fifth bit, (qh[l] >> s) & 1 for sub-block s. */
-float AVX2 kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n)
-{
-	const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q5_K);
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-		const uint8_t *qs = wb + 48, *xq = x + 4;
-		__m256i qh = ld256(wb + 16);
-		uint8_t sc[8], mn[8];
-		for (int s = 0; s < 8; s++)
-			kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);
-		__m256i acc32 = _mm256_setzero_si256();
-		for (int c = 0; c < 4; c++) {
-			__m256i q = ld256(qs + 32 * c);
-			__m256i hl = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), b4);
-			__m256i hh = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), b4);
-			__m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), hl);
-			__m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hh);
-			__m256i plo = _mm256_maddubs_epi16(lo, ld256(xq + 64 * c));
-			__m256i phi = _mm256_maddubs_epi16(hi, ld256(xq + 64 * c + 32));
-			acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
-			acc32 = _mm256_add_epi32(acc32,
-						 _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
-		}
-		int32_t summ = 0;
-		for (int s = 0; s < 8; s++)
-			summ += mn[s] * ((int16_t)ld_u16(x + 4 + QK_K + 4 * s) +
-					 (int16_t)ld_u16(x + 4 + QK_K + 4 * s + 2));
-		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)),
-				fp16_to_f32_inline(ld_u16(wb + 2)), hsum_i32(acc32), summ, 1);
-	}
-	return acc;
-}
-
-/* The int16 scales of two sub-blocks of 16, one per 128-bit half (what
- * pmaddwd needs after pmaddubsw of 32 elements). */
-AVX2_INLINE __m256i two_scales(int a, int b)
-{
-	return _mm256_set_m128i(_mm_set1_epi16((int16_t)b), _mm_set1_epi16((int16_t)a));
-}
-
-/* Q2_K: quants 0..3; sumi = sum sc (q . x), summ = sum mn bsum. */
-float AVX2 kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n)
-{
-	const __m256i m3 = _mm256_set1_epi8(0x03);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const block_q2_K *k = (const void *)((const uint8_t *)w + (size_t)b * sizeof(block_q2_K));
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-		__m256i acc32 = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++) {
-			__m256i qv = ld256(k->qs + 32 * h);
-			for (int j = 0; j < 4; j++) {
-				__m256i q = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
-				__m256i p = _mm256_maddubs_epi16(q, ld256(x + 4 + 128 * h + 32 * j));
-				int s = 8 * h + 2 * j;
-				acc32 = _mm256_add_epi32(acc32, _mm256_madd_epi16(
-					p, two_scales(k->scales[s] & 15, k->scales[s + 1] & 15)));
-			}
-		}
-		int32_t summ = 0;
-		for (int s = 0; s < 16; s++)
-			summ += (k->scales[s] >> 4) * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
-		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)),
-				fp16_to_f32_inline(ld_u16(&k->dmin)), hsum_i32(acc32), summ, 1);
-	}
-	return acc;
-}
-
-/* Q3_K: u = low + 4 high in 0..7, q = u - 4:
- * sum sc (q . x) = sum sc (u . x) - 4 sum sc bsum. */
-float AVX2 kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n)
-{
-	const __m256i m3 = _mm256_set1_epi8(0x03), m1 = _mm256_set1_epi8(0x01);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const block_q3_K *k = (const void *)((const uint8_t *)w + (size_t)b * sizeof(block_q3_K));
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-		int8_t sc[16];
-		kq_scales_q3(k->scales, sc);
-		__m256i hm = ld256(k->hmask);
-		__m256i acc32 = _mm256_setzero_si256();
-		for (int h = 0; h < 2; h++) {
-			__m256i qv = ld256(k->qs + 32 * h);
-			for (int j = 0; j < 4; j++) {
-				__m256i lo = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * j), m3);
-				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + j), m1);
-				__m256i u = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
-				__m256i p = _mm256_maddubs_epi16(u, ld256(x + 4 + 128 * h + 32 * j));
-				int s = 8 * h + 2 * j;
-				acc32 = _mm256_add_epi32(acc32,
-							 _mm256_madd_epi16(p, two_scales(sc[s], sc[s + 1])));
-			}
-		}
-		int32_t sb = 0;
-		for (int s = 0; s < 16; s++)
-			sb += sc[s] * (int16_t)ld_u16(x + 4 + QK_K + 2 * s);
-		acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)), 0.0f,
-				hsum_i32(acc32) - 4 * sb, 0, 0);
-	}
-	return acc;
 }
 
 #endif
