@@ -442,6 +442,18 @@ static void isa_tables_build(void)
 		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
 		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
 	}
+	/* Q4_K, Q5_K, Q6_K: 512-bit forms at both AVX-512 levels */
+	for (int i = ISA_AVX512; i < ISA_COUNT; i++) {
+		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx512;
+		g_tables[i].matvec[DTYPE_Q4_K] = kq_matvec_q4_K_avx512;
+		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx512;
+		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx512;
+		g_tables[i].matvec[DTYPE_Q5_K] = kq_matvec_q5_K_avx512;
+		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx512;
+		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx512;
+		g_tables[i].matvec[DTYPE_Q6_K] = kq_matvec_q6_K_avx512;
+		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx512;
+	}
 #endif
 }
 

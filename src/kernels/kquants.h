@@ -120,6 +120,18 @@ KQ_MATMAT_DECL(q3_K)
 KQ_MATMAT_DECL(q4_K)
 KQ_MATMAT_DECL(q5_K)
 KQ_MATMAT_DECL(q6_K)
+/* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
+ * same bits; both AVX-512 levels use them. */
+#define KQ_AVX512_DECL(lower)                                                          \
+	float kq_dot_##lower##_avx512(const void *w, const void *xa, int64_t n);        \
+	void kq_matvec_##lower##_avx512(const void *W, size_t rb, const void *xa, float *y, \
+					int64_t n, int64_t r0, int64_t r1);             \
+	void kq_matmat_##lower##_avx512(const void *W, size_t rb, const void *X, size_t xs, \
+					float *Y, int64_t ys, int64_t n, int64_t r0,    \
+					int64_t r1, int64_t ntok);
+KQ_AVX512_DECL(q4_K)
+KQ_AVX512_DECL(q5_K)
+KQ_AVX512_DECL(q6_K)
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */

@@ -26,6 +26,20 @@ AVX2_INLINE int32_t hsum_i32(__m256i v)
 
 AVX2_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
+/* Two adjacent halves at p as floats (vcvtph2ps: the bits of
+ * fp16_to_f32_inline, without its branches). */
+AVX2_INLINE void f16x2(const uint8_t *p, float *a, float *b)
+{
+	__m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld_u32(p)));
+	*a = _mm_cvtss_f32(v);
+	*b = _mm_cvtss_f32(_mm_shuffle_ps(v, v, 1));
+}
+
+AVX2_INLINE float f16x1(const uint8_t *p)
+{
+	return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(p))));
+}
+
 /* The sums of 4 vectors' int32 lanes, in one vector (exact; the order of
  * integer adds does not matter). */
 AVX2_INLINE __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
@@ -86,8 +100,7 @@ AVX2_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 				_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * k + 1), 4), b4));
 		}
 	}
-	w->d = fp16_to_f32_inline(ld_u16(wb));
-	w->dmin = fp16_to_f32_inline(ld_u16(wb + 2));
+	f16x2(wb, &w->d, &w->dmin);
 }
 
 /* One token's super-block (x: its Q8_K block): the int32 lanes of sumi =
@@ -145,7 +158,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			}
 		}
 		sc8 = _mm_loadu_si128((const __m128i *)k->scales);
-		w->d = fp16_to_f32_inline(ld_u16(&k->d));
+		w->d = f16x1((const uint8_t *)&k->d);
 		w->dmin = 0.0f;
 	} else {
 		const uint8_t *qs = kind == K16_Q3 ? wb + 32 : wb + 16;
@@ -178,7 +191,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			uint64_t s8f = ((a >> 4) & 0x0F0F0F0F0F0F0F0Full) | h47 << 4;
 			sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)s8f, (long long)s07),
 					   _mm_set1_epi8(32));
-			w->d = fp16_to_f32_inline(ld_u16(&k->d));
+			w->d = f16x1((const uint8_t *)&k->d);
 			w->dmin = 0.0f;
 		} else {
 			const block_q2_K *k = (const void *)wb;
@@ -186,8 +199,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			sc8 = _mm_and_si128(s, _mm_set1_epi8(0x0F));
 			w->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4),
 								    _mm_set1_epi8(0x0F)));
-			w->d = fp16_to_f32_inline(ld_u16(&k->d));
-			w->dmin = fp16_to_f32_inline(ld_u16(&k->dmin));
+			f16x2((const uint8_t *)&k->d, &w->d, &w->dmin);
 		}
 	}
 	w->sc16 = _mm256_cvtepi8_epi16(sc8);
