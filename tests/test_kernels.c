@@ -1135,7 +1135,8 @@ static int cmp_double(const void *a, const void *b)
  * MB, GB/s wall min/med/max, GB/s per CPU second med/max". */
 static int bench_main(int rows, int cols, int reps)
 {
-	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q6_K, DTYPE_F16, DTYPE_BF16,
+			 DTYPE_F32 };
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
@@ -1165,10 +1166,26 @@ static int bench_main(int rows, int cols, int reps)
 			}
 			qsort(g, (size_t)nrep, sizeof g[0], cmp_double);
 			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
-			printf("bench matvec %-4s %-7s %dx%d %6.1f MB  GB/s wall min %5.1f "
+			printf("bench matvec %-4s %-10s %dx%d %6.1f MB  GB/s wall min %5.1f "
 			       "med %5.1f max %5.1f  cpu med %5.1f max %5.1f\n",
 			       dtype_info[t].name, lv[l], rows, cols, bytes / 1e6, g[0],
 			       g[nrep / 2], g[nrep - 1], c[nrep / 2], c[nrep - 1]);
+			if (!pack16_used(t, cols))
+				continue;
+			/* the packed copy, as decode reads it */
+			size_t pb = pack16_bytes(t, rows, cols);
+			void *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
+			pack16(t, w, rows, cols, P);
+			matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
+			for (int i = 0; i < nrep; i++) {
+				double c0 = cpu_s();
+				matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
+				c[i] = (double)bytes / (cpu_s() - c0) * 1e-9;
+			}
+			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
+			printf("bench matvec %-4s %-10s %dx%d packed  GB/s cpu med %5.1f max %5.1f\n",
+			       dtype_info[t].name, lv[l], rows, cols, c[nrep / 2], c[nrep - 1]);
+			free(P);
 		}
 		free(w);
 		free(tmp);
