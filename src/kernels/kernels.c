@@ -425,6 +425,9 @@ static void isa_tables_build(void)
 		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
 		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx2;
 		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx2;
+		g_tables[i].matmat[DTYPE_Q5_0] = kq_matmat_q5_0_avx2;
+		g_tables[i].matmat[DTYPE_Q4_1] = kq_matmat_q4_1_avx2;
+		g_tables[i].matmat[DTYPE_Q5_1] = kq_matmat_q5_1_avx2;
 		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
 		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx2;

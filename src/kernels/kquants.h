@@ -120,6 +120,10 @@ KQ_MATMAT_DECL(q3_K)
 KQ_MATMAT_DECL(q4_K)
 KQ_MATMAT_DECL(q5_K)
 KQ_MATMAT_DECL(q6_K)
+/* and the legacy types against Q8_0 activations */
+KQ_MATMAT_DECL(q5_0)
+KQ_MATMAT_DECL(q4_1)
+KQ_MATMAT_DECL(q5_1)
 /* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
  * same bits; both AVX-512 levels use them. */
 #define KQ_AVX512_DECL(lower)                                                          \

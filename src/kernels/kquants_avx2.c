@@ -327,73 +327,131 @@ AVX2_INLINE __m256i bits_to_0x10(uint32_t h)
 	return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-/* Q5_0 against Q8_0: sumi = sum (u - 16) x with u = lo | hi << 4 in 0..31
- * = (u . x) - 16 (1 . x); the float step is dot_legacy's. */
-float AVX2 kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n)
+/* ---- Q5_0, Q4_1, Q5_1 (blocks of 32 against Q8_0): one row x a run of
+ * tokens, as the K-quants above: a block's weight quants u (0..15 or
+ * 0..31, pmaddubsw never saturates) are unpacked once for every token of
+ * the run, and 4 tokens share one transposed reduction of their sums. The
+ * float step per block is the generic's (dot_legacy in kquants.c):
+ *   Q5_0:        acc + (float)sumi * (dw * dx),  sumi = (u . x) - 16 (1 . x)
+ *   Q4_1 / Q5_1: acc + ((float)(u . x) * (dw * dx) + m * (dx * (float)(1 . x)))
+ * each product rounded before its add; the dot product (one token) and
+ * the gemm run the same code. */
+typedef struct {
+	__m256i u;
+	float d, m;
+} leg_w_t;
+
+enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1 };
+
+AVX2_INLINE void leg_weights(const uint8_t *wb, leg_w_t *w, const int kind)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), one8 = _mm256_set1_epi8(1),
-		      one16 = _mm256_set1_epi16(1);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK; b++) {
-		const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q5_0);
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
-		__m128i q = _mm_loadu_si128((const __m128i *)(wb + 6));
-		__m256i u = _mm256_and_si256(
-			_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-		u = _mm256_or_si256(u, bits_to_0x10(ld_u32(wb + 2)));
-		__m256i xv = ld256(x + 2);
-		__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), one16);
-		__m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16);
-		int32_t sumi = hsum_i32(s) - 16 * hsum_i32(sx);
-		float dd = fp16_to_f32_inline(ld_u16(wb)) * fp16_to_f32_inline(ld_u16(x));
-		float p = (float)sumi * dd;
-		FP_ROUNDED(p);
-		acc = acc + p;
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	const size_t qoff = kind == LEG_Q5_0 ? 6 : kind == LEG_Q4_1 ? 4 : 8;
+	__m128i q = _mm_loadu_si128((const __m128i *)(wb + qoff));
+	w->u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+	if (kind != LEG_Q4_1)
+		w->u = _mm256_or_si256(w->u, bits_to_0x10(ld_u32(wb + (kind == LEG_Q5_0 ? 2 : 4))));
+	if (kind == LEG_Q5_0) {
+		w->d = f16x1(wb);
+		w->m = 0.0f;
+	} else {
+		f16x2(wb, &w->d, &w->m);
 	}
-	return acc;
 }
 
-/* Q4_1 / Q5_1 against Q8_0: sumi = u . x (u the unsigned quants), sumq =
- * 1 . x; the float step is dot_legacy's. */
-AVX2_INLINE float dot_legacy_min(const void *w, const void *xa, int64_t n, int five)
+/* One token's block: the int32 lanes of sumi (Q5_0: with the - 16 sum x
+ * folded in) and of sum x. */
+AVX2_INLINE void leg_token(const leg_w_t *w, const uint8_t *x, __m256i *si, __m256i *sq,
+			   const int kind)
 {
-	const __m256i m4 = _mm256_set1_epi8(0x0F), one8 = _mm256_set1_epi8(1),
-		      one16 = _mm256_set1_epi16(1);
-	const size_t bb = five ? sizeof(block_q5_1) : sizeof(block_q4_1);
-	float acc = 0.0f;
-	for (int64_t b = 0; b < n / QK; b++) {
-		const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;
-		const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_0);
-		__m128i q = _mm_loadu_si128((const __m128i *)(wb + (five ? 8 : 4)));
-		__m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-		if (five)
-			u = _mm256_or_si256(u, bits_to_0x10(ld_u32(wb + 4)));
-		__m256i xv = ld256(x + 2);
-		int32_t sumi = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), one16));
-		int32_t sumq = hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16));
-		float dw = fp16_to_f32_inline(ld_u16(wb)), m = fp16_to_f32_inline(ld_u16(wb + 2));
-		float dx = fp16_to_f32_inline(ld_u16(x));
-		float dd = dw * dx;
-		float p = (float)sumi * dd;
-		FP_ROUNDED(p);
+	const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+	__m256i xv = ld256(x + 2);
+	__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, xv), one16);
+	__m256i sx = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, xv), one16);
+	if (kind == LEG_Q5_0) {
+		*si = _mm256_sub_epi32(s, _mm256_slli_epi32(sx, 4));
+		*sq = _mm256_setzero_si256();
+	} else {
+		*si = s;
+		*sq = sx;
+	}
+}
+
+AVX2_INLINE float leg_step(float acc, const leg_w_t *w, float dx, int32_t sumi, int32_t sumq,
+			   const int kind)
+{
+	float dd = w->d * dx;
+	float p = (float)sumi * dd;
+	FP_ROUNDED(p);
+	if (kind != LEG_Q5_0) {
 		float dq = dx * (float)sumq;
 		FP_ROUNDED(dq);
-		float pm = m * dq;
+		float pm = w->m * dq;
 		FP_ROUNDED(pm);
 		p = p + pm;
-		acc = acc + p;
 	}
-	return acc;
+	return acc + p;
 }
 
-float AVX2 kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n)
+AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,
+				int nt, float *out, int64_t os, const int kind)
 {
-	return dot_legacy_min(w, xa, n, 0);
+	const size_t bb = kind == LEG_Q5_0 ? sizeof(block_q5_0)
+			  : kind == LEG_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1);
+	float acc[KQ_TOK];
+	for (int k = 0; k < nt; k++)
+		acc[k] = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		leg_w_t wt;
+		leg_weights(w + (size_t)b * bb, &wt, kind);
+		const uint8_t *xb = X + (size_t)b * sizeof(block_q8_0);
+		int k = 0;
+		for (; k + 4 <= nt; k += 4) {
+			__m256i si[4], sq[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				leg_token(&wt, xb + (size_t)(k + j) * xs, &si[j], &sq[j], kind);
+			int32_t vi[4], vq[4] = { 0, 0, 0, 0 };
+			_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3]));
+			if (kind != LEG_Q5_0)
+				_mm_storeu_si128((__m128i *)vq, hsum4_i32(sq[0], sq[1], sq[2], sq[3]));
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				acc[k + j] = leg_step(acc[k + j], &wt, f16x1(xb + (size_t)(k + j) * xs),
+						      vi[j], vq[j], kind);
+		}
+		for (; k < nt; k++) {
+			__m256i si, sq;
+			leg_token(&wt, xb + (size_t)k * xs, &si, &sq, kind);
+			acc[k] = leg_step(acc[k], &wt, f16x1(xb + (size_t)k * xs), hsum_i32(si),
+					  kind != LEG_Q5_0 ? hsum_i32(sq) : 0, kind);
+		}
+	}
+	for (int k = 0; k < nt; k++)
+		out[k * os] = acc[k];
 }
 
-float AVX2 kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n)
-{
-	return dot_legacy_min(w, xa, n, 1);
-}
+#define LEG_ENTRY(lower, kind)                                                        \
+	float AVX2 kq_dot_##lower##_avx2(const void *w, const void *xa, int64_t n)      \
+	{                                                                             \
+		float out;                                                            \
+		leg_row_tokens(w, xa, 0, n / QK, 1, &out, 1, kind);                   \
+		return out;                                                           \
+	}                                                                             \
+	void AVX2 kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X,    \
+					   size_t xs, float *Y, int64_t ys, int64_t n, \
+					   int64_t r0, int64_t r1, int64_t ntok)       \
+	{                                                                             \
+		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
+			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
+			for (int64_t r = r0; r < r1; r++)                             \
+				leg_row_tokens((const uint8_t *)W + (size_t)r * rb,   \
+					       (const uint8_t *)X + (size_t)k0 * xs, xs, \
+					       n / QK, nt, Y + k0 * ys + r, ys, kind); \
+		}                                                                     \
+	}
+LEG_ENTRY(q5_0, LEG_Q5_0)
+LEG_ENTRY(q4_1, LEG_Q4_1)
+LEG_ENTRY(q5_1, LEG_Q5_1)
 
 #endif
