@@ -70,6 +70,10 @@ const seq = context.getSequence();
 const bos = model.tokens.bos ?? 1;
 const nVocab = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length;
 const now = () => Number(process.hrtime.bigint()) / 1e9;
+// the ggml CPU library the backend loader chose ("haswell", "zen4", ..),
+// from this process's mappings
+const ggmlCpu = () => readFileSync("/proc/self/maps", "utf8")
+	.match(/libggml-cpu-([A-Za-z0-9_]+)\.so/)?.[1] ?? "none";
 
 // With the shim's EGANG_LLAMA_TIMES, every llama_decode call appends
 // 'N_TOKENS NANOSECONDS'; a phase is the lines added while it ran.
@@ -138,6 +142,7 @@ if (mode === "check") {
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
 	const ids = await greedy(n);
 	process.stdout.write(`sequence_ids: ${[bos, ...ids].join(" ")}\n`);
+	process.stdout.write(`ggml_cpu: ${ggmlCpu()}\n`);
 } else {
 	const nDecode = Number(a4), nPrompt = Number(a5);
 	if (!Number.isInteger(nDecode) || nDecode < 1) die(`bad decode token count '${a4}'`);
@@ -177,7 +182,7 @@ if (mode === "check") {
 	}
 
 	process.stdout.write(JSON.stringify({
-		engine: "llama.cpp", model: modelPath, threads,
+		engine: "llama.cpp", model: modelPath, threads, ggml_cpu: ggmlCpu(),
 		context_threads: context.currentThreads,
 		decode_tokens: nDecode, decode_s: decodeS, decode_tok_s: nDecode / decodeS,
 		decode_epoch: [e0, e1], // wall-clock window of the decode (tenants' rate, --busy)

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "base/base.h"
@@ -89,7 +90,7 @@ static void test_isa_names(void **state)
 	assert_int_equal(kernels_set_isa("sse9"), -1);
 	assert_int_equal(kernels_set_isa(NULL), -1);
 	assert_string_equal(kernels_isa(), isa);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	assert_true(k >= 1);
 	assert_string_equal(lv[0], "generic");
@@ -98,31 +99,39 @@ static void test_isa_names(void **state)
 		assert_string_equal(isa, lv[k - 1]);
 }
 
-/* EGANG_ISA forces a level in a fresh process; an unknown or missing level
- * is refused with a message and the best level is used. */
+/* EGANG_ISA forces a level in a fresh process; an unknown level or one this
+ * CPU lacks is refused: kernels_check_env fails (`--isa` exits 2, as the
+ * CLI does) and the best level stays in use. */
 static void test_isa_env(void **state)
 {
 	(void)state;
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	assert_true(len > 0);
 	exe[len] = 0;
-	const char *tries[] = { "generic", "avx2", "avx512", "bogus" };
+	const char *tries[] = { "generic", "avx2", "avx512", "avx512vnni", "bogus", "avx512bf16" };
 	for (size_t i = 0; i < EG_ARRAY_LEN(tries); i++) {
-		char cmd[4200], out[64] = "";
-		snprintf(cmd, sizeof cmd, "EGANG_ISA=%s '%s' --isa 2>/dev/null",
+		char cmd[4200], out[160] = "";
+		snprintf(cmd, sizeof cmd, "EGANG_ISA=%s '%s' --isa 2>&1",
 			 tries[i], exe);
 		FILE *p = popen(cmd, "r");
 		assert_non_null(p);
 		assert_non_null(fgets(out, sizeof out, p));
-		assert_int_equal(pclose(p), 0);
+		int st = pclose(p);
 		out[strcspn(out, "\n")] = 0;
 		bool have = false;
 		for (int j = 0; j < k; j++)
 			have |= strcmp(lv[j], tries[i]) == 0;
-		assert_string_equal(out, have ? tries[i] : lv[k - 1]);
+		if (have) {
+			assert_int_equal(st, 0);
+			assert_string_equal(out, tries[i]);
+		} else {
+			assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+			assert_non_null(strstr(out, "EGANG_ISA="));
+			assert_non_null(strstr(out, tries[i]));
+		}
 	}
 }
 
@@ -153,7 +162,7 @@ static void test_fp16_exhaustive(void **state)
 			assert_true((double)f[i] == v);
 		}
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -228,7 +237,7 @@ static void test_fp16_from_float(void **state)
 			if (h & 1)
 				fail_msg("f32_to_fp16(%a) = %04x: tie not even", v, h);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -328,7 +337,7 @@ static void test_quantize_bounds(void **state)
 			       * even neighbour, as llama.cpp's _MM_ROUND_NEAREST */
 			for (int j = 1; j < 32; j++)
 				assert_int_equal(b8[0].qs[j], j % 2 ? j + 1 : j);
-		const char *lv[3];
+		const char *lv[TEST_N_ISA_LEVELS];
 		int k = test_levels_available(lv);
 		for (int l = 0; l < k; l++) {
 			assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -364,7 +373,7 @@ static void test_quantize_bounds(void **state)
 	float z[32] = { 1.0f, NAN, -2.0f, INFINITY };
 	block_q8_0 zb, zb2;
 	quantize_row(DTYPE_Q8_0, z, &zb, 32);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -482,7 +491,7 @@ static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
 			fail_msg("%s n=%ld row %ld: generic %g, ref %g",
 				 dtype_info[t].name, (long)n, (long)i, yg[i], s);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	rng_t r;
 	rng_seed(&r, seed ^ 0x5eed);
@@ -642,7 +651,7 @@ static void test_dot_quant_extremes(void **state)
 		yg[i] = vec_dot_generic(DTYPE_Q8_0, w8 + i * N / 32, xa, N);
 		y[i] = vec_dot_generic(DTYPE_Q4_0, w4 + i * N / 32, xa, N);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -728,7 +737,7 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q8_0, 96), 2 * 64 + 3 * 512);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
@@ -759,6 +768,8 @@ static void test_pack16(void **state)
 				/* ref: the generic's bits, which every level keeps */
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
+					/* every SIMD level has the packed kernels */
+					assert_int_equal(pack16_used(t, n), strcmp(lv[l], "generic") != 0);
 					check_cuts(lv[l], t, w, NULL, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
@@ -783,7 +794,7 @@ static void test_pack16_float(void **state)
 	static const dtype_t ts[] = { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 	rng_t r;
 	rng_seed(&r, 4444);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
@@ -804,6 +815,9 @@ static void test_pack16_float(void **state)
 							    { 5, 14 }, { rows - 1, rows }, { 17, rows } };
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
+					/* every SIMD level reads short packed rows */
+					if (strcmp(lv[l], "generic") && n % 32 == 0 && n <= 576)
+						assert_true(pack16_used(t, n));
 					matvec_range(t, w, NULL, rows, c.xa, c.ref, n, 0, rows);
 					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
@@ -934,7 +948,7 @@ static void test_rope(void **state)
 static void test_float_math_twins(void **state)
 {
 	(void)state;
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	rng_t r;
@@ -1146,7 +1160,8 @@ static int cmp_double(const void *a, const void *b)
  * MB, GB/s wall min/med/max, GB/s per CPU second med/max". */
 static int bench_main(int rows, int cols, int reps)
 {
-	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q6_K, DTYPE_F16, DTYPE_BF16,
+			 DTYPE_F32 };
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
@@ -1176,10 +1191,26 @@ static int bench_main(int rows, int cols, int reps)
 			}
 			qsort(g, (size_t)nrep, sizeof g[0], cmp_double);
 			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
-			printf("bench matvec %-4s %-7s %dx%d %6.1f MB  GB/s wall min %5.1f "
+			printf("bench matvec %-4s %-10s %dx%d %6.1f MB  GB/s wall min %5.1f "
 			       "med %5.1f max %5.1f  cpu med %5.1f max %5.1f\n",
 			       dtype_info[t].name, lv[l], rows, cols, bytes / 1e6, g[0],
 			       g[nrep / 2], g[nrep - 1], c[nrep / 2], c[nrep - 1]);
+			if (!pack16_used(t, cols))
+				continue;
+			/* the packed copy, as decode reads it */
+			size_t pb = pack16_bytes(t, rows, cols);
+			void *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
+			pack16(t, w, rows, cols, P);
+			matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
+			for (int i = 0; i < nrep; i++) {
+				double c0 = cpu_s();
+				matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
+				c[i] = (double)bytes / (cpu_s() - c0) * 1e-9;
+			}
+			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
+			printf("bench matvec %-4s %-10s %dx%d packed  GB/s cpu med %5.1f max %5.1f\n",
+			       dtype_info[t].name, lv[l], rows, cols, c[nrep / 2], c[nrep - 1]);
+			free(P);
 		}
 		free(w);
 		free(tmp);
@@ -1254,7 +1285,10 @@ static void test_argmax(void **state)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--isa") == 0) {
-		kernels_init();
+		if (kernels_check_env() < 0) {
+			printf("%s\n", err_get());
+			return 2;
+		}
 		printf("%s\n", kernels_isa());
 		return 0;
 	}

@@ -81,8 +81,8 @@ static inline model_t *test_synth_model(const char *name, uint64_t seed, int lay
 /* ---- ISA levels ---- */
 
 #ifdef EGANG_KERNELS_H
-static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512" };
-#define TEST_N_ISA_LEVELS 3
+static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512", "avx512vnni" };
+#define TEST_N_ISA_LEVELS 4
 
 /* Levels this CPU runs (always at least generic), in TEST_ISA_LEVELS
  * order; the level in force is restored. */
@@ -115,7 +115,7 @@ static inline void test_isa_level(void **state)
 	{ "isa level " lv, test_isa_level, NULL, NULL, (void *)(lv) }
 #define TEST_ISA_LEVEL_TESTS \
 	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("avx2"), \
-	TEST_ISA_LEVEL_ENTRY("avx512")
+	TEST_ISA_LEVEL_ENTRY("avx512"), TEST_ISA_LEVEL_ENTRY("avx512vnni")
 
 /* Float-weight dot products: generic and SIMD use different (each fixed)
  * summation orders, and SIMD uses FMA. Each order's error is at most about

@@ -196,7 +196,7 @@ static void time_matvec(dtype_t t, const uint8_t *W, const void *P, int64_t rows
 static int matvec_l2(dtype_t t, int64_t n, const void *xa, float *y, int reps,
 		     rng_t *r, matvec_result_t *res)
 {
-	static const char *const levels[] = {"generic", "avx2", "avx512"};
+	static const char *const levels[] = {"generic", "avx2", "avx512", "avx512vnni"};
 	size_t rb = dtype_row_bytes(t, n);
 	int64_t rows = (int64_t)((1u << 20) / rb);
 	rows = rows < 4 ? 4 : rows;

@@ -47,8 +47,8 @@ typedef struct matvec_figure {
 } matvec_figure_t;
 
 typedef struct matvec_result {
-	const char *l2_name[3];   /* the ISA levels measured in L2 */
-	matvec_figure_t l2[3];
+	const char *l2_name[4];   /* the ISA levels measured in L2 */
+	matvec_figure_t l2[4];
 	int n_l2;
 	const char *isa;          /* the level in use */
 	matvec_figure_t huge, small_pages, packed;

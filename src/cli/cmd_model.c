@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 
 /* cli_parse for a command of one operand (`what` names it in messages). */
@@ -84,6 +85,8 @@ int cmd_info(int argc, char **argv)
 					      ? "tied to the embedding" : "separate");
 	printf("bytes/token:   %llu (weights streamed per decoded token)\n",
 	       (unsigned long long)model_bytes_per_token(m));
+	printf("isa:           %s (kernel level in use; EGANG_ISA forces a lower one)\n",
+	       kernels_isa());
 	if (m->gguf) {
 		printf("gguf:          version %u, %lld keys, %lld tensors, data at %zu\n",
 		       gguf_version(m->gguf), (long long)gguf_n_kv(m->gguf),

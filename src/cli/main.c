@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "kernels/kernels.h"
 
 typedef struct command {
 	const char *name;
@@ -66,9 +67,15 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	for (size_t i = 0; i < EG_ARRAY_LEN(commands); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < EG_ARRAY_LEN(commands); i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		if (kernels_check_env() < 0) { /* EGANG_ISA refused */
+			log_error("%s", err_get());
+			return EXIT_INPUT;
+		}
+		return commands[i].run(argc - 1, argv + 1);
+	}
 	log_error("unknown command '%s' (see `egang --help`)", argv[1]);
 	return EXIT_INPUT;
 }

@@ -82,7 +82,7 @@ int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 		return 0;
 #if defined(__x86_64__)
 	const char *isa = kernels_isa();
-	if (strcmp(isa, "avx512") == 0)
+	if (strncmp(isa, "avx512", 6) == 0) /* avx512, avx512vnni */
 		return attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 	if (strcmp(isa, "avx2") == 0)
 		return attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);

@@ -4,6 +4,73 @@
 #ifndef EGANG_AVX512_LANES_H
 #define EGANG_AVX512_LANES_H
 
+/* Two levels share these helpers: avx512 (F, BW, VL, DQ) and avx512vnni
+ * (the same + VNNI). kernels_avx512.c is compiled once per level (the
+ * avx512vnni copy, kernels_avx512vnni.c, defines EGANG_AVX512_VNNI to 1
+ * before including it); gemm_avx512.c only for avx512vnni. Every function
+ * carries AVX512_TARGET, exactly the features its level checks for
+ * (kernels.c isa_supported). */
+#ifndef EGANG_AVX512_VNNI
+#define EGANG_AVX512_VNNI 0
+#endif
+#if EGANG_AVX512_VNNI
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
+/* AVX512_SYM(name): the level's exported symbols */
+#define AVX512_SYM(name) name##vnni
+#else
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define AVX512_SYM(name) name
+#endif
+#define AVX512 __attribute__((target(AVX512_TARGET)))
+#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
+
+/* vpdpbusd: acc + per dword the sum of 4 products (unsigned byte of u) x
+ * (signed byte of s), exact in int32 (wrapping add). Without VNNI the same
+ * value from vpmaddubsw, whose int16 pair sums could saturate for u > 127
+ * (2 * 255 * 128 > 32767), so u is split as (u & 0x7F) + 128 * (u >> 7):
+ * pair sums of <= 2 * 127 * 128 and of <= 2 * 128, widened by vpmaddwd
+ * with 1 and with 128; every step is exact, so the result equals
+ * vpdpbusd's bit for bit. */
+AVX512_INLINE __m512i dpbusd512(__m512i acc, __m512i u, __m512i s)
+{
+#if EGANG_AVX512_VNNI
+	return _mm512_dpbusd_epi32(acc, u, s);
+#else
+	const __m512i m7f = _mm512_set1_epi8(0x7F), m01 = _mm512_set1_epi8(1);
+	__m512i lo = _mm512_and_si512(u, m7f);
+	__m512i hi = _mm512_and_si512(_mm512_srli_epi16(u, 7), m01);
+	__m512i a = _mm512_madd_epi16(_mm512_maddubs_epi16(lo, s), _mm512_set1_epi16(1));
+	__m512i b = _mm512_madd_epi16(_mm512_maddubs_epi16(hi, s), _mm512_set1_epi16(128));
+	return _mm512_add_epi32(acc, _mm512_add_epi32(a, b));
+#endif
+}
+
+/* dpbusd512 for u < 128 (Q4 nibbles): no split needed without VNNI. */
+AVX512_INLINE __m512i dpbusd512_u7(__m512i acc, __m512i u, __m512i s)
+{
+#if EGANG_AVX512_VNNI
+	return _mm512_dpbusd_epi32(acc, u, s);
+#else
+	return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s),
+						       _mm512_set1_epi16(1)));
+#endif
+}
+
+/* dpbusd512 on 256 bits */
+AVX512_INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s)
+{
+#if EGANG_AVX512_VNNI
+	return _mm256_dpbusd_epi32(acc, u, s);
+#else
+	const __m256i m7f = _mm256_set1_epi8(0x7F), m01 = _mm256_set1_epi8(1);
+	__m256i lo = _mm256_and_si256(u, m7f);
+	__m256i hi = _mm256_and_si256(_mm256_srli_epi16(u, 7), m01);
+	__m256i a = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, s), _mm256_set1_epi16(1));
+	__m256i b = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, s), _mm256_set1_epi16(128));
+	return _mm256_add_epi32(acc, _mm256_add_epi32(a, b));
+#endif
+}
+
 /* FP_ROUNDED for any vector register (zmm16-31 included): the value is
  * rounded to float here, not fused into a later operation. */
 #define VEC_ROUNDED(v) __asm__("" : "+v"(v))
@@ -11,8 +78,7 @@
 /* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
  * dwords 0-3 of row 4L+i; afterwards z[g] lane L holds dword g of rows
  * 4L..4L+3, i.e. z[g] = dword g (a 4-byte group) of rows 0..15 in order. */
-static inline __attribute__((always_inline, target("avx512f"))) void
-transpose_lanes4(__m512i *z)
+AVX512_INLINE void transpose_lanes4(__m512i *z)
 {
 	__m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
 	__m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);

@@ -168,9 +168,10 @@ static gemm_quant_fn quant_kernel(void)
 {
 #if defined(__x86_64__)
 	const char *isa = kernels_isa();
-	if (strcmp(isa, "avx512") == 0)
-		return gemm_quant_avx512;
-	if (strcmp(isa, "avx2") == 0)
+	if (strcmp(isa, "avx512vnni") == 0)
+		return gemm_quant_avx512vnni;
+	/* avx512 (no VNNI): the AVX2 kernel, faster than vpdpbusd emulated */
+	if (strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0)
 		return gemm_quant_avx2;
 #endif
 	return NULL;

@@ -20,6 +20,10 @@
  * vpdpbusd) and the kernel ran at a third of the speed (`test_gemm --bench
  * 1536 576 128`, q4_0: 88 -> 283 GMAC/s on one Zen 5 core; the AVX2 level
  * 42 -> 69 with the same change). */
+/* Compiled for the avx512vnni level only: without VNNI the AVX2 kernel
+ * (pmaddubsw with the sign trick, gemm_avx2.c) was faster than this one
+ * with vpdpbusd emulated (avx512_lanes.h), and serves the avx512 level. */
+#define EGANG_AVX512_VNNI 1
 #include "kernels/gemm_impl.h"
 
 #if defined(__x86_64__)
@@ -28,9 +32,6 @@
 
 #include "kernels/avx512_lanes.h"
 
-#define T512 "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
-#define AVX512 __attribute__((target(T512)))
-#define AVX512_INLINE static inline __attribute__((always_inline, target(T512)))
 
 #define RG 16 /* weight rows per register */
 #define TG 8  /* tokens per tile */
@@ -180,7 +181,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 			__m512i w = _mm512_load_si512(wb + g);
 #pragma GCC unroll 8
 			for (int k = 0; k < T; k++)
-				s[k] = _mm512_dpbusd_epi32(s[k], w,
+				s[k] = dpbusd512(s[k], w,
 					_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
 		}
 		__m512 d = _mm512_load_ps(dw + b * RG);
@@ -197,7 +198,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
 }
 
-AVX512 void gemm_quant_avx512(GEMM_QUANT_ARGS)
+AVX512 void AVX512_SYM(gemm_quant_avx512)(GEMM_QUANT_ARGS)
 {
 	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));

@@ -23,7 +23,7 @@ typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
 
 #if defined(__x86_64__)
 void gemm_quant_avx2(GEMM_QUANT_ARGS);
-void gemm_quant_avx512(GEMM_QUANT_ARGS);
+void gemm_quant_avx512vnni(GEMM_QUANT_ARGS);
 #endif
 
 /* The calling thread's scratch buffer number k (0: aux and attention, 1:

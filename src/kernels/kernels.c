@@ -19,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -350,8 +351,19 @@ const kernel_ops_t kops_generic = {
 
 /* ------------------------------------------------------------- dispatch */
 
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
-static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512" };
+/* The levels, lowest first; each names the CPU features it checks for and
+ * its kernels use nothing else (every SIMD function carries a target list
+ * of exactly those features):
+ *   avx2        AVX2, FMA, F16C (Haswell and later, Zen 1 and later)
+ *   avx512      avx2 + AVX-512 F, BW, VL, DQ (Skylake-SP/X): vpdpbusd is
+ *               emulated with vpmaddubsw/vpmaddwd, same integer sums
+ *   avx512vnni  avx512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4/5)
+ * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
+ * (vdpbf16ps would round the f32 activations to bf16; bf16 weights are
+ * widened with a shift), so a BF16 level would equal avx512vnni. */
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_COUNT };
+static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
+						  "avx512vnni" };
 
 /* The level in use. NULL until the first kernels_init() has chosen one.
  * Stored with release by kernels_init()/kernels_set_isa(), read with acquire
@@ -368,10 +380,11 @@ static kernel_ops_t g_tables[ISA_COUNT];
 
 static void isa_tables_build(void)
 {
-	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic, NULL, NULL };
+	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic, NULL, NULL, NULL };
 #if defined(__x86_64__)
 	src[ISA_AVX2] = &kops_avx2;
 	src[ISA_AVX512] = &kops_avx512;
+	src[ISA_AVX512VNNI] = &kops_avx512vnni;
 #endif
 	for (int i = 0; i < ISA_COUNT; i++) {
 		kernel_ops_t *t = &g_tables[i];
@@ -405,8 +418,17 @@ static void isa_tables_build(void)
 			t->swiglu = s->swiglu;
 	}
 #if defined(__x86_64__)
-	/* the K-quants' SIMD dot products (kquants_avx2.c) serve both levels */
-	for (int i = ISA_AVX2; i <= ISA_AVX512; i++) {
+	/* the K-quants' SIMD dot products (kquants_avx2.c) serve every x86
+	 * level */
+	for (int i = ISA_AVX2; i < ISA_COUNT; i++) {
+		g_tables[i].matmat[DTYPE_Q2_K] = kq_matmat_q2_K_avx2;
+		g_tables[i].matmat[DTYPE_Q3_K] = kq_matmat_q3_K_avx2;
+		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
+		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx2;
+		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx2;
+		g_tables[i].matmat[DTYPE_Q5_0] = kq_matmat_q5_0_avx2;
+		g_tables[i].matmat[DTYPE_Q4_1] = kq_matmat_q4_1_avx2;
+		g_tables[i].matmat[DTYPE_Q5_1] = kq_matmat_q5_1_avx2;
 		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
 		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx2;
@@ -423,6 +445,18 @@ static void isa_tables_build(void)
 		g_tables[i].matvec[DTYPE_Q2_K] = matvec_q2_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
 		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
+	}
+	/* Q4_K, Q5_K, Q6_K: 512-bit forms at both AVX-512 levels */
+	for (int i = ISA_AVX512; i < ISA_COUNT; i++) {
+		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx512;
+		g_tables[i].matvec[DTYPE_Q4_K] = kq_matvec_q4_K_avx512;
+		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx512;
+		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx512;
+		g_tables[i].matvec[DTYPE_Q5_K] = kq_matvec_q5_K_avx512;
+		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx512;
+		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx512;
+		g_tables[i].matvec[DTYPE_Q6_K] = kq_matvec_q6_K_avx512;
+		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx512;
 	}
 #endif
 }
@@ -441,13 +475,14 @@ static bool isa_supported(int isa)
 		    __builtin_cpu_supports("fma") && f16c;
 	if (isa == ISA_AVX2)
 		return avx2;
+	bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+		      __builtin_cpu_supports("avx512bw") &&
+		      __builtin_cpu_supports("avx512vl") &&
+		      __builtin_cpu_supports("avx512dq");
 	if (isa == ISA_AVX512)
-		return avx2 && __builtin_cpu_supports("avx512f") &&
-		       __builtin_cpu_supports("avx512bw") &&
-		       __builtin_cpu_supports("avx512vl") &&
-		       __builtin_cpu_supports("avx512dq") &&
-		       __builtin_cpu_supports("avx512vnni") &&
-		       __builtin_cpu_supports("avx512bf16");
+		return avx512;
+	if (isa == ISA_AVX512VNNI)
+		return avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
 	return isa == ISA_GENERIC;
 }
@@ -460,6 +495,10 @@ static int isa_best(void)
 	return ISA_GENERIC;
 }
 
+/* Set once by kernels_init_once when EGANG_ISA names an unknown level or
+ * one this CPU lacks (read after the pthread_once, which orders it). */
+static char g_env_error[160];
+
 static void kernels_init_once(void)
 {
 	isa_tables_build();
@@ -471,11 +510,13 @@ static void kernels_init_once(void)
 			if (strcmp(env, isa_names[i]) == 0)
 				want = i;
 		if (want < 0)
-			log_error("EGANG_ISA=%s: unknown level (generic, avx2, "
-				  "avx512); using %s\n", env, isa_names[isa]);
+			snprintf(g_env_error, sizeof g_env_error,
+				 "EGANG_ISA=%.32s: unknown level (generic, avx2, avx512, "
+				 "avx512vnni)", env);
 		else if (!isa_supported(want))
-			log_error("EGANG_ISA=%s: this CPU lacks it; using %s\n",
-				  env, isa_names[isa]);
+			snprintf(g_env_error, sizeof g_env_error,
+				 "EGANG_ISA=%s: this CPU lacks it (best level here: %s)",
+				 env, isa_names[isa]);
 		else
 			isa = want;
 	}
@@ -484,6 +525,14 @@ static void kernels_init_once(void)
 }
 
 void kernels_init(void) { pthread_once(&g_once, kernels_init_once); }
+
+int kernels_check_env(void)
+{
+	kernels_init();
+	if (g_env_error[0])
+		return err_set("%s", g_env_error);
+	return 0;
+}
 
 int kernels_set_isa(const char *name)
 {

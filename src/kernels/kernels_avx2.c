@@ -121,11 +121,17 @@ AVX2_INLINE __m256 load8(dtype_t t, const uint8_t *w, int64_t i)
 
 /* Per row: two 8-lane FMA accumulators over steps of 16 elements; a ragged
  * tail (< 16) is zero-padded into a buffer and done as one more step; then
- * hsum_ps(acc0 + acc1). */
-AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
-				int64_t n, float *out, const int R)
+ * hsum_ps(acc0 + acc1). Element i of row r is at w[r] + (i / 32) * st +
+ * (i % 32) * es: st = 32 es for rows as stored, 4 * 32 es for a packed
+ * group of 4 rows (pack16: per 32 elements, the step of row 0, then of
+ * rows 1, 2, 3; n a multiple of 32, w[r] at the group + 32 r es, no
+ * software prefetch: one linear stream). Same loads and FMAs either way,
+ * so the same bits. */
+AVX2_INLINE void dot_rows_float_st(dtype_t t, const uint8_t *const *w, const float *x,
+				   int64_t n, float *out, const int R, const size_t st)
 {
 	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	const int packed = st != 32 * es;
 	__m256 acc[4][2];
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
@@ -133,16 +139,18 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 	int64_t i = 0;
 	for (; i + 16 <= n; i += 16) {
 		__m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-		if (R == 4 && ((size_t)i * es) % 64 < 16 * es) /* one per line */
+		if (!packed && R == 4 && ((size_t)i * es) % 64 < 16 * es) /* one per line */
 #pragma GCC unroll 4
 			for (int r = 0; r < R; r++)
 				_mm_prefetch((const char *)w[r] + (size_t)i * es + PF_DIST, _MM_HINT_T0);
+		/* element i of each row, as stored or packed */
+		const size_t o = (size_t)(i >> 5) * st + (size_t)(i & 31) * es;
 		/* unrolled, so acc[][] stays in registers (the plain loop kept
 		 * it on the stack: a store-forwarding chain per FMA) */
 #pragma GCC unroll 4
 		for (int r = 0; r < R; r++) {
-			acc[r][0] = _mm256_fmadd_ps(load8(t, w[r], i), x0, acc[r][0]);
-			acc[r][1] = _mm256_fmadd_ps(load8(t, w[r], i + 8), x1, acc[r][1]);
+			acc[r][0] = _mm256_fmadd_ps(load8(t, w[r] + o, 0), x0, acc[r][0]);
+			acc[r][1] = _mm256_fmadd_ps(load8(t, w[r] + o, 8), x1, acc[r][1]);
 		}
 	}
 	if (i < n) {
@@ -162,6 +170,24 @@ AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
 		out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
+				int64_t n, float *out, const int R)
+{
+	dot_rows_float_st(t, w, x, n, out, R, 32 * (t == DTYPE_F32 ? 4 : 2));
+}
+
+/* Packed groups of 4 float rows (pack16): the level's matvec on them. */
+AVX2_INLINE void matvec_p16_float(dtype_t t, const void *P, const void *xa, float *y,
+				  int64_t n, int64_t ng)
+{
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	const uint8_t *p = P;
+	for (int64_t g = 0; g < ng; g++, p += 4 * (size_t)n * es) {
+		const uint8_t *wr[4] = { p, p + 32 * es, p + 64 * es, p + 96 * es };
+		dot_rows_float_st(t, wr, xa, n, y + 4 * g, 4, 128 * es);
+	}
 }
 
 /* ---------------------------------------------------- quantized rows */
@@ -252,6 +278,127 @@ AVX2_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_
 		out[0] = acc1;
 }
 
+/* ------------------------------------------ packed quantized groups */
+
+/* Packed groups of 16 rows (pack16, kernels.h): each 64-byte vector of the
+ * layout is two 256-bit halves, rows 0-7 and rows 8-15, lane i of a half
+ * holding 4 bytes of row i (or 8 + i). The activations' 4 bytes of the
+ * same element group are broadcast to every lane, so each lane gathers its
+ * row's exact block sum with no horizontal sum, and the float step runs
+ * for 8 rows per instruction:
+ *     acc = acc + (float)sumi * (dw * dx)
+ * the generic's, per lane, blocks in ascending order, the product rounded
+ * before the add (no FMA): every row keeps the generic's bits.
+ *  Q8_0: the layout holds u = q + 128; w = u ^ 0x80 is the quant again and
+ *    the sign trick of dot32_q8 gives exact int16 pair sums (|w| <= 128
+ *    against sign-adjusted x, |pair| <= 2 * 128 * 127), widened by vpmaddwd.
+ *  Q4_0: nibbles n in 0..15 against x: pair sums |.| <= 2 * 15 * 127, so
+ *    the 8 vpmaddubsw results of a block add in int16 (<= 8 * 3810 < 2^15)
+ *    before one vpmaddwd; the start value -8 * sum x makes it sum (n-8) x. */
+AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, float *y,
+				  int64_t n, int64_t ng)
+{
+	const uint8_t *x = xa;
+	const int64_t nb = n / QK;
+	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const __m256i m0f = _mm256_set1_epi8(0x0F), m80 = _mm256_set1_epi8((char)0x80);
+	const __m256i ones = _mm256_set1_epi16(1);
+	int32_t cx[P16_NBMAX];
+	float dx[P16_NBMAX];
+	/* the chunk's first 2 KiB at once (as kernels_avx512.c matvec_p16) */
+	for (size_t k = 0; k < 2048; k += 64)
+		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	for (int64_t b = 0; b < nb; b++) {
+		cx[b] = 0;
+		if (t == DTYPE_Q4_0)
+			cx[b] = -8 * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(
+				_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)XQS(x, b))), ones));
+		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
+	}
+	const uint8_t *p = P, *sc = P;
+	for (int64_t g = 0; g < ng; g++) {
+		__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+		for (int64_t b = 0; b < nb; b++) {
+			if (!(b & 1)) { /* a pair's scales */
+				sc = p;
+				p += 64;
+			}
+			const uint8_t *xq = XQS(x, b);
+			__m256i s0 = _mm256_set1_epi32(cx[b]), s1 = s0;
+			if (t == DTYPE_Q4_0) {
+				__m256i h0 = _mm256_setzero_si256(), h1 = h0;
+#pragma GCC unroll 4
+				for (int v = 0; v < 4; v++) {
+					__m256i xl = _mm256_set1_epi32((int)ld_u32(xq + 4 * v));
+					__m256i xh = _mm256_set1_epi32((int)ld_u32(xq + 16 + 4 * v));
+					__m256i z0 = _mm256_loadu_si256((const __m256i *)(p + 64 * v));
+					__m256i z1 = _mm256_loadu_si256((const __m256i *)(p + 64 * v + 32));
+					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(_mm256_and_si256(z0, m0f), xl));
+					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(_mm256_and_si256(z1, m0f), xl));
+					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(
+						_mm256_and_si256(_mm256_srli_epi16(z0, 4), m0f), xh));
+					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(
+						_mm256_and_si256(_mm256_srli_epi16(z1, 4), m0f), xh));
+				}
+				s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
+				s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
+			} else {
+#pragma GCC unroll 8
+				for (int v = 0; v < 8; v++) {
+					__m256i xv = _mm256_set1_epi32((int)ld_u32(xq + 4 * v));
+					__m256i w0 = _mm256_xor_si256(_mm256_loadu_si256(
+						(const __m256i *)(p + 64 * v)), m80);
+					__m256i w1 = _mm256_xor_si256(_mm256_loadu_si256(
+						(const __m256i *)(p + 64 * v + 32)), m80);
+					s0 = _mm256_add_epi32(s0, dot32_q8(w0, xv));
+					s1 = _mm256_add_epi32(s1, dot32_q8(w1, xv));
+				}
+			}
+			p += qv;
+			const __m256 vdx = _mm256_set1_ps(dx[b]);
+			const uint8_t *sb = sc + 32 * (b & 1);
+			__m256 d0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)sb)), vdx);
+			__m256 d1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sb + 16))),
+						  vdx);
+			__m256 p0 = _mm256_mul_ps(_mm256_cvtepi32_ps(s0), d0);
+			__m256 p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(s1), d1);
+			FP_ROUNDED(p0);
+			FP_ROUNDED(p1);
+			acc0 = _mm256_add_ps(acc0, p0);
+			acc1 = _mm256_add_ps(acc1, p1);
+		}
+		_mm256_storeu_ps(y + 16 * g, acc0);
+		_mm256_storeu_ps(y + 16 * g + 8, acc1);
+	}
+}
+
+AVX2 static void matvec_p16_f32(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+{
+	matvec_p16_float(DTYPE_F32, P, xa, y, n, ng);
+}
+
+AVX2 static void matvec_p16_f16(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+{
+	matvec_p16_float(DTYPE_F16, P, xa, y, n, ng);
+}
+
+AVX2 static void matvec_p16_bf16(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+{
+	matvec_p16_float(DTYPE_BF16, P, xa, y, n, ng);
+}
+
+AVX2 static void matvec_p16_q8_0(const void *P, const void *xa, float *y, int64_t n,
+				 int64_t ng)
+{
+	matvec_p16_quant(DTYPE_Q8_0, P, xa, y, n, ng);
+}
+
+AVX2 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_t n,
+				 int64_t ng)
+{
+	matvec_p16_quant(DTYPE_Q4_0, P, xa, y, n, ng);
+}
+
 /* ------------------------------------------------------ entry points */
 
 #define DEFINE_KERNELS(tag, T, ROWS)                                            \
@@ -304,6 +451,13 @@ const kernel_ops_t kops_avx2 = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0,
 		[DTYPE_Q4_0] = matvec_q4_0,
+	},
+	.matvec_p16 = {
+		[DTYPE_F32] = matvec_p16_f32,
+		[DTYPE_F16] = matvec_p16_f16,
+		[DTYPE_BF16] = matvec_p16_bf16,
+		[DTYPE_Q8_0] = matvec_p16_q8_0,
+		[DTYPE_Q4_0] = matvec_p16_q4_0,
 	},
 	.quantize_q8_0 = quantize_q8_0_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx2,

@@ -1,4 +1,5 @@
-/* kernels: AVX-512 level (F, BW, VL, DQ, VNNI, BF16 + FMA, F16C); see
+/* kernels: AVX-512 levels (F, BW, VL, DQ + FMA, F16C; compiled a second time
+ * with VNNI as kernels_avx512vnni.c, see avx512_lanes.h); see
  * kernels_impl.h for what is bit-exact. Every function carries its target
  * attribute; the build has no -march flag.
  *
@@ -47,9 +48,6 @@
 #include "kernels/avx512_lanes.h"
 #include <math.h>
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c"
-#define AVX512 __attribute__((target(AVX512_TARGET)))
-#define AVX512_INLINE static inline __attribute__((always_inline, target(AVX512_TARGET)))
 
 /* ---------------------------------------------------------- helpers */
 
@@ -345,14 +343,14 @@ static inline uint64_t pack4(uint16_t a, uint16_t b, uint16_t c, uint16_t d)
  * of 4 bytes. */
 AVX512_INLINE __m512i corr512(dtype_t t, __m512i x)
 {
-	__m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+	__m512i c = dpbusd512(_mm512_setzero_si512(),
 					_mm512_set1_epi8(t == DTYPE_Q8_0 ? (char)0x80 : 8), x);
 	return _mm512_sub_epi32(_mm512_setzero_si512(), c);
 }
 
 AVX512_INLINE __m256i corr256(dtype_t t, __m256i x)
 {
-	__m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+	__m256i c = dpbusd256(_mm256_setzero_si256(),
 					_mm256_set1_epi8(t == DTYPE_Q8_0 ? (char)0x80 : 8), x);
 	return _mm256_sub_epi32(_mm256_setzero_si256(), c);
 }
@@ -372,10 +370,10 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		uint16_t hxa = ld_u16(XD(x, b)), hxb = ld_u16(XD(x, b + 1));
 		if (R == 4) {
 			pf_group(pf, w, (size_t)b * qbytes(t), 1);
-			__m512i p0 = _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq);
-			__m512i p1 = _mm512_dpbusd_epi32(c, wpair(t, w[1], b), xq);
-			__m512i p2 = _mm512_dpbusd_epi32(c, wpair(t, w[2], b), xq);
-			__m512i p3 = _mm512_dpbusd_epi32(c, wpair(t, w[3], b), xq);
+			__m512i p0 = dpbusd512(c, wpair(t, w[0], b), xq);
+			__m512i p1 = dpbusd512(c, wpair(t, w[1], b), xq);
+			__m512i p2 = dpbusd512(c, wpair(t, w[2], b), xq);
+			__m512i p3 = dpbusd512(c, wpair(t, w[3], b), xq);
 			/* transpose-reduce: each 128-bit lane -> [r0 r1 r2 r3] */
 			__m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1),
 						       _mm512_unpackhi_epi32(p0, p1));
@@ -399,7 +397,7 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 			acc4 = _mm_add_ps(acc4, _mm256_extractf128_ps(p, 1));
 		} else {
 			__m256i p = _mm512_castsi512_si256(
-				fold_pair(t, _mm512_dpbusd_epi32(c, wpair(t, w[0], b), xq)));
+				fold_pair(t, dpbusd512(c, wpair(t, w[0], b), xq)));
 			int32_t sa = hsum128_epi32(_mm256_castsi256_si128(p));
 			int32_t sb = hsum128_epi32(_mm256_extracti128_si256(p, 1));
 			float da = fp16_to_f32_inline(wd(t, w[0], b)) * fp16_to_f32_inline(hxa);
@@ -416,10 +414,10 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 		__m256i c = corr256(t, xq);
 		float dx = fp16_to_f32_inline(ld_u16(XD(x, b)));
 		if (R == 4) {
-			__m256i p0 = _mm256_dpbusd_epi32(c, wone(t, w[0], b), xq);
-			__m256i p1 = _mm256_dpbusd_epi32(c, wone(t, w[1], b), xq);
-			__m256i p2 = _mm256_dpbusd_epi32(c, wone(t, w[2], b), xq);
-			__m256i p3 = _mm256_dpbusd_epi32(c, wone(t, w[3], b), xq);
+			__m256i p0 = dpbusd256(c, wone(t, w[0], b), xq);
+			__m256i p1 = dpbusd256(c, wone(t, w[1], b), xq);
+			__m256i p2 = dpbusd256(c, wone(t, w[2], b), xq);
+			__m256i p3 = dpbusd256(c, wone(t, w[3], b), xq);
 			__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
 			__m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 			__m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short)wd(t, w[0], b),
@@ -430,7 +428,7 @@ AVX512_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint
 			FP_ROUNDED(prod);
 			acc4 = _mm_add_ps(acc4, prod);
 		} else {
-			int32_t s = hsum256_epi32(_mm256_dpbusd_epi32(c, wone(t, w[0], b), xq));
+			int32_t s = hsum256_epi32(dpbusd256(c, wone(t, w[0], b), xq));
 			float d = fp16_to_f32_inline(wd(t, w[0], b)) * dx;
 			float prod = (float)s * d;
 			FP_ROUNDED(prod);
@@ -536,9 +534,9 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 			transpose_lanes4(z);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
-				sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z[g], m0f),
+				sa = dpbusd512_u7(sa, _mm512_and_si512(z[g], m0f),
 					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
-				sb = _mm512_dpbusd_epi32(sb, _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f),
+				sb = dpbusd512_u7(sb, _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f),
 					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
 			}
 		} else {
@@ -552,9 +550,9 @@ AVX512_INLINE void dot_rows_quant16(dtype_t t, const uint8_t *w, size_t rb,
 			transpose_lanes4(hi);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
-				sa = _mm512_dpbusd_epi32(sa, _mm512_xor_si512(lo[g], m80),
+				sa = dpbusd512(sa, _mm512_xor_si512(lo[g], m80),
 					_mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
-				sb = _mm512_dpbusd_epi32(sb, _mm512_xor_si512(hi[g], m80),
+				sb = dpbusd512(sb, _mm512_xor_si512(hi[g], m80),
 					_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * g)));
 			}
 		}
@@ -614,17 +612,17 @@ AVX512_INLINE void matvec_p16(dtype_t t, const void *P, const void *xa, float *y
 #pragma GCC unroll 4
 				for (int v = 0; v < 4; v++) {
 					__m512i z = _mm512_loadu_si512((const void *)(p + 64 * v));
-					sa = _mm512_dpbusd_epi32(sa, _mm512_and_si512(z, m0f),
+					sa = dpbusd512_u7(sa, _mm512_and_si512(z, m0f),
 						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
-					sb = _mm512_dpbusd_epi32(sb, _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f),
+					sb = dpbusd512_u7(sb, _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f),
 						_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * v)));
 				}
 			} else {
 #pragma GCC unroll 4
 				for (int v = 0; v < 4; v++) {
-					sa = _mm512_dpbusd_epi32(sa, _mm512_loadu_si512((const void *)(p + 64 * v)),
+					sa = dpbusd512(sa, _mm512_loadu_si512((const void *)(p + 64 * v)),
 						_mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
-					sb = _mm512_dpbusd_epi32(sb, _mm512_loadu_si512((const void *)(p + 256 + 64 * v)),
+					sb = dpbusd512(sb, _mm512_loadu_si512((const void *)(p + 256 + 64 * v)),
 						_mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * v)));
 				}
 			}
@@ -1259,8 +1257,8 @@ AVX512 static void attention_avx512(float *out, const float *q, const float *k,
 	}
 }
 
-const kernel_ops_t kops_avx512 = {
-	.name = "avx512",
+const kernel_ops_t AVX512_SYM(kops_avx512) = {
+	.name = EGANG_AVX512_VNNI ? "avx512vnni" : "avx512",
 	.vec_dot = {
 		[DTYPE_F32] = dot_f32,
 		[DTYPE_F16] = dot_f16,

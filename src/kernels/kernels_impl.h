@@ -184,6 +184,7 @@ extern const kernel_ops_t kops_generic;
 #if defined(__x86_64__)
 extern const kernel_ops_t kops_avx2;
 extern const kernel_ops_t kops_avx512;
+extern const kernel_ops_t kops_avx512vnni;
 #endif
 
 /* Unaligned scalar access: weight rows and blocks may sit at any byte

@@ -115,6 +115,31 @@ float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
+/* Rows r0..r1-1 of K-quant weights x ntok Q8_K activation rows (token k
+ * at X + k xs bytes) -> Y[k ys + r], each output the bits of
+ * kq_dot_*_avx2 of that row and token (matmat_fn, kernels_impl.h). */
+#define KQ_MATMAT_DECL(lower)                                                          	void kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X, size_t xs, 				      float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1, 				      int64_t ntok);
+KQ_MATMAT_DECL(q2_K)
+KQ_MATMAT_DECL(q3_K)
+KQ_MATMAT_DECL(q4_K)
+KQ_MATMAT_DECL(q5_K)
+KQ_MATMAT_DECL(q6_K)
+/* and the legacy types against Q8_0 activations */
+KQ_MATMAT_DECL(q5_0)
+KQ_MATMAT_DECL(q4_1)
+KQ_MATMAT_DECL(q5_1)
+/* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
+ * same bits; both AVX-512 levels use them. */
+#define KQ_AVX512_DECL(lower)                                                          \
+	float kq_dot_##lower##_avx512(const void *w, const void *xa, int64_t n);        \
+	void kq_matvec_##lower##_avx512(const void *W, size_t rb, const void *xa, float *y, \
+					int64_t n, int64_t r0, int64_t r1);             \
+	void kq_matmat_##lower##_avx512(const void *W, size_t rb, const void *X, size_t xs, \
+					float *Y, int64_t ys, int64_t n, int64_t r0,    \
+					int64_t r1, int64_t ntok);
+KQ_AVX512_DECL(q4_K)
+KQ_AVX512_DECL(q5_K)
+KQ_AVX512_DECL(q6_K)
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
