@@ -67,7 +67,7 @@ int cmd_info(int argc, char **argv)
 	printf("file:          %s (%s, %.2f MB)\n", path, m->format,
 	       (double)m->file_size / 1e6);
 	printf("name:          %s\n", m->name);
-	printf("architecture:  %s\n", k->arch == ARCH_QWEN2 ? "qwen2" : "llama");
+	printf("architecture:  %s\n", arch_info[k->arch].name);
 	printf("parameters:    %llu\n", (unsigned long long)model_n_params(m));
 	printf("dim %d, hidden %d, layers %d, heads %d, kv heads %d, head dim %d\n",
 	       k->dim, k->hidden_dim, k->n_layers, k->n_heads, k->n_kv_heads,
@@ -148,7 +148,7 @@ static const char *synth_usage(void)
 		const synth_shape_t *s = &synth_shapes[i];
 		k += (size_t)snprintf(buf + k, sizeof buf - k,
 			"  %-15s %s dim %d, hidden %d, %d layers, %d/%d heads, vocab %d\n",
-			s->name, s->arch == ARCH_QWEN2 ? "qwen2" : "llama", s->dim,
+			s->name, arch_info[s->arch].name, s->dim,
 			s->hidden_dim, s->n_layers, s->n_heads, s->n_kv_heads, s->vocab);
 	}
 	return buf;
