@@ -68,7 +68,7 @@ int cmd_info(int argc, char **argv)
 	printf("file:          %s (%s, %.2f MB)\n", path, m->format,
 	       (double)m->file_size / 1e6);
 	printf("name:          %s\n", m->name);
-	printf("architecture:  %s\n", k->arch == ARCH_QWEN2 ? "qwen2" : "llama");
+	printf("architecture:  %s\n", arch_info[k->arch].name);
 	printf("parameters:    %llu\n", (unsigned long long)model_n_params(m));
 	printf("dim %d, hidden %d, layers %d, heads %d, kv heads %d, head dim %d\n",
 	       k->dim, k->hidden_dim, k->n_layers, k->n_heads, k->n_kv_heads,
@@ -76,6 +76,30 @@ int cmd_info(int argc, char **argv)
 	printf("vocab %d, context %d, rope %s dim %d theta %g, rms eps %g\n",
 	       k->vocab_size, k->ctx, k->rope_neox ? "neox" : "adjacent-pairs",
 	       k->rope_dim, (double)k->rope_theta, (double)k->rms_eps);
+	const char *facts[] = {
+		k->qk_norm ? "qk-norm" : NULL, k->post_norms ? "post-norms" : NULL,
+		k->gelu ? "gelu-tanh ffn" : NULL,
+		k->embed_scale != 0.0f ? "scaled embedding" : NULL,
+		m->rope_freqs ? "rope_freqs" : NULL,
+		m->rope_short ? "rope factors short/long" : NULL,
+		k->rope_scale != 1.0f || k->rope_mscale != 1.0f ? "scaled rope" : NULL,
+		k->logit_softcap != 0.0f ? "logit softcap" : NULL,
+	};
+	bool any = false;
+	for (size_t i = 0; i < sizeof facts / sizeof *facts; i++)
+		if (facts[i]) {
+			printf("%s%s", any ? ", " : "architecture facts: ", facts[i]);
+			any = true;
+		}
+	if (any)
+		putchar('\n');
+	if (k->swa_window) {
+		int n = 0;
+		for (int l = 0; l < k->n_layers; l++)
+			n += m->layers[l].swa;
+		printf("sliding window: %d positions on %d of %d layers (rope theta %g)\n",
+		       k->swa_window, n, k->n_layers, (double)k->rope_theta_swa);
+	}
 	printf("tokenizer:     %s, %d tokens, bos %d, eos %d\n",
 	       tokenizer_kind(m->tok) == TOKENIZER_GPT2 ? "gpt2 (byte-level BPE)"
 							: "llama (SentencePiece BPE)",
@@ -125,7 +149,8 @@ int cmd_info(int argc, char **argv)
 /* ---- synth ---- */
 
 static const char synth_help[] =
-	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N] [-q]\n"
+	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N]\n"
+	"                   [--sliding-window N] [-q]\n"
 	"\n"
 	"Writes a GGUF with random weights (deterministic from the seed) and a\n"
 	"working synthetic tokenizer, in the shape of a real model.\n"
@@ -138,6 +163,8 @@ static const char synth_help[] =
 	"                      as llama-quantize's (q4_k -> q5_0, ..., then f16)\n"
 	"      --seed S        (default 1)\n"
 	"      --layers N      override the layer count (small test models)\n"
+	"      --sliding-window N  override the sliding layers' window (gemma3;\n"
+	"                      small test models that cross it)\n"
 	"  -q, --quiet         no progress\n"
 	"  -h, --help          this text\n"
 	"\nshapes:\n";
@@ -151,7 +178,7 @@ static const char *synth_usage(void)
 		const synth_shape_t *s = &synth_shapes[i];
 		k += (size_t)snprintf(buf + k, sizeof buf - k,
 			"  %-15s %s dim %d, hidden %d, %d layers, %d/%d heads, vocab %d\n",
-			s->name, s->arch == ARCH_QWEN2 ? "qwen2" : "llama", s->dim,
+			s->name, arch_info[s->arch].name, s->dim,
 			s->hidden_dim, s->n_layers, s->n_heads, s->n_kv_heads, s->vocab);
 	}
 	return buf;
@@ -160,12 +187,13 @@ static const char *synth_usage(void)
 int cmd_synth(int argc, char **argv)
 {
 	const char *out = NULL, *type = "q8_0", *shape = NULL;
-	int64_t seed = 1, layers = 0;
+	int64_t seed = 1, layers = 0, window = 0;
 	const cli_opt_t opts[] = {
 		OPT_STR("output", 'o', &out, .required = true),
 		OPT_STR("type", 0, &type),
 		OPT_INT("seed", 's', &seed, 0, UINT32_MAX),
 		OPT_INT("layers", 0, &layers, 1, 1024),
+		OPT_INT("sliding-window", 0, &window, 1, 1 << 20),
 		CLI_END,
 	};
 	int status;
@@ -176,6 +204,16 @@ int cmd_synth(int argc, char **argv)
 	if (!s) {
 		log_error("synth: unknown shape '%s' (see `egang synth --help`)", shape);
 		return EXIT_INPUT;
+	}
+	synth_shape_t copy = *s;
+	if (window) {
+		if (!s->swa_window || s->arch != ARCH_GEMMA3) {
+			log_error("synth: --sliding-window: shape '%s' has no sliding-window "
+				  "layers", shape);
+			return EXIT_INPUT;
+		}
+		copy.swa_window = (int32_t)window;
+		s = &copy;
 	}
 	quant_mix_t mix;
 	if (quant_mix_from_name(type, &mix) < 0) {

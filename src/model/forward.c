@@ -56,6 +56,12 @@ struct forward {
 	 * rotation: the sinf/cosf/powf of 2 rotations x 22 layers were ~75 us
 	 * of serial finish time per tinyllama-1.1b token */
 	float *rope_cs;
+	/* the same for the sliding-window layers (their own base), or NULL */
+	float *rope_cs_swa;
+	/* the global layers' RoPE factors (model_t: rope_freqs, or phi3's
+	 * short or long by the context), or NULL */
+	const float *rope_ff;
+	float *ytmp;   /* (dim) wo's or down's output before its post-norm */
 	/* chunking */
 	uint32_t rows_qkv, rows_wo, rows_ffn1, rows_ffn2, rows_cls;
 	wave_t *waves;
@@ -206,6 +212,113 @@ static inline const layer_t *layer_of(const forward_t *f, uint32_t wave)
 	return &f->m->layers[(wave - 1) / STEP_COUNT];
 }
 
+/* ---- the architectures' steps (arch_info) ---- */
+
+/* x (dim) times the embedding scale (gemma3: sqrt(dim)), if any. */
+static void scale_embedding(const forward_t *f, float *x)
+{
+	if (f->c.embed_scale != 0.0f)
+		for (int64_t i = 0; i < f->c.dim; i++)
+			x[i] *= f->c.embed_scale;
+}
+
+/* RoPE's (cos, sin) table at pos for the global layers (swa false: base
+ * rope_theta, the factors, linear scale and attn_factor) or the sliding
+ * ones (base rope_theta_swa, nothing else); without factors, scaling or
+ * attn_factor it is rope_table's, bit for bit. */
+static void rope_fill(const forward_t *f, float *cs, int32_t pos, bool swa)
+{
+	const model_config_t *c = &f->c;
+	int rd = c->rope_dim;
+	float theta = swa ? c->rope_theta_swa : c->rope_theta;
+	const float *ff = swa ? NULL : f->rope_ff;
+	float scale = swa ? 1.0f : c->rope_scale, ms = swa ? 1.0f : c->rope_mscale;
+	if (!ff && scale == 1.0f && ms == 1.0f) {
+		rope_table(cs, rd, pos, theta);
+		return;
+	}
+	for (int i = 0; i < rd; i += 2) {
+		float freq = 1.0f / powf(theta, (float)i / (float)rd);
+		float val = (float)pos * freq;
+		if (ff)
+			val /= ff[i / 2];
+		val *= scale;
+		cs[i] = cosf(val) * ms;
+		cs[i + 1] = sinf(val) * ms;
+	}
+}
+
+/* One token's q (n_heads heads) and k (n_kv_heads) after the QKV matrices:
+ * the per-head RMSNorm (qwen3, gemma3), RoPE with the layer's table, and
+ * q's extra scale (q_scale). */
+static void qk_finish(const forward_t *f, const layer_t *y, float *q, float *k,
+		      const float *cs)
+{
+	const model_config_t *c = &f->c;
+	int64_t hd = c->head_dim;
+	if (y->q_norm) {
+		for (int h = 0; h < c->n_heads; h++)
+			rmsnorm(q + h * hd, q + h * hd, y->q_norm, hd, c->rms_eps);
+		for (int h = 0; h < c->n_kv_heads; h++)
+			rmsnorm(k + h * hd, k + h * hd, y->k_norm, hd, c->rms_eps);
+	}
+	rope_with(q, c->n_heads, c->head_dim, c->rope_dim, cs, c->rope_neox);
+	rope_with(k, c->n_kv_heads, c->head_dim, c->rope_dim, cs, c->rope_neox);
+	if (c->q_scale != 1.0f)
+		for (int64_t i = 0; i < (int64_t)c->n_heads * hd; i++)
+			q[i] *= c->q_scale;
+}
+
+/* The first cached position a query at pos attends in layer y: 0, or the
+ * start of its sliding window (the last swa_window positions, itself
+ * included, as llama.cpp's standard SWA mask). */
+static inline int32_t attn_start(const forward_t *f, const layer_t *y, int32_t pos)
+{
+	int32_t w = f->c.swa_window;
+	return y->swa && pos >= w ? pos + 1 - w : 0;
+}
+
+/* o = gelu_tanh(a) * b (gemma3's FFN): the published tanh approximation
+ * in float, in index order (o may alias a). */
+static void geglu(float *o, const float *a, const float *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float x = a[i];
+		float g = 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x *
+						   (1.0f + 0.044715f * x * x)));
+		o[i] = g * b[i];
+	}
+}
+
+/* The FFN's activation of the layer's architecture. */
+static inline void ffn_act(const forward_t *f, float *o, const float *a, const float *b,
+			   int64_t n)
+{
+	if (f->c.gelu)
+		geglu(o, a, b, n);
+	else
+		swiglu(o, a, b, n);
+}
+
+/* logits[r0..r1) = cap * tanh(logits / cap) when the model caps them. */
+static void softcap(const forward_t *f, float *logits, int64_t n)
+{
+	float cap = f->c.logit_softcap;
+	if (cap == 0.0f)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		logits[i] = cap * tanhf(logits[i] * (1.0f / cap));
+}
+
+/* x += norm(y, w) (post-norm; w NULL: x += y). */
+static void add_residual(const forward_t *f, float *x, float *y, const float *w)
+{
+	if (w)
+		rmsnorm(y, y, w, f->c.dim, f->c.rms_eps);
+	for (int64_t i = 0; i < f->c.dim; i++)
+		x[i] += y[i];
+}
+
 /* ---- EMBED ---- */
 
 static void embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
@@ -215,6 +328,7 @@ static void embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const char *row = (const char *)e->data +
 			  (size_t)f->token * dtype_row_bytes(e->type, e->cols);
 	dequantize_row(e->type, row, f->x, e->cols);
+	scale_embedding(f, f->x);
 }
 
 /* xb = rmsnorm(x, w); quantized for the k matrices ws that read it. */
@@ -275,10 +389,10 @@ static void qkv_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
+	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c);
 	float *kc = f->k_cache + ((size_t)l * f->ctx + f->pos) * KV;
-	rope_with(f->q, c->n_heads, c->head_dim, c->rope_dim, f->rope_cs, c->rope_neox);
-	rope_with(kc, c->n_kv_heads, c->head_dim, c->rope_dim, f->rope_cs, c->rope_neox);
+	qk_finish(f, y, f->q, kc, y->swa ? f->rope_cs_swa : f->rope_cs);
 }
 
 /* ---- ATTN: one chunk per group of up to ATTN_GROUP query heads of one
@@ -314,9 +428,10 @@ static void attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t h0 = kvh * g + (chunk % parts) * per, h1 = kvh * g + g;
 	if (h0 + per < h1)
 		h1 = h0 + per;
-	const float *kc = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	const float *vc = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	attention_heads(f->att + h0 * hd, f->q + h0 * hd, kc, vc, KV, f->pos + 1, (int)hd,
+	int32_t t0 = attn_start(f, layer_of(f, wave), f->pos);
+	const float *kc = f->k_cache + ((size_t)l * f->ctx + t0) * KV + kvh * hd;
+	const float *vc = f->v_cache + ((size_t)l * f->ctx + t0) * KV + kvh * hd;
+	attention_heads(f->att + h0 * hd, f->q + h0 * hd, kc, vc, KV, f->pos + 1 - t0, (int)hd,
 			f->scores + (size_t)h0 * f->ctx, (int)(h1 - h0), f->ctx);
 }
 
@@ -332,10 +447,15 @@ static void attn_finish(void *ctx, uint32_t wave)
 static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	const tensor_t *w = &layer_of(f, wave)->wo;
+	const layer_t *y = layer_of(f, wave);
+	const tensor_t *w = &y->wo;
 	int64_t r0, r1;
 	float tmp[256];
 	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
+	if (y->post_attn_norm) { /* the residual add waits for the norm */
+		mv(w, act_for(w, f->att, f->att_q), f->ytmp + r0, r0, r1);
+		return;
+	}
 	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
 	mv(w, act_for(w, f->att, f->att_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
@@ -346,6 +466,8 @@ static void wo_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
+	if (y->post_attn_norm)
+		add_residual(f, f->x, f->ytmp, y->post_attn_norm);
 	norm_into_xb(f, y->ffn_norm, FFN1_OF(y));
 }
 
@@ -360,7 +482,7 @@ static void ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	rows_of(chunk, f->rows_ffn1, y->w_gate.rows, &r0, &r1);
 	mv(&y->w_gate, act_for(&y->w_gate, f->xb, f->xb_q), f->hb + r0, r0, r1);
 	mv(&y->w_up, act_for(&y->w_up, f->xb, f->xb_q), up, r0, r1);
-	swiglu(f->hb + r0, f->hb + r0, up, r1 - r0);
+	ffn_act(f, f->hb + r0, f->hb + r0, up, r1 - r0);
 }
 
 static void ffn1_finish(void *ctx, uint32_t wave)
@@ -375,10 +497,15 @@ static void ffn1_finish(void *ctx, uint32_t wave)
 static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	const tensor_t *w = &layer_of(f, wave)->w_down;
+	const layer_t *y = layer_of(f, wave);
+	const tensor_t *w = &y->w_down;
 	int64_t r0, r1;
 	float tmp[256];
 	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
+	if (y->post_ffn_norm) { /* the residual add waits for the norm */
+		mv(w, act_for(w, f->hb, f->hb_q), f->ytmp + r0, r0, r1);
+		return;
+	}
 	mv(w, act_for(w, f->hb, f->hb_q), tmp, r0, r1);
 	for (int64_t r = r0; r < r1; r++)
 		f->x[r] += tmp[r - r0];
@@ -388,6 +515,8 @@ static void ffn2_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	uint32_t l = (wave - 1) / STEP_COUNT;
+	if (f->m->layers[l].post_ffn_norm)
+		add_residual(f, f->x, f->ytmp, f->m->layers[l].post_ffn_norm);
 	if (l + 1 < (uint32_t)f->c.n_layers) {
 		const layer_t *y = &f->m->layers[l + 1];
 		norm_into_xb(f, y->attn_norm, QKV_OF(y));
@@ -405,6 +534,7 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
 	mv(w, act_for(w, f->xb, f->xb_q), f->logits + r0, r0, r1);
+	softcap(f, f->logits + r0, r1 - r0);
 }
 
 /* ---- batched prefill: the same waves over bn tokens ----
@@ -428,9 +558,11 @@ static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	forward_t *f = ctx;
 	const tensor_t *e = &f->m->tok_embd;
 	size_t rb = dtype_row_bytes(e->type, e->cols);
-	for (int32_t k = 0; k < f->bn; k++)
+	for (int32_t k = 0; k < f->bn; k++) {
 		dequantize_row(e->type, (const char *)e->data + (size_t)f->btok[k] * rb,
 			       f->bx + (size_t)k * f->c.dim, e->cols);
+		scale_embedding(f, f->bx + (size_t)k * f->c.dim);
+	}
 }
 
 /* The batch's activations for matrix w: float rows, or the quantized rows
@@ -521,15 +653,12 @@ static void b_qkv_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
+	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
 	float *kc = f->k_cache + ((size_t)l * f->ctx + f->bpos) * KV;
-	for (int32_t k = 0; k < f->bn; k++) {
-		const float *cs = f->rope_cs + (size_t)k * (size_t)c->rope_dim;
-		rope_with(f->bq + k * Q, c->n_heads, c->head_dim, c->rope_dim, cs,
-			  c->rope_neox);
-		rope_with(kc + k * KV, c->n_kv_heads, c->head_dim, c->rope_dim, cs,
-			  c->rope_neox);
-	}
+	const float *tab = y->swa ? f->rope_cs_swa : f->rope_cs;
+	for (int32_t k = 0; k < f->bn; k++)
+		qk_finish(f, y, f->bq + k * Q, kc + k * KV, tab + (size_t)k * (size_t)c->rope_dim);
 }
 
 static inline uint32_t att_groups(int32_t n)
@@ -552,9 +681,23 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (k0 >= f->bn) /* a group past this batch's tokens */
 		return;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
-	if (attn_rows(f->bq + k0 * Q + h * hd, Q,
-		      f->k_cache + (size_t)l * f->ctx * KV + kvh * hd,
-		      f->v_cache + (size_t)l * f->ctx * KV + kvh * hd, KV,
+	const float *K = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	const float *V = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
+	const layer_t *y = layer_of(f, wave);
+	if (attn_start(f, y, f->bpos + k1 - 1) > 0) {
+		/* a sliding window cuts some of these queries' pasts: one
+		 * query at a time from its window's start (attn_rows gives
+		 * each query the decode path's bits either way) */
+		for (int32_t k = k0; k < k1; k++) {
+			int32_t t0 = attn_start(f, y, f->bpos + k);
+			if (attn_rows(f->bq + k * Q + h * hd, Q, K + (size_t)t0 * KV,
+				      V + (size_t)t0 * KV, KV, f->batt + k * Q + h * hd, Q, hd,
+				      f->bpos + k - t0, 1) < 0)
+				atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
+		}
+		return;
+	}
+	if (attn_rows(f->bq + k0 * Q + h * hd, Q, K, V, KV,
 		      f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0) < 0)
 		atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
 }
@@ -566,15 +709,18 @@ static void b_attn_finish(void *ctx, uint32_t wave)
 	b_act_fill(f, &w, 1, f->batt, f->batt_q, f->batt_aux, q_dim(&f->c));
 }
 
-/* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2). */
+/* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2);
+ * with a post-norm only btmp = W @ in (the finish adds). */
 static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 		       const void *in_q, const void *aux, uint32_t rows,
-		       uint32_t chunk)
+		       uint32_t chunk, bool post)
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
 	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(f, w, in, in_q),
 			 act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0, r1, f->bn);
+	if (post)
+		return;
 	for (int32_t k = 0; k < f->bn; k++)
 		for (int64_t r = r0; r < r1; r++)
 			f->bx[k * d + r] += f->btmp[k * d + r];
@@ -583,14 +729,25 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 static void b_wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	b_residual(f, &layer_of(f, wave)->wo, f->batt, f->batt_q, f->batt_aux,
-		   f->brows_wo, chunk);
+	const layer_t *y = layer_of(f, wave);
+	b_residual(f, &y->wo, f->batt, f->batt_q, f->batt_aux, f->brows_wo, chunk,
+		   y->post_attn_norm != NULL);
+}
+
+/* Per token: x += norm(btmp) (the post-norm's residual add). */
+static void b_add_residual(forward_t *f, const float *w)
+{
+	int64_t d = f->c.dim;
+	for (int32_t k = 0; k < f->bn; k++)
+		add_residual(f, f->bx + k * d, f->btmp + k * d, w);
 }
 
 static void b_wo_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
+	if (y->post_attn_norm)
+		b_add_residual(f, y->post_attn_norm);
 	b_norm_into_xb(f, y->ffn_norm, FFN1_OF(y));
 }
 
@@ -606,8 +763,8 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(f, u, f->bxb, f->bxb_q),
 			 act_row(u->type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
-		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
-		       r1 - r0);
+		ffn_act(f, f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
+			r1 - r0);
 }
 
 static void b_ffn1_finish(void *ctx, uint32_t wave)
@@ -620,14 +777,17 @@ static void b_ffn1_finish(void *ctx, uint32_t wave)
 static void b_ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	b_residual(f, &layer_of(f, wave)->w_down, f->bhb, f->bhb_q, f->bhb_aux,
-		   f->brows_ffn2, chunk);
+	const layer_t *y = layer_of(f, wave);
+	b_residual(f, &y->w_down, f->bhb, f->bhb_q, f->bhb_aux, f->brows_ffn2, chunk,
+		   y->post_ffn_norm != NULL);
 }
 
 static void b_ffn2_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	uint32_t l = (wave - 1) / STEP_COUNT;
+	if (f->m->layers[l].post_ffn_norm)
+		b_add_residual(f, f->m->layers[l].post_ffn_norm);
 	if (l + 1 < (uint32_t)f->c.n_layers) {
 		const layer_t *y = &f->m->layers[l + 1];
 		b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
@@ -654,6 +814,7 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	mv(w, act_raw(w->type) ? (const void *)(f->bxb + k * d)
 						    : xa + k * act_row(w->type, d),
 	   f->logits + r0, r0, r1);
+	softcap(f, f->logits + r0, r1 - r0);
 }
 
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
@@ -830,6 +991,7 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	f->hb = eg_calloc((size_t)c->hidden_dim, sizeof(float));
 	f->hb_q = eg_calloc(act_q_bytes(c->hidden_dim, 1), 1);
 	f->logits = eg_calloc((size_t)c->vocab_size, sizeof(float));
+	f->ytmp = eg_calloc((size_t)c->dim, sizeof(float));
 	f->k_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
 			    sizeof(float));
 	f->v_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
@@ -840,7 +1002,7 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		return NULL;
 	}
 	if (!f->x || !f->xb || !f->xb_q || !f->q || !f->att || !f->att_q || !f->hb ||
-	    !f->hb_q || !f->logits) {
+	    !f->hb_q || !f->logits || !f->ytmp) {
 		err_sys("cannot allocate the activations");
 		forward_free(f);
 		return NULL;
@@ -887,9 +1049,15 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 		return NULL;
 	}
 	/* a row per batch position (one for decode); + 1: never calloc(0) */
-	f->rope_cs = eg_calloc((size_t)(f->bmax > 1 ? f->bmax : 1) * (size_t)c->rope_dim + 1,
-			    sizeof(float));
-	if (!f->rope_cs) {
+	size_t ncs = (size_t)(f->bmax > 1 ? f->bmax : 1) * (size_t)c->rope_dim + 1;
+	f->rope_cs = eg_calloc(ncs, sizeof(float));
+	if (c->swa_window > 0)
+		f->rope_cs_swa = eg_calloc(ncs, sizeof(float));
+	/* phi3: the long factors when this context exceeds the original one
+	 * (llama.cpp's choice by its context), else the short */
+	f->rope_ff = m->rope_freqs ? m->rope_freqs
+		     : m->rope_long && ctx > c->rope_orig_ctx ? m->rope_long : m->rope_short;
+	if (!f->rope_cs || (c->swa_window > 0 && !f->rope_cs_swa)) {
 		err_sys("cannot allocate the RoPE table");
 		forward_free(f);
 		return NULL;
@@ -929,6 +1097,8 @@ void forward_free(forward_t *f)
 	free(f->bhb_aux);
 	free(f->bwaves);
 	free(f->rope_cs);
+	free(f->rope_cs_swa);
+	free(f->ytmp);
 	free(f);
 }
 
@@ -942,7 +1112,9 @@ int forward_set_input(forward_t *f, int32_t token, int32_t pos)
 	if (token < 0 || token >= f->c.vocab_size)
 		return err_set("token id %d is outside the vocabulary of %d",
 			       token, f->c.vocab_size);
-	rope_table(f->rope_cs, f->c.rope_dim, pos, f->c.rope_theta);
+	rope_fill(f, f->rope_cs, pos, false);
+	if (f->rope_cs_swa)
+		rope_fill(f, f->rope_cs_swa, pos, true);
 	f->token = token;
 	f->pos = pos;
 	return 0;
@@ -976,9 +1148,12 @@ int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 			return err_set("token id %d is outside the vocabulary of %d",
 				       tokens[k], f->c.vocab_size);
 	memcpy(f->btok, tokens, (size_t)n * sizeof *tokens);
-	for (int32_t k = 0; k < n; k++)
-		rope_table(f->rope_cs + (size_t)k * (size_t)f->c.rope_dim, f->c.rope_dim,
-			   pos + k, f->c.rope_theta);
+	for (int32_t k = 0; k < n; k++) {
+		size_t o = (size_t)k * (size_t)f->c.rope_dim;
+		rope_fill(f, f->rope_cs + o, pos + k, false);
+		if (f->rope_cs_swa)
+			rope_fill(f, f->rope_cs_swa + o, pos + k, true);
+	}
 	f->bn = n;
 	f->bpos = pos;
 	f->blogits = logits;

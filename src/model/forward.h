@@ -12,6 +12,12 @@
  *                                                    layer's or the final)
  *   CLS             rows of the classifier -> logits
  *
+ * The architecture's facts (model.h arch_info) change steps, not waves: the
+ * embedding's scale, QK-norm before RoPE and the sliding layers' RoPE
+ * table and window (QKV and ATTN), GELU instead of SiLU (FFN1), and with
+ * post-norms WO and FFN2 write their rows aside and their finish adds
+ * norm(rows) to x; the classifier's softcap per row.
+ *
  * Every chunk writes only its own output rows and reads only what previous
  * waves finished; every row is one dot product with a fixed reduction order
  * (kernels.h), so the logits are the same bits however chunks are spread

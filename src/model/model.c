@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,17 @@
 #include <unistd.h>
 
 #include "base/base.h"
+
+/* The facts of each architecture (model.h): llama.cpp's llama_model_rope_type
+ * and the graphs of its models (llama, qwen2, qwen3, gemma3, phi3). */
+const arch_info_t arch_info[ARCH_COUNT] = {
+	[ARCH_LLAMA] = {.name = "llama", .theta = 10000.0},
+	[ARCH_QWEN2] = {.name = "qwen2", .rope_neox = 1, .qkv_bias = true, .theta = 1000000.0},
+	[ARCH_QWEN3] = {.name = "qwen3", .rope_neox = 1, .qk_norm = true, .theta = 1000000.0},
+	[ARCH_GEMMA3] = {.name = "gemma3", .rope_neox = 1, .qk_norm = true, .post_norms = true,
+			 .gelu = true, .embed_scale = true, .swa = true, .theta = 1000000.0},
+	[ARCH_PHI3] = {.name = "phi3", .rope_neox = 1, .fused = true, .theta = 10000.0},
+};
 
 static const char *base_name(const char *path)
 {
@@ -60,9 +72,10 @@ static int config_check(const char *file, const model_config_t *c)
 		"%s: n_layers %d is out of range", file, c->n_layers);
 	REQUIRE(c->n_heads > 0 && c->n_heads <= c->dim,
 		"%s: n_heads %d is out of range", file, c->n_heads);
-	REQUIRE(c->dim % c->n_heads == 0,
-		"%s: n_heads %d does not divide dim %d", file, c->n_heads,
-		c->dim);
+	REQUIRE(c->head_dim > 0 && c->head_dim <= 1024,
+		"%s: head dimension %d is out of range", file, c->head_dim);
+	REQUIRE(c->swa_window >= 0, "%s: sliding window %d is out of range", file,
+		c->swa_window);
 	REQUIRE(c->n_kv_heads > 0 && c->n_kv_heads <= c->n_heads,
 		"%s: n_kv_heads %d is out of range (n_heads %d)", file,
 		c->n_kv_heads, c->n_heads);
@@ -123,9 +136,14 @@ static model_t *load_llama2c(const char *path, const char *tok_path, int fd,
 		.n_layers = h[2], .n_heads = h[3], .n_kv_heads = h[4],
 		.vocab_size = h[5] < 0 ? -h[5] : h[5], .ctx = h[6],
 		.rope_theta = 10000.0f, .rms_eps = 1e-5f, .rope_neox = 0,
+		.q_scale = 1.0f, .rope_scale = 1.0f, .rope_mscale = 1.0f,
 	};
 	bool shared = h[5] > 0;
-	if (c.n_heads > 0 && c.dim % c.n_heads == 0)
+	if (c.n_heads > 0 && c.dim % c.n_heads) {
+		err_set("%s: n_heads %d does not divide dim %d", file, c.n_heads, c.dim);
+		return NULL;
+	}
+	if (c.n_heads > 0)
 		c.head_dim = c.dim / c.n_heads;
 	c.rope_dim = c.head_dim;
 	if (config_check(file, &c) < 0)
@@ -310,6 +328,59 @@ static int get_f32_key(gguf_loader_t *ld, const char *arch, const char *key,
 	return 0;
 }
 
+/* The RoPE and sliding-window keys (model_config_t): rope.scaling.type
+ * none, linear (factor), llama3 (its factors are the rope_freqs tensor),
+ * longrope (phi3's factor tensors) or yarn without extrapolation mixing is
+ * refused by name; -1 + err_get(). */
+static int gguf_rope_keys(gguf_loader_t *ld, const char *arch)
+{
+	model_config_t *c = &ld->m->cfg;
+	char full[128];
+	gguf_str_t s;
+	float factor;
+	c->rope_scale = 1.0f;
+	snprintf(full, sizeof full, "%s.rope.scaling.type", arch);
+	if (gguf_find_key(ld->g, full) >= 0) {
+		if (gguf_get_str(ld->g, full, &s) < 0)
+			return err_set("%s: key '%s' is not a string", ld->file, full);
+		char t[32];
+		snprintf(t, sizeof t, "%.*s", (int)(s.n < 31 ? s.n : 31), s.s);
+		if (strcmp(t, "none") && strcmp(t, "linear") && strcmp(t, "longrope") &&
+		    strcmp(t, "llama3"))
+			return err_set("%s: key '%s' = '%s' is not supported (none, linear, "
+				       "llama3, longrope)", ld->file, full, t);
+	}
+	if (get_f32_key(ld, arch, "rope.scaling.factor", &factor, 0.0) < 0 ||
+	    get_f32_key(ld, arch, "rope.scaling.attn_factor", &c->rope_mscale, 1.0) < 0 ||
+	    get_u32_key(ld, arch, "rope.scaling.original_context_length", &c->rope_orig_ctx,
+			c->ctx) < 0)
+		return -1;
+	if (factor != 0.0f && !(factor > 0.0f && factor < 1e6f))
+		return err_set("%s: key '%s.rope.scaling.factor' = %g is out of range",
+			       ld->file, arch, factor);
+	if (factor > 0.0f)
+		c->rope_scale = 1.0f / factor;
+	if (!(c->rope_mscale > 0.0f && c->rope_mscale < 100.0f))
+		return err_set("%s: key '%s.rope.scaling.attn_factor' = %g is out of range",
+			       ld->file, arch, c->rope_mscale);
+	/* sliding windows: gemma3 (every 6th layer global, as llama.cpp's
+	 * default pattern, sliding_window_pattern overriding); phi3's key is
+	 * read by llama.cpp and ignored (its SWA is disabled there), and so
+	 * here */
+	c->rope_theta_swa = 10000.0f;
+	if (arch_info[c->arch].swa) {
+		snprintf(full, sizeof full, "%s.attention.sliding_window", arch);
+		if (gguf_find_key(ld->g, full) >= 0 &&
+		    (get_u32_key(ld, arch, "attention.sliding_window", &c->swa_window, -1) < 0 ||
+		     get_f32_key(ld, arch, "rope.freq_base_swa", &c->rope_theta_swa, 10000.0) < 0))
+			return -1;
+		if (!(c->rope_theta_swa > 0 && c->rope_theta_swa < 1e12f))
+			return err_set("%s: key '%s.rope.freq_base_swa' = %g is out of range",
+				       ld->file, arch, c->rope_theta_swa);
+	}
+	return 0;
+}
+
 /* The architecture and hyperparameters from the GGUF's keys, the vocabulary
  * size from the embedding; -1 + err_get() naming the file and key. */
 static int gguf_config(gguf_loader_t *ld)
@@ -323,15 +394,19 @@ static int gguf_config(gguf_loader_t *ld)
 		return err_set("%s: required key 'general.architecture' is missing "
 			       "or not a string", file);
 	snprintf(arch, sizeof arch, "%.*s", (int)(s.n < 31 ? s.n : 31), s.s);
-	if (strcmp(arch, "llama") == 0) {
-		c->arch = ARCH_LLAMA;
-	} else if (strcmp(arch, "qwen2") == 0) {
-		c->arch = ARCH_QWEN2;
-		c->rope_neox = 1;
-	} else {
-		return err_set("%s: architecture '%s' is not supported (llama, qwen2)",
-			       file, arch);
-	}
+	int a = 0;
+	while (a < ARCH_COUNT && strcmp(arch, arch_info[a].name))
+		a++;
+	if (a == ARCH_COUNT)
+		return err_set("%s: general.architecture '%s' is not supported (llama, "
+			       "qwen2, qwen3, gemma3, phi3)", file, arch);
+	const arch_info_t *ai = &arch_info[a];
+	c->arch = (model_arch_t)a;
+	c->rope_neox = ai->rope_neox;
+	c->qk_norm = ai->qk_norm;
+	c->post_norms = ai->post_norms;
+	c->gelu = ai->gelu;
+	c->q_scale = 1.0f;
 	if (gguf_get_str(g, "general.name", &s) == 0 && s.n > 0 && s.n < 256)
 		model_set_name(ld->m, s.s, s.n);
 	else
@@ -341,27 +416,41 @@ static int gguf_config(gguf_loader_t *ld)
 	    get_u32_key(ld, arch, "block_count", &c->n_layers, -1) < 0 ||
 	    get_u32_key(ld, arch, "attention.head_count", &c->n_heads, -1) < 0 ||
 	    get_u32_key(ld, arch, "context_length", &c->ctx, 2048) < 0 ||
-	    get_f32_key(ld, arch, "rope.freq_base", &c->rope_theta,
-			c->arch == ARCH_QWEN2 ? 1000000.0 : 10000.0) < 0 ||
+	    get_f32_key(ld, arch, "rope.freq_base", &c->rope_theta, ai->theta) < 0 ||
 	    get_f32_key(ld, arch, "attention.layer_norm_rms_epsilon",
 			&c->rms_eps, 1e-5) < 0 ||
 	    get_u32_key(ld, arch, "attention.head_count_kv", &c->n_kv_heads,
-			c->n_heads) < 0)
+			c->n_heads) < 0 ||
+	    get_f32_key(ld, arch, "final_logit_softcapping", &c->logit_softcap, 0.0) < 0)
 		return -1;
-	if (c->dim % c->n_heads)
+	/* head width: attention.key_length (qwen3, gemma3: not dim / heads),
+	 * else dim / heads */
+	int32_t kl, vl;
+	if (get_u32_key(ld, arch, "attention.key_length", &kl,
+			c->dim % c->n_heads ? 0 : c->dim / c->n_heads) < 0)
+		return -1;
+	if (kl == 0)
 		return err_set("%s: attention.head_count %d does not divide "
-			       "embedding_length %d", file, c->n_heads, c->dim);
-	c->head_dim = c->dim / c->n_heads;
-	int32_t kl;
-	if (get_u32_key(ld, arch, "attention.key_length", &kl, c->head_dim) < 0)
+			       "embedding_length %d and key '%s.attention.key_length' "
+			       "is missing", file, c->n_heads, c->dim, arch);
+	c->head_dim = kl;
+	if (get_u32_key(ld, arch, "attention.value_length", &vl, kl) < 0)
 		return -1;
-	if (kl != c->head_dim)
-		return err_set("%s: attention.key_length %d differs from "
-			       "embedding_length / head_count = %d (unsupported)",
-			       file, kl, c->head_dim);
+	if (vl != kl)
+		return err_set("%s: key '%s.attention.value_length' = %d differs from "
+			       "key_length %d (unsupported)", file, arch, vl, kl);
 	if (get_u32_key(ld, arch, "rope.dimension_count", &c->rope_dim,
-			c->head_dim) < 0)
+			c->head_dim) < 0 || gguf_rope_keys(ld, arch) < 0)
 		return -1;
+	if (!(c->logit_softcap >= 0.0f && c->logit_softcap < 1e6f))
+		return err_set("%s: key '%s.final_logit_softcapping' = %g is out of range",
+			       file, arch, c->logit_softcap);
+	if (ai->embed_scale)
+		c->embed_scale = sqrtf((float)c->dim);
+	/* gemma3 27B scales q by 1/sqrt(dim / heads) instead of the kernel's
+	 * 1/sqrt(head_dim) (llama.cpp, after gemma_pytorch's config) */
+	if (c->arch == ARCH_GEMMA3 && c->n_layers == 62)
+		c->q_scale = sqrtf((float)c->head_dim) / sqrtf((float)(c->dim / c->n_heads));
 	/* The vocabulary size comes from the embedding. */
 	const gguf_tensor_t *te = find_tensor(ld, "token_embd.weight", true);
 	if (!te)
@@ -373,42 +462,95 @@ static int gguf_config(gguf_loader_t *ld)
 	return config_check(file, c);
 }
 
-/* One layer's tensors (Qwen2's QKV biases required, absent elsewhere). */
-static int gguf_layer(gguf_loader_t *ld, int l, layer_t *y)
+/* Rows r0 .. r0 + n - 1 of t, as a matrix of its own (the fused tensors'
+ * parts: whole rows, so any type splits). */
+static tensor_t rows_view(const tensor_t *t, int64_t r0, int64_t n)
+{
+	return (tensor_t){t->type, n, t->cols,
+			  (const char *)t->data + (size_t)r0 * dtype_row_bytes(t->type, t->cols),
+			  NULL};
+}
+
+/* The attention and FFN matrices: separate, or fused as phi3 stores them
+ * (attn_qkv rows q|k|v when present; ffn_up rows gate|up). */
+static int gguf_layer_mats(gguf_loader_t *ld, int l, layer_t *y)
 {
 	const model_config_t *c = &ld->m->cfg;
 	int64_t D = c->dim, H = c->hidden_dim, Q = (int64_t)c->n_heads * c->head_dim,
 		KV = (int64_t)c->n_kv_heads * c->head_dim;
-	bool bias = c->arch == ARCH_QWEN2;
+	bool fused = arch_info[c->arch].fused;
 	char n[96];
+	tensor_t t;
 #define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
-	if (take_vector(ld, NAME("attn_norm.weight"), D, &y->attn_norm, true) < 0 ||
-	    take_matrix(ld, NAME("attn_q.weight"), Q, D, &y->wq, true) < 0 ||
-	    take_matrix(ld, NAME("attn_k.weight"), KV, D, &y->wk, true) < 0 ||
-	    take_matrix(ld, NAME("attn_v.weight"), KV, D, &y->wv, true) < 0 ||
-	    take_vector(ld, NAME("attn_q.bias"), Q, &y->bq, bias) < 0 ||
-	    take_vector(ld, NAME("attn_k.bias"), KV, &y->bk, bias) < 0 ||
-	    take_vector(ld, NAME("attn_v.bias"), KV, &y->bv, bias) < 0 ||
-	    take_matrix(ld, NAME("attn_output.weight"), D, Q, &y->wo, true) < 0 ||
-	    take_vector(ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0 ||
-	    take_matrix(ld, NAME("ffn_gate.weight"), H, D, &y->w_gate, true) < 0 ||
-	    take_matrix(ld, NAME("ffn_down.weight"), D, H, &y->w_down, true) < 0 ||
-	    take_matrix(ld, NAME("ffn_up.weight"), H, D, &y->w_up, true) < 0)
+	int rc = fused ? take_matrix(ld, NAME("attn_qkv.weight"), Q + 2 * KV, D, &t, false) : 0;
+	if (rc < 0)
 		return -1;
+	if (rc > 0) {
+		y->wq = rows_view(&t, 0, Q);
+		y->wk = rows_view(&t, Q, KV);
+		y->wv = rows_view(&t, Q + KV, KV);
+	} else if (take_matrix(ld, NAME("attn_q.weight"), Q, D, &y->wq, true) < 0 ||
+		   take_matrix(ld, NAME("attn_k.weight"), KV, D, &y->wk, true) < 0 ||
+		   take_matrix(ld, NAME("attn_v.weight"), KV, D, &y->wv, true) < 0) {
+		return -1;
+	}
+	if (take_matrix(ld, NAME("attn_output.weight"), D, Q, &y->wo, true) < 0 ||
+	    take_matrix(ld, NAME("ffn_down.weight"), D, H, &y->w_down, true) < 0)
+		return -1;
+	if (fused) {
+		if (take_matrix(ld, NAME("ffn_up.weight"), 2 * H, D, &t, true) < 0)
+			return -1;
+		y->w_gate = rows_view(&t, 0, H);
+		y->w_up = rows_view(&t, H, H);
+	} else if (take_matrix(ld, NAME("ffn_gate.weight"), H, D, &y->w_gate, true) < 0 ||
+		   take_matrix(ld, NAME("ffn_up.weight"), H, D, &y->w_up, true) < 0) {
+		return -1;
+	}
 #undef NAME
 	return 0;
 }
 
+/* One layer's tensors: the architecture's (arch_info) required, the others
+ * absent or ignored. */
+static int gguf_layer(gguf_loader_t *ld, int l, layer_t *y)
+{
+	const model_config_t *c = &ld->m->cfg;
+	const arch_info_t *ai = &arch_info[c->arch];
+	int64_t D = c->dim, Q = (int64_t)c->n_heads * c->head_dim,
+		KV = (int64_t)c->n_kv_heads * c->head_dim, hd = c->head_dim;
+	bool bias = ai->qkv_bias, qkn = ai->qk_norm, post = ai->post_norms;
+	char n[96];
+#define NAME(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+	if (take_vector(ld, NAME("attn_norm.weight"), D, &y->attn_norm, true) < 0 ||
+	    gguf_layer_mats(ld, l, y) < 0 ||
+	    (bias && (take_vector(ld, NAME("attn_q.bias"), Q, &y->bq, true) < 0 ||
+		      take_vector(ld, NAME("attn_k.bias"), KV, &y->bk, true) < 0 ||
+		      take_vector(ld, NAME("attn_v.bias"), KV, &y->bv, true) < 0)) ||
+	    (qkn && (take_vector(ld, NAME("attn_q_norm.weight"), hd, &y->q_norm, true) < 0 ||
+		     take_vector(ld, NAME("attn_k_norm.weight"), hd, &y->k_norm, true) < 0)) ||
+	    (post && (take_vector(ld, NAME("post_attention_norm.weight"), D,
+				  &y->post_attn_norm, true) < 0 ||
+		      take_vector(ld, NAME("post_ffw_norm.weight"), D, &y->post_ffn_norm,
+				  true) < 0)) ||
+	    take_vector(ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0)
+		return -1;
+#undef NAME
+	/* gemma3's pattern: layer l slides unless l % 6 == 5 */
+	y->swa = c->swa_window > 0 && l % 6 < 5;
+	return 0;
+}
+
 /* Every weight tensor, checked against the configuration; the float
- * vectors are copied into m->owned (norms, biases). */
+ * vectors are copied into m->owned (norms, biases, RoPE factors). */
 static int gguf_weights(gguf_loader_t *ld)
 {
 	model_t *m = ld->m;
 	const model_config_t *c = &m->cfg;
 	int64_t D = c->dim, Q = (int64_t)c->n_heads * c->head_dim,
 		KV = (int64_t)c->n_kv_heads * c->head_dim;
-	size_t n_owned = (size_t)D * (2 * (size_t)c->n_layers + 1) +
-			 (size_t)c->n_layers * (size_t)(Q + 2 * KV);
+	size_t n_owned = (size_t)D * (4 * (size_t)c->n_layers + 1) +
+			 (size_t)c->n_layers * (size_t)(Q + 2 * KV + 2 * c->head_dim) +
+			 3 * (size_t)c->rope_dim;
 	m->owned = malloc(n_owned * sizeof(float));
 	m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
 	if (!m->owned || !m->layers)
@@ -424,6 +566,27 @@ static int gguf_weights(gguf_loader_t *ld)
 		return -1;
 	if (rc == 0) /* tied: the classifier is the embedding */
 		m->output = m->tok_embd;
+	/* RoPE factors: llama3's rope_freqs, phi3's short / long pair (both
+	 * or neither) */
+	int64_t nf = c->rope_dim / 2;
+	if (take_vector(ld, "rope_freqs.weight", nf, &m->rope_freqs, false) < 0 ||
+	    take_vector(ld, "rope_factors_short.weight", nf, &m->rope_short, false) < 0 ||
+	    take_vector(ld, "rope_factors_long.weight", nf, &m->rope_long, false) < 0)
+		return -1;
+	if (!m->rope_short != !m->rope_long)
+		return err_set("%s: required tensor '%s' is missing (the other RoPE factor "
+			       "tensor is present)", ld->file,
+			       m->rope_short ? "rope_factors_long.weight"
+					     : "rope_factors_short.weight");
+	const float *ffs[3] = {m->rope_freqs, m->rope_short, m->rope_long};
+	for (int i = 0; i < 3; i++)
+		for (int64_t j = 0; ffs[i] && j < nf; j++)
+			if (!(ffs[i][j] > 0.0f && ffs[i][j] < 1e9f))
+				return err_set("%s: RoPE factor %lld of %s is %g (not positive "
+					       "and finite)", ld->file, (long long)j,
+					       i == 0 ? "rope_freqs" : i == 1 ? "rope_factors_short"
+									: "rope_factors_long",
+					       ffs[i][j]);
 	for (int l = 0; l < c->n_layers; l++)
 		if (gguf_layer(ld, l, &m->layers[l]) < 0)
 			return -1;

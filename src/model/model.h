@@ -1,6 +1,6 @@
 /* model: configuration and weights of a Llama-family decoder, loaded from a
- * GGUF file (architectures llama, qwen2) or a llama2.c checkpoint, and the
- * synthetic models of named real shapes.
+ * GGUF file (architectures llama, qwen2, qwen3, gemma3, phi3: arch_info) or
+ * a llama2.c checkpoint, and the synthetic models of named real shapes.
  *
  * llama2.c checkpoint layout (little endian):
  *  1. 7 x int32: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size
@@ -23,10 +23,31 @@
 #include "model/tokenizer.h"
 
 typedef enum model_arch {
-	ARCH_LLAMA,
+	ARCH_LLAMA,  /* Llama 2 / 3.x, Mistral, SmolLM, TinyLlama */
 	ARCH_QWEN2,
+	ARCH_QWEN3,
+	ARCH_GEMMA3,
+	ARCH_PHI3,
 	ARCH_COUNT
 } model_arch_t;
+
+/* What an architecture is, as facts (DESIGN.md section 5): the forward pass
+ * is one, and reads these through model_config_t and layer_t. They are the
+ * published models' and llama.cpp's GGUF conventions (general.architecture
+ * and the tensor names). */
+typedef struct arch_info {
+	const char *name;   /* general.architecture */
+	int rope_neox;      /* 1: rotate split halves, 0: adjacent pairs */
+	bool qkv_bias;      /* attn_{q,k,v}.bias required (qwen2) */
+	bool qk_norm;       /* attn_{q,k}_norm: per-head RMSNorm before RoPE */
+	bool post_norms;    /* post_attention_norm and post_ffw_norm (gemma3) */
+	bool gelu;          /* GELU(tanh)-gated FFN, else SiLU-gated */
+	bool embed_scale;   /* embeddings times sqrt(dim) (gemma3) */
+	bool fused;         /* attn_qkv (or q, k, v) and ffn_up of gate|up (phi3) */
+	bool swa;           /* reads attention.sliding_window (gemma3) */
+	double theta;       /* rope.freq_base when the key is absent */
+} arch_info_t;
+extern const arch_info_t arch_info[ARCH_COUNT];
 
 typedef struct model_config {
 	model_arch_t arch;
@@ -35,13 +56,29 @@ typedef struct model_config {
 	int32_t n_layers;
 	int32_t n_heads;
 	int32_t n_kv_heads;
-	int32_t head_dim;   /* dim / n_heads */
+	int32_t head_dim;   /* attention.key_length, or dim / n_heads */
 	int32_t vocab_size;
 	int32_t ctx;        /* context length the model was trained for */
 	int32_t rope_dim;   /* dimensions rotated per head */
 	int32_t rope_neox;  /* 0: adjacent pairs (llama), 1: split halves */
 	float rope_theta;
 	float rms_eps;
+	/* the architecture's facts (arch_info) and its optional keys */
+	bool qk_norm, post_norms, gelu;
+	float embed_scale;   /* 0: none, else sqrtf(dim) (gemma3) */
+	float q_scale;       /* q times this after RoPE; 1: none (gemma3 27B) */
+	float logit_softcap; /* final_logit_softcapping; 0: none */
+	/* RoPE of the global layers: angle = pos * theta^(-2i/rope_dim) /
+	 * factor_i * rope_scale, cos and sin times rope_mscale; factor_i from
+	 * the model's rope_freqs (llama3) or rope_factors_short/long (phi3,
+	 * long when the run's context exceeds rope_orig_ctx), else 1 */
+	float rope_scale;    /* 1 / rope.scaling.factor (linear), or 1 */
+	float rope_mscale;   /* rope.scaling.attn_factor, or 1 */
+	int32_t rope_orig_ctx; /* rope.scaling.original_context_length */
+	/* sliding-window layers (layer_t.swa): attend to the last swa_window
+	 * positions, RoPE base rope_theta_swa, no scaling or factors */
+	int32_t swa_window;  /* 0: none */
+	float rope_theta_swa;
 } model_config_t;
 
 /* A 2-D weight: rows of `cols` elements of `type`, row-major. */
@@ -61,8 +98,12 @@ typedef struct layer {
 	tensor_t wk;            /* (n_kv_heads * head_dim, dim) */
 	tensor_t wv;            /* (n_kv_heads * head_dim, dim) */
 	const float *bq, *bk, *bv; /* qwen2 biases, NULL for llama */
+	const float *q_norm, *k_norm; /* (head_dim,) per-head RMSNorm, or NULL */
 	tensor_t wo;            /* (dim, n_heads * head_dim) */
+	const float *post_attn_norm; /* (dim,) on wo's output (gemma3), or NULL */
 	const float *ffn_norm;  /* (dim,) */
+	const float *post_ffn_norm;  /* (dim,) on down's output, or NULL */
+	bool swa;               /* a sliding-window layer */
 	tensor_t w_gate;        /* (hidden, dim)  llama2.c w1 */
 	tensor_t w_down;        /* (dim, hidden)  llama2.c w2 */
 	tensor_t w_up;          /* (hidden, dim)  llama2.c w3 */
@@ -74,6 +115,9 @@ typedef struct model {
 	const float *output_norm;  /* (dim,) */
 	tensor_t output;           /* (vocab, dim); may share tok_embd's data */
 	layer_t *layers;           /* (n_layers) */
+	/* RoPE frequency factors (rope_dim / 2), or NULL: llama3's rope_freqs,
+	 * phi3's rope_factors_short and _long (model_config_t) */
+	const float *rope_freqs, *rope_short, *rope_long;
 	tokenizer_t *tok;
 	const char *name;          /* general.name or the file's base name */
 	const char *format;        /* "gguf" or "llama2c" */
@@ -146,6 +190,12 @@ typedef struct synth_shape {
 	float rope_theta, rms_eps;
 	int tied; /* classifier shares the embedding */
 	tokenizer_kind_t tok_kind;
+	/* 0 where the architecture has no such fact */
+	int32_t head_dim;      /* attention.key_length when not dim / n_heads */
+	int32_t swa_window;    /* attention.sliding_window (gemma3, phi3) */
+	float rope_theta_swa;  /* sliding layers' base (gemma3: 10000) */
+	float llama3_factor;   /* llama3 rope scaling: factor (low 1, high 4) */
+	int32_t rope_orig_ctx; /* rope scaling's original context length */
 } synth_shape_t;
 
 extern const synth_shape_t synth_shapes[];
