@@ -16,6 +16,15 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -349,8 +358,11 @@ const kernel_ops_t kops_generic = {
 
 /* ------------------------------------------------------------- dispatch */
 
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT };
-static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512" };
+/* A CPU has the levels of one architecture only (x86-64: avx2, avx512;
+ * ARM64: neon, dotprod); isa_best takes the highest it has. */
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_NEON, ISA_DOTPROD, ISA_COUNT };
+static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512", "neon",
+						  "dotprod" };
 
 /* The level in use. NULL until the first kernels_init() has chosen one.
  * Stored with release by kernels_init()/kernels_set_isa(), read with acquire
@@ -367,10 +379,14 @@ static kernel_ops_t g_tables[ISA_COUNT];
 
 static void isa_tables_build(void)
 {
-	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic, NULL, NULL };
+	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic };
 #if defined(__x86_64__)
 	src[ISA_AVX2] = &kops_avx2;
 	src[ISA_AVX512] = &kops_avx512;
+#endif
+#if defined(__aarch64__)
+	src[ISA_NEON] = &kops_neon;
+	src[ISA_DOTPROD] = &kops_dotprod;
 #endif
 	for (int i = 0; i < ISA_COUNT; i++) {
 		kernel_ops_t *t = &g_tables[i];
@@ -448,6 +464,13 @@ static bool isa_supported(int isa)
 		       __builtin_cpu_supports("avx512vnni") &&
 		       __builtin_cpu_supports("avx512bf16");
 #endif
+#if defined(__aarch64__)
+	unsigned long hw = getauxval(AT_HWCAP);
+	if (isa == ISA_NEON)
+		return (hw & HWCAP_ASIMD) != 0;
+	if (isa == ISA_DOTPROD)
+		return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP);
+#endif
 	return isa == ISA_GENERIC;
 }
 
@@ -471,7 +494,7 @@ static void kernels_init_once(void)
 				want = i;
 		if (want < 0)
 			log_error("EGANG_ISA=%s: unknown level (generic, avx2, "
-				  "avx512); using %s\n", env, isa_names[isa]);
+				  "avx512, neon, dotprod); using %s\n", env, isa_names[isa]);
 		else if (!isa_supported(want))
 			log_error("EGANG_ISA=%s: this CPU lacks it; using %s\n",
 				  env, isa_names[isa]);

@@ -70,7 +70,8 @@ size_t dtype_row_bytes(dtype_t t, int64_t n);
 int64_t kq_bad_block(int t, const void *data, size_t nbytes);
 
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after
- * the first call returns). EGANG_ISA=generic|avx2|avx512 forces a level. */
+ * the first call returns). EGANG_ISA=generic|avx2|avx512 (x86-64) or
+ * generic|neon|dotprod (ARM64) forces a level. */
 void kernels_init(void);
 /* Name of the level in use ("generic", "avx2", "avx512"). */
 const char *kernels_isa(void);
