@@ -118,7 +118,7 @@ static float *gemm_all(const fixture_t *f)
 
 static void check_type(dtype_t wt, int64_t n)
 {
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int nl = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	static const int64_t batches[] = { 1, 3, 17, 64 };
@@ -240,7 +240,7 @@ static void test_gemm_q4_0(void **state)
 static void test_gemm_aux(void **state)
 {
 	(void)state;
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int nl = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	fixture_t f;

@@ -87,7 +87,7 @@ static void test_isa_names(void **state)
 	assert_int_equal(kernels_set_isa("sse9"), -1);
 	assert_int_equal(kernels_set_isa(NULL), -1);
 	assert_string_equal(kernels_isa(), isa);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	assert_true(k >= 1);
 	assert_string_equal(lv[0], "generic");
@@ -101,17 +101,21 @@ static void test_isa_names(void **state)
 static void test_isa_env(void **state)
 {
 	(void)state;
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	char exe[4096];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	assert_true(len > 0);
 	exe[len] = 0;
-	const char *tries[] = { "generic", "avx2", "avx512", "bogus" };
+	/* every level name kernels.c knows: another architecture's are refused */
+	const char *tries[] = { "generic", "avx2", "avx512", "neon", "dotprod", "bogus" };
+	/* under qemu-user without binfmt_misc (make test-arm64) the shell
+	 * cannot exec this binary itself: EGANG_TEST_EXEC names the emulator */
+	const char *wrap = getenv("EGANG_TEST_EXEC");
 	for (size_t i = 0; i < EG_ARRAY_LEN(tries); i++) {
-		char cmd[4200], out[64] = "";
-		snprintf(cmd, sizeof cmd, "EGANG_ISA=%s '%s' --isa 2>/dev/null",
-			 tries[i], exe);
+		char cmd[4400], out[64] = "";
+		snprintf(cmd, sizeof cmd, "EGANG_ISA=%s %.200s '%s' --isa 2>/dev/null",
+			 tries[i], wrap ? wrap : "", exe);
 		FILE *p = popen(cmd, "r");
 		assert_non_null(p);
 		assert_non_null(fgets(out, sizeof out, p));
@@ -151,7 +155,7 @@ static void test_fp16_exhaustive(void **state)
 			assert_true((double)f[i] == v);
 		}
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -226,7 +230,7 @@ static void test_fp16_from_float(void **state)
 			if (h & 1)
 				fail_msg("f32_to_fp16(%a) = %04x: tie not even", v, h);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -326,7 +330,7 @@ static void test_quantize_bounds(void **state)
 			       * even neighbour, as llama.cpp's _MM_ROUND_NEAREST */
 			for (int j = 1; j < 32; j++)
 				assert_int_equal(b8[0].qs[j], j % 2 ? j + 1 : j);
-		const char *lv[3];
+		const char *lv[TEST_N_ISA_LEVELS];
 		int k = test_levels_available(lv);
 		for (int l = 0; l < k; l++) {
 			assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -362,7 +366,7 @@ static void test_quantize_bounds(void **state)
 	float z[32] = { 1.0f, NAN, -2.0f, INFINITY };
 	block_q8_0 zb, zb2;
 	quantize_row(DTYPE_Q8_0, z, &zb, 32);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -457,7 +461,7 @@ static void check_matrix(dtype_t t, int64_t rows, int64_t n, uint64_t seed)
 			fail_msg("%s n=%ld row %ld: generic %g, ref %g",
 				 dtype_info[t].name, (long)n, (long)i, yg[i], s);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	rng_t r;
 	rng_seed(&r, seed ^ 0x5eed);
@@ -617,7 +621,7 @@ static void test_dot_quant_extremes(void **state)
 		yg[i] = vec_dot_generic(DTYPE_Q8_0, w8 + i * N / 32, xa, N);
 		y[i] = vec_dot_generic(DTYPE_Q4_0, w4 + i * N / 32, xa, N);
 	}
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
@@ -703,7 +707,7 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q8_0, 96), 2 * 64 + 3 * 512);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
@@ -758,7 +762,7 @@ static void test_pack16_float(void **state)
 	static const dtype_t ts[] = { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 	rng_t r;
 	rng_seed(&r, 4444);
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	for (size_t it = 0; it < EG_ARRAY_LEN(ts); it++) {
@@ -909,7 +913,7 @@ static void test_rope(void **state)
 static void test_float_math_twins(void **state)
 {
 	(void)state;
-	const char *lv[3];
+	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
 	rng_t r;
