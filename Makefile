@@ -186,14 +186,19 @@ test-scx: kernel
 # Cross-builds egang and the unit tests for aarch64, runs them under
 # qemu-user (with and without the dotprod extension) and checks a
 # stories260K generation against this machine's (tests/arm64/run.sh).
+# ARM64_QUICK=1: only the kernel twin tests and the generation (CI).
 .PHONY: deps-arm64 test-arm64
+ARM64_CC := aarch64-linux-gnu-gcc
+ARM64_B  := build/$(ARM64_CC)-$(VARIANT)
+ARM64_TESTS := $(if $(filter 1,$(ARM64_QUICK)),$(ARM64_B)/tests/test_kernels \
+	$(ARM64_B)/tests/test_gemm,$(patsubst $(B)/%,$(ARM64_B)/%,$(TESTS)))
 deps-arm64:
 	@tools/deps-arm64.sh
 
 test-arm64: deps-arm64
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory ARCH=aarch64 all \
-		$(patsubst build/$(CCNAME)-%,build/aarch64-linux-gnu-gcc-%,$(TESTS))
-	@tests/arm64/run.sh $(abspath $(B)) $(abspath $(patsubst build/$(CCNAME)-%,build/aarch64-linux-gnu-gcc-%,$(B)))
+	@$(MAKE) --no-print-directory $(B)/egang
+	@$(MAKE) --no-print-directory ARCH=aarch64 CC=$(ARM64_CC) B=$(ARM64_B) \
+		$(ARM64_B)/egang $(ARM64_TESTS)
+	@ARM64_QUICK=$(ARM64_QUICK) tests/arm64/run.sh $(abspath $(B)) $(abspath $(ARM64_B))
 
 -include $(shell find build -name '*.d' 2>/dev/null)

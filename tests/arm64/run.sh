@@ -6,7 +6,8 @@
 # `-cpu cortex-a57` (ASIMD without dotprod: the neon level is the best one,
 # dotprod's tests SKIP), then tests/arm64/generate.sh (stories260K on ARM64
 # against the native egang). Ends with run.sh's "N passed, N failed, N
-# skipped" over all of them.
+# skipped" over all of them. ARM64_QUICK=1: of the unit tests only the
+# kernel twin tests (test_kernels, test_gemm), under both CPUs.
 # No binfmt_misc is needed: each binary runs through a wrapper that calls
 # qemu-aarch64 with -L / (the arm64 multiarch libraries of
 # tools/deps-arm64.sh; the cross toolchain's own ld.so in
@@ -29,6 +30,8 @@ wrapper() {
 tests=()
 for t in "$arm"/tests/test_*; do
 	[[ -x $t && $t != *.d ]] || continue
+	# ARM64_QUICK=1 (CI): the kernel twin tests only
+	[[ ${ARM64_QUICK:-} == 1 && $t != */test_kernels && $t != */test_gemm ]] && continue
 	wrapper "$wrap/max" max "$t"
 	tests+=("$wrap/max/$(basename "$t")")
 done
