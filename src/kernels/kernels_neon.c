@@ -124,14 +124,18 @@ NEON_INLINE float32x4_t load4(dtype_t t, const uint8_t *w, int64_t i)
 NEON_INLINE void step_float(dtype_t t, const uint8_t *const *w, int64_t i, const float *x,
 			    float32x4_t acc[][4], const int R)
 {
-	float32x4_t x0 = vld1q_f32(x), x1 = vld1q_f32(x + 4);
-	float32x4_t x2 = vld1q_f32(x + 8), x3 = vld1q_f32(x + 12);
+	/* a quarter of the step at a time: 16 accumulators, 1 activation and
+	 * 4 weight registers live. GCC's scheduler hoists all 20 loads of a
+	 * step otherwise (36 registers of the 32: spills); the empty asm with
+	 * a memory clobber keeps each quarter's loads after the one before. */
 #pragma GCC unroll 4
-	for (int r = 0; r < R; r++) {
-		acc[r][0] = vfmaq_f32(acc[r][0], load4(t, w[r], i), x0);
-		acc[r][1] = vfmaq_f32(acc[r][1], load4(t, w[r], i + 4), x1);
-		acc[r][2] = vfmaq_f32(acc[r][2], load4(t, w[r], i + 8), x2);
-		acc[r][3] = vfmaq_f32(acc[r][3], load4(t, w[r], i + 12), x3);
+	for (int c = 0; c < 4; c++) {
+		float32x4_t xc = vld1q_f32(x + 4 * c);
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++)
+			acc[r][c] = vfmaq_f32(acc[r][c], load4(t, w[r], i + 4 * c), xc);
+		if (R == 4)
+			__asm__ __volatile__("" ::: "memory");
 	}
 }
 
@@ -213,9 +217,17 @@ DOTPROD_INLINE int32x4_t bsum_dotprod(int8x16_t w0, int8x16_t w1, int8x16_t x0, 
 	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
 }
 
-NEON_INLINE uint16_t block_d(dtype_t t, const uint8_t *w, int64_t b)
+/* An f16 scale as a float by FCVTL: exact, as fp16_to_f32_inline (which
+ * takes a dozen scalar instructions and branches). */
+NEON_INLINE float h2f(const uint8_t *p)
 {
-	return ld_u16(w + (size_t)b * (t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0)));
+	uint16x4_t h = vld1_dup_u16((const uint16_t *)(const void *)p);
+	return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), 0);
+}
+
+NEON_INLINE const uint8_t *block_d(dtype_t t, const uint8_t *w, int64_t b)
+{
+	return w + (size_t)b * (t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
 }
 
 /* R = 4 rows: the four block sums are reduced together (ADDP) and the
@@ -231,7 +243,7 @@ NEON_INLINE uint16_t block_d(dtype_t t, const uint8_t *w, int64_t b)
 		for (int64_t b = 0; b < nb; b++) {                                      \
 			int8x16_t x0 = vld1q_s8((const int8_t *)XQS(x, b));             \
 			int8x16_t x1 = vld1q_s8((const int8_t *)XQS(x, b) + 16);        \
-			float dx = fp16_to_f32_inline(ld_u16(XD(x, b)));                \
+			float dx = h2f(XD(x, b));                                       \
 			int8x16_t w0, w1;                                               \
 			if (R == 4) {                                                   \
 				int32x4_t s[4];                                         \
@@ -243,8 +255,11 @@ NEON_INLINE uint16_t block_d(dtype_t t, const uint8_t *w, int64_t b)
 				}                                                       \
 				int32x4_t sum = vpaddq_s32(vpaddq_s32(s[0], s[1]),      \
 							   vpaddq_s32(s[2], s[3]));     \
-				uint16x4_t dh = { block_d(t, w[0], b), block_d(t, w[1], b), \
-						  block_d(t, w[2], b), block_d(t, w[3], b) }; \
+				uint16x4_t dh = vdup_n_u16(0);                          \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[0], b), dh, 0); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[1], b), dh, 1); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[2], b), dh, 2); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[3], b), dh, 3); \
 				float32x4_t d = vmulq_n_f32(                            \
 					vcvt_f32_f16(vreinterpret_f16_u16(dh)), dx);    \
 				float32x4_t prod = vmulq_f32(vcvtq_f32_s32(sum), d);    \
@@ -253,7 +268,7 @@ NEON_INLINE uint16_t block_d(dtype_t t, const uint8_t *w, int64_t b)
 			} else {                                                        \
 				block_w(t, w[0], b, &w0, &w1);                          \
 				int32_t s = vaddvq_s32(BSUM(w0, w1, x0, x1));           \
-				float d = fp16_to_f32_inline(block_d(t, w[0], b)) * dx; \
+				float d = h2f(block_d(t, w[0], b)) * dx;                \
 				float prod = (float)s * d;                              \
 				FP_ROUNDED(prod);                                       \
 				acc1 = acc1 + prod;                                     \
