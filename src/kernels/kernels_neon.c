@@ -17,12 +17,15 @@
  *    swiglu): the generic's operations, vectorized only where lanes are
  *    independent outputs, every product rounded before its add: the same
  *    bits as the generic.
- * The K-quants and Q4_1 / Q5_x run the generic code at both levels.
+ *  - Q4_K / Q6_K weights (Q8_K activations): each super-block's exact
+ *    integer sums, then kq_k_step, the generic's float step: the same bits.
+ * Q2_K, Q3_K, Q5_K, Q4_1 and Q5_x run the generic code at both levels.
  *
  * Row groups: a row-group template takes R row pointers (R = 4 in the body
  * of a range, 1 for the rest and vec_dot) and runs the same operations per
  * row whatever R is, so a row's bits never depend on the chunking. */
 #include "kernels/gemm_impl.h"
+#include "kernels/kquants.h"
 
 #if defined(__aarch64__)
 
@@ -323,6 +326,118 @@ DEFINE_KERNELS(q8_0_neon, NOATTR, DTYPE_Q8_0, ROWS_QN)
 DEFINE_KERNELS(q4_0_neon, NOATTR, DTYPE_Q4_0, ROWS_QN)
 DEFINE_KERNELS(q8_0_dotprod, DOTPROD, DTYPE_Q8_0, ROWS_QD)
 DEFINE_KERNELS(q4_0_dotprod, DOTPROD, DTYPE_Q4_0, ROWS_QD)
+
+/* ------------------------------------------------------------ K-quants */
+
+/* 16 products q x as 4 int32 lanes, exact (|q x| <= 63 * 127 here). */
+NEON_INLINE int32x4_t bsum16_neon(int8x16_t q, int8x16_t x)
+{
+	return vpadalq_s16(vpaddlq_s16(vmull_s8(vget_low_s8(q), vget_low_s8(x))),
+			   vmull_high_s8(q, x));
+}
+
+DOTPROD_INLINE int32x4_t bsum16_dotprod(int8x16_t q, int8x16_t x)
+{
+	return vdotq_s32(vdupq_n_s32(0), q, x);
+}
+
+/* Q4_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles and
+ * 2c + 1 in its high ones; sumi = sum over sub-blocks of sc * (q . x),
+ * summ = sum of mn * the activations' bsums (as kquants_avx2.c); all
+ * integer, so exact in any order; then kq_k_step. */
+#define DEFINE_Q4_K(NAME, ATTR, BSUM16)                                                  \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q4_K); \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const uint8_t *qs = wb + 16;                                   \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			uint8_t sc[8], mn[8];                                          \
+			for (int s = 0; s < 8; s++)                                    \
+				kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);            \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int c = 0; c < 4; c++) {                                  \
+				uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 32 * c + 16); \
+				const int8_t *xc = xq + 64 * c;                        \
+				int32x4_t lo = vaddq_s32(                              \
+					BSUM16(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(xc)), \
+					BSUM16(vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(xc + 16))); \
+				int32x4_t hi = vaddq_s32(                              \
+					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(xc + 32)), \
+					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(xc + 48))); \
+				acc32 = vmlaq_n_s32(acc32, lo, sc[2 * c]);             \
+				acc32 = vmlaq_n_s32(acc32, hi, sc[2 * c + 1]);         \
+			}                                                              \
+			int32_t summ = 0;                                              \
+			for (int s = 0; s < 8; s++)                                    \
+				summ += mn[s] * ((int16_t)ld_u16(x + 4 + QK_K + 4 * s) + \
+						 (int16_t)ld_u16(x + 4 + QK_K + 4 * s + 2)); \
+			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)), \
+					fp16_to_f32_inline(ld_u16(wb + 2)), vaddvq_s32(acc32), \
+					summ, 1);                                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+
+/* Q6_K: q = (ql nibble | 2 bits of qh << 4) - 32 in -32 .. 31 (the layout
+ * of kquants.c unpack_q6_K), a scale per 16; then kq_k_step (no min). */
+#define DEFINE_Q6_K(NAME, ATTR, BSUM16)                                                  \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);         \
+		const int8x16_t m32 = vdupq_n_s8(32);                                  \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const block_q6_K *k = (const void *)((const uint8_t *)w +      \
+							     (size_t)b * sizeof(block_q6_K)); \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int h = 0; h < 2; h++) {                                  \
+				const uint8_t *ql = k->ql + 64 * h, *qhp = k->qh + 32 * h; \
+				uint8x16_t l[4] = { vld1q_u8(ql), vld1q_u8(ql + 16),   \
+						    vld1q_u8(ql + 32), vld1q_u8(ql + 48) }; \
+				uint8x16_t qh[2] = { vld1q_u8(qhp), vld1q_u8(qhp + 16) }; \
+				for (int kk = 0; kk < 4; kk++) {                       \
+					for (int j = 0; j < 2; j++) {                  \
+						uint8x16_t lo = l[2 * (kk & 1) + j];   \
+						lo = kk < 2 ? vandq_u8(lo, m4) : vshrq_n_u8(lo, 4); \
+						uint8x16_t hi = vandq_u8(vshlq_u8(qh[j], \
+							vdupq_n_s8((int8_t)(-2 * kk))), m3); \
+						int8x16_t q = vsubq_s8(vreinterpretq_s8_u8( \
+							vorrq_u8(lo, vshlq_n_u8(hi, 4))), m32); \
+						int32x4_t p = BSUM16(q, vld1q_s8(xq + 128 * h + 32 * kk + 16 * j)); \
+						acc32 = vmlaq_n_s32(acc32, p,          \
+							k->scales[8 * h + 2 * kk + j]); \
+					}                                              \
+				}                                                      \
+			}                                                              \
+			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(k->d), 0.0f, \
+					vaddvq_s32(acc32), 0, 0);                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+
+DEFINE_Q4_K(dot_q4_K_neon, NOATTR, bsum16_neon)
+DEFINE_Q4_K(dot_q4_K_dotprod, DOTPROD, bsum16_dotprod)
+DEFINE_Q6_K(dot_q6_K_neon, NOATTR, bsum16_neon)
+DEFINE_Q6_K(dot_q6_K_dotprod, DOTPROD, bsum16_dotprod)
+
+/* K-quant rows one at a time (the super-block's decode dominates). */
+#define DEFINE_KQ_MATVEC(NAME, ATTR, DOT)                                         \
+	ATTR static void NAME(const void *W, size_t rb, const void *xa, float *y, \
+			      int64_t n, int64_t r0, int64_t r1)                  \
+	{                                                                         \
+		for (int64_t r = r0; r < r1; r++)                                 \
+			y[r] = DOT((const uint8_t *)W + (size_t)r * rb, xa, n);   \
+	}
+DEFINE_KQ_MATVEC(matvec_q4_K_neon, NOATTR, dot_q4_K_neon)
+DEFINE_KQ_MATVEC(matvec_q4_K_dotprod, DOTPROD, dot_q4_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q6_K_neon, NOATTR, dot_q6_K_neon)
+DEFINE_KQ_MATVEC(matvec_q6_K_dotprod, DOTPROD, dot_q6_K_dotprod)
 
 /* ------------------------------------------------------------------ gemm */
 
@@ -652,6 +767,8 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_BF16] = dot_bf16,
 		[DTYPE_Q8_0] = dot_q8_0_neon,
 		[DTYPE_Q4_0] = dot_q4_0_neon,
+		[DTYPE_Q4_K] = dot_q4_K_neon,
+		[DTYPE_Q6_K] = dot_q6_K_neon,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -659,6 +776,8 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0_neon,
 		[DTYPE_Q4_0] = matvec_q4_0_neon,
+		[DTYPE_Q4_K] = matvec_q4_K_neon,
+		[DTYPE_Q6_K] = matvec_q6_K_neon,
 	},
 	NEON_COMMON,
 };
@@ -671,6 +790,8 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_BF16] = dot_bf16,
 		[DTYPE_Q8_0] = dot_q8_0_dotprod,
 		[DTYPE_Q4_0] = dot_q4_0_dotprod,
+		[DTYPE_Q4_K] = dot_q4_K_dotprod,
+		[DTYPE_Q6_K] = dot_q6_K_dotprod,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -678,6 +799,8 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_BF16] = matvec_bf16,
 		[DTYPE_Q8_0] = matvec_q8_0_dotprod,
 		[DTYPE_Q4_0] = matvec_q4_0_dotprod,
+		[DTYPE_Q4_K] = matvec_q4_K_dotprod,
+		[DTYPE_Q6_K] = matvec_q6_K_dotprod,
 	},
 	NEON_COMMON,
 };
