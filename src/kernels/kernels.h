@@ -73,7 +73,7 @@ int64_t kq_bad_block(int t, const void *data, size_t nbytes);
  * the first call returns). EGANG_ISA=generic|avx2|avx512 (x86-64) or
  * generic|neon|dotprod (ARM64) forces a level. */
 void kernels_init(void);
-/* Name of the level in use ("generic", "avx2", "avx512"). */
+/* Name of the level in use ("generic", "avx2", "avx512", "neon", "dotprod"). */
 const char *kernels_isa(void);
 /* Switches the process to level name (tests and benches only: not safe
  * while another thread runs a kernel); -1 with a message if the name is
