@@ -81,8 +81,14 @@ static inline model_t *test_synth_model(const char *name, uint64_t seed, int lay
 /* ---- ISA levels ---- */
 
 #ifdef EGANG_KERNELS_H
+/* the levels of this build's architecture (kernels.c), lowest first */
+#if defined(__aarch64__)
+static const char *const TEST_ISA_LEVELS[] = { "generic", "neon", "dotprod" };
+#define TEST_N_ISA_LEVELS 3
+#else
 static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512", "avx512vnni" };
 #define TEST_N_ISA_LEVELS 4
+#endif
 
 /* Levels this CPU runs (always at least generic), in TEST_ISA_LEVELS
  * order; the level in force is restored. */
@@ -113,9 +119,15 @@ static inline void test_isa_level(void **state)
 
 #define TEST_ISA_LEVEL_ENTRY(lv) \
 	{ "isa level " lv, test_isa_level, NULL, NULL, (void *)(lv) }
+#if defined(__aarch64__)
+#define TEST_ISA_LEVEL_TESTS \
+	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("neon"), \
+	TEST_ISA_LEVEL_ENTRY("dotprod")
+#else
 #define TEST_ISA_LEVEL_TESTS \
 	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("avx2"), \
 	TEST_ISA_LEVEL_ENTRY("avx512"), TEST_ISA_LEVEL_ENTRY("avx512vnni")
+#endif
 
 /* Float-weight dot products: generic and SIMD use different (each fixed)
  * summation orders, and SIMD uses FMA. Each order's error is at most about

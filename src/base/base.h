@@ -46,7 +46,15 @@ uint64_t time_now_ns(void);
 int futex_wait(uint32_t *addr, uint32_t val);
 int futex_wake(uint32_t *addr, int n);
 
-static inline void cpu_relax(void) { __builtin_ia32_pause(); }
+/* A spin-wait hint: x86 pause, ARM64 yield. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 /* A set of CPU numbers 0..63 (a bit per CPU). Not the gang's participant
  * mask: that is 32 bits (the low half of the latch word, one bit per slot,

@@ -12,7 +12,7 @@
  * lane. So every level gives the same bits as the scalar reference, and a
  * batched prefill the same bits as decode.
  *
- * One source for the AVX-512 and AVX2 levels (attn_tmpl.h): GCC vector
+ * One source for the AVX-512, AVX2 and NEON levels (attn_tmpl.h): GCC vector
  * extensions of 16 or 8 floats inside functions with each level's target
  * attribute. */
 #include "kernels/gemm_impl.h"
@@ -73,6 +73,14 @@ int attn_rows_generic(const float *q, int64_t qs, const float *K,
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
 #include "kernels/attn_tmpl.h"
 #endif
+#if defined(__aarch64__)
+/* NEON (both ARM64 levels): 4 lanes */
+#define ATTN_W 4
+#define ATTN_SUFFIX neon
+#define ATTN_TARGET "+simd"
+#define ATTN_ROUNDED(v) __asm__("" : "+w"(v))
+#include "kernels/attn_tmpl.h"
+#endif
 
 int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 	      int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
@@ -86,6 +94,10 @@ int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 		return attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 	if (strcmp(isa, "avx2") == 0)
 		return attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+#endif
+#if defined(__aarch64__)
+	if (strcmp(kernels_isa(), "generic") != 0)
+		return attn_rows_neon(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 #endif
 	return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 }

@@ -140,12 +140,12 @@ static void aux_prepare_avx2(const uint8_t *X, size_t xs, int64_t nb,
 			sx[k * nb + b] = _mm_cvtsi128_si32(s) - 32 * 128;
 		}
 }
-#endif
 
 static bool isa_simd(void)
 {
 	return strcmp(kernels_isa(), "generic") != 0;
 }
+#endif
 
 void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
 		      void *aux)
@@ -173,6 +173,13 @@ static gemm_quant_fn quant_kernel(void)
 	/* avx512 (no VNNI): the AVX2 kernel, faster than vpdpbusd emulated */
 	if (strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0)
 		return gemm_quant_avx2;
+#endif
+#if defined(__aarch64__)
+	const char *isa = kernels_isa();
+	if (strcmp(isa, "dotprod") == 0)
+		return gemm_quant_dotprod;
+	if (strcmp(isa, "neon") == 0)
+		return gemm_quant_neon;
 #endif
 	return NULL;
 }

@@ -25,6 +25,11 @@ typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
 void gemm_quant_avx2(GEMM_QUANT_ARGS);
 void gemm_quant_avx512vnni(GEMM_QUANT_ARGS);
 #endif
+#if defined(__aarch64__)
+/* kernels_neon.c */
+void gemm_quant_neon(GEMM_QUANT_ARGS);
+void gemm_quant_dotprod(GEMM_QUANT_ARGS);
+#endif
 
 /* The calling thread's scratch buffer number k (0: aux and attention, 1:
  * repacked weights) of at least bytes,

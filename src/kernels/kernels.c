@@ -16,6 +16,15 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -351,19 +360,22 @@ const kernel_ops_t kops_generic = {
 
 /* ------------------------------------------------------------- dispatch */
 
-/* The levels, lowest first; each names the CPU features it checks for and
- * its kernels use nothing else (every SIMD function carries a target list
- * of exactly those features):
+/* The levels, lowest first; a CPU has the levels of one architecture only
+ * and isa_best takes the highest it has. Each names the CPU features it
+ * checks for and its kernels use nothing else (every SIMD function carries
+ * a target list of exactly those features):
  *   avx2        AVX2, FMA, F16C (Haswell and later, Zen 1 and later)
  *   avx512      avx2 + AVX-512 F, BW, VL, DQ (Skylake-SP/X): vpdpbusd is
  *               emulated with vpmaddubsw/vpmaddwd, same integer sums
  *   avx512vnni  avx512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4/5)
+ *   neon        ARM64 Advanced SIMD
+ *   dotprod     neon + the dot product extension (SDOT/UDOT)
  * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
  * (vdpbf16ps would round the f32 activations to bf16; bf16 weights are
  * widened with a shift), so a BF16 level would equal avx512vnni. */
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_COUNT };
+enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_NEON, ISA_DOTPROD, ISA_COUNT };
 static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
-						  "avx512vnni" };
+						  "avx512vnni", "neon", "dotprod" };
 
 /* The level in use. NULL until the first kernels_init() has chosen one.
  * Stored with release by kernels_init()/kernels_set_isa(), read with acquire
@@ -380,11 +392,15 @@ static kernel_ops_t g_tables[ISA_COUNT];
 
 static void isa_tables_build(void)
 {
-	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic, NULL, NULL, NULL };
+	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic };
 #if defined(__x86_64__)
 	src[ISA_AVX2] = &kops_avx2;
 	src[ISA_AVX512] = &kops_avx512;
 	src[ISA_AVX512VNNI] = &kops_avx512vnni;
+#endif
+#if defined(__aarch64__)
+	src[ISA_NEON] = &kops_neon;
+	src[ISA_DOTPROD] = &kops_dotprod;
 #endif
 	for (int i = 0; i < ISA_COUNT; i++) {
 		kernel_ops_t *t = &g_tables[i];
@@ -484,6 +500,13 @@ static bool isa_supported(int isa)
 	if (isa == ISA_AVX512VNNI)
 		return avx512 && __builtin_cpu_supports("avx512vnni");
 #endif
+#if defined(__aarch64__)
+	unsigned long hw = getauxval(AT_HWCAP);
+	if (isa == ISA_NEON)
+		return (hw & HWCAP_ASIMD) != 0;
+	if (isa == ISA_DOTPROD)
+		return (hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP);
+#endif
 	return isa == ISA_GENERIC;
 }
 
@@ -512,7 +535,7 @@ static void kernels_init_once(void)
 		if (want < 0)
 			snprintf(g_env_error, sizeof g_env_error,
 				 "EGANG_ISA=%.32s: unknown level (generic, avx2, avx512, "
-				 "avx512vnni)", env);
+				 "avx512vnni, neon, dotprod)", env);
 		else if (!isa_supported(want))
 			snprintf(g_env_error, sizeof g_env_error,
 				 "EGANG_ISA=%s: this CPU lacks it (best level here: %s)",

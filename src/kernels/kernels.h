@@ -72,15 +72,16 @@ size_t dtype_row_bytes(dtype_t t, int64_t n);
 int64_t kq_bad_block(int t, const void *data, size_t nbytes);
 
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after
- * the first call returns). EGANG_ISA=generic|avx2|avx512|avx512vnni forces a
- * level (kernels.c lists what each checks for); an unknown level or one
- * this CPU lacks leaves the best level in use and makes kernels_check_env
- * fail. */
+ * the first call returns). EGANG_ISA forces a level: generic|avx2|avx512|
+ * avx512vnni on x86-64, generic|neon|dotprod on ARM64 (kernels.c lists
+ * what each checks for); an unknown level or one this CPU lacks leaves the
+ * best level in use and makes kernels_check_env fail. */
 void kernels_init(void);
 /* kernels_init, then -1 with a message if EGANG_ISA named an unknown level
  * or one this CPU lacks (the CLI exits 2 on it), else 0. */
 int kernels_check_env(void);
-/* Name of the level in use ("generic", "avx2", "avx512", "avx512vnni"). */
+/* Name of the level in use ("generic", "avx2", "avx512", "avx512vnni",
+ * "neon", "dotprod"). */
 const char *kernels_isa(void);
 /* Switches the process to level name (tests and benches only: not safe
  * while another thread runs a kernel); -1 with a message if the name is

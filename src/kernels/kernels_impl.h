@@ -1,5 +1,5 @@
 /* kernels: private interface between the dispatcher (kernels.c) and the
- * per-ISA implementations (kernels_avx2.c, kernels_avx512.c).
+ * per-ISA implementations (kernels_avx2.c, kernels_avx512.c, kernels_neon.c).
  *
  * A kernel_ops_t is one ISA level: every entry is a complete implementation
  * of one kernel for that level. kernels.c holds the generic table and picks
@@ -49,6 +49,8 @@
  * it. Emits no instruction. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FP_ROUNDED(v) __asm__("" : "+x"(v))
+#elif defined(__aarch64__) && defined(__GNUC__)
+#define FP_ROUNDED(v) __asm__("" : "+w"(v)) /* an FP/SIMD register */
 #else
 #define FP_ROUNDED(v) ((void)0)
 #endif
@@ -185,6 +187,11 @@ extern const kernel_ops_t kops_generic;
 extern const kernel_ops_t kops_avx2;
 extern const kernel_ops_t kops_avx512;
 extern const kernel_ops_t kops_avx512vnni;
+#endif
+#if defined(__aarch64__)
+/* kernels_neon.c: ASIMD, and ASIMD with the dotprod extension */
+extern const kernel_ops_t kops_neon;
+extern const kernel_ops_t kops_dotprod;
 #endif
 
 /* Unaligned scalar access: weight rows and blocks may sit at any byte

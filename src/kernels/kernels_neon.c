@@ -1,0 +1,808 @@
+/* kernels: the ARM64 levels, "neon" (ASIMD, in every ARMv8-A CPU) and
+ * "dotprod" (ASIMD with the ARMv8.2 dot product SDOT, detected at run time
+ * by kernels.c from AT_HWCAP). See kernels_impl.h for what is bit-exact;
+ * doc/arm64/README.md counts the loads and multiply-accumulates per block.
+ *
+ *  - Float weights (F32 / F16 / BF16): the AVX2 level's order, lane for
+ *    lane: two 8-lane FMA accumulators (here each a pair of 4-lane
+ *    registers) over steps of 16 elements, a ragged tail zero-padded into
+ *    one more step, then (acc0 + acc1), lanes 0-3 + lanes 4-7, (0+2, 1+3),
+ *    0+1. FMLA and VFMADD are both one IEEE fused rounding, so a row gives
+ *    the same bits here as at the avx2 level (and stories260K the same
+ *    logits as an x86 machine with EGANG_ISA=avx2).
+ *  - Q8_0 / Q4_0 weights: each block's exact int32 sum (SMULL + SADALP, or
+ *    SDOT at the dotprod level), then the generic's float step per row:
+ *    the same bits as the generic at both levels.
+ *  - The forward pass's float math (rmsnorm, softmax, rope, attention,
+ *    swiglu): the generic's operations, vectorized only where lanes are
+ *    independent outputs, every product rounded before its add: the same
+ *    bits as the generic.
+ *  - Q4_K / Q6_K weights (Q8_K activations): each super-block's exact
+ *    integer sums, then kq_k_step, the generic's float step: the same bits.
+ * Q2_K, Q3_K, Q5_K, Q4_1 and Q5_x run the generic code at both levels.
+ *
+ * Row groups: a row-group template takes R row pointers (R = 4 in the body
+ * of a range, 1 for the rest and vec_dot) and runs the same operations per
+ * row whatever R is, so a row's bits never depend on the chunking. */
+#include "kernels/gemm_impl.h"
+#include "kernels/kquants.h"
+
+#if defined(__aarch64__)
+
+#include <arm_neon.h>
+#include <math.h>
+#include <stdbool.h>
+
+#define NEON_INLINE static inline __attribute__((always_inline))
+/* GCC's arm_neon.h defines SDOT under arch=armv8.2-a+dotprod; a CPU with
+ * dotprod (HWCAP_ASIMDDP) implements ARMv8.2-A at least. */
+#define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#define DOTPROD_INLINE static inline __attribute__((always_inline, target("arch=armv8.2-a+dotprod")))
+
+/* bytes ahead of each row of a 4-row group that are prefetched */
+#define PF_DIST 1024
+
+/* ------------------------------------------------------ conversions */
+
+static void fp16_to_f32_row_neon(const void *xv, float *y, int64_t n)
+{
+	const uint8_t *x = xv;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		float16x8_t h = vreinterpretq_f16_u8(vld1q_u8(x + 2 * i));
+		vst1q_f32(y + i, vcvt_f32_f16(vget_low_f16(h)));
+		vst1q_f32(y + i + 4, vcvt_high_f32_f16(h));
+	}
+	for (; i < n; i++)
+		y[i] = fp16_to_f32_inline(ld_u16(x + 2 * i));
+}
+
+/* FCVTN rounds as FPCR says: to nearest even (Linux's default mode), NaN
+ * quieted with its payload's top bits, overflow to inf, halves' subnormals
+ * exact; the generic's rules. */
+static void f32_to_fp16_row_neon(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		float16x8_t h = vcvt_high_f16_f32(vcvt_f16_f32(vld1q_f32(x + i)),
+						  vld1q_f32(x + i + 4));
+		vst1q_u8(y + 2 * i, vreinterpretq_u8_f16(h));
+	}
+	for (; i < n; i++)
+		st_u16(y + 2 * i, f32_to_fp16_inline(x[i]));
+}
+
+/* Q8_0 quantization, bit-exact with quantize_q8_0_generic: FMAXNM ignores
+ * a NaN operand as "if (a > amax)" does (the running max starts at 0, never
+ * NaN), and maps a NaN product to -127 as fmaxf does; FCVTNS rounds half to
+ * even as rintf. */
+static void quantize_q8_0_neon(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		float32x4_t v[8], m = vdupq_n_f32(0.0f);
+		for (int k = 0; k < 8; k++) {
+			v[k] = vld1q_f32(xb + 4 * k);
+			m = vmaxnmq_f32(m, vabsq_f32(v[k]));
+		}
+		float amax = vmaxnmvq_f32(m);
+		float d = amax / 127.0f;
+		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+		uint8_t *yb = y + b * sizeof(block_q8_0);
+		st_u16(yb, f32_to_fp16_inline(d));
+		const float32x4_t vid = vdupq_n_f32(id);
+		int16x8_t q16[4];
+		for (int k = 0; k < 4; k++) {
+			int32x4_t q[2];
+			for (int h = 0; h < 2; h++) {
+				float32x4_t t = vmulq_f32(v[2 * k + h], vid);
+				t = vminnmq_f32(vmaxnmq_f32(t, vdupq_n_f32(-127.0f)),
+						vdupq_n_f32(127.0f));
+				q[h] = vcvtnq_s32_f32(t);
+			}
+			q16[k] = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
+		}
+		vst1q_s8((int8_t *)(yb + 2), vcombine_s8(vmovn_s16(q16[0]), vmovn_s16(q16[1])));
+		vst1q_s8((int8_t *)(yb + 18), vcombine_s8(vmovn_s16(q16[2]), vmovn_s16(q16[3])));
+	}
+}
+
+/* ------------------------------------------------ float-weight rows */
+
+/* 4 weights of type t at element i of row w, as floats. */
+NEON_INLINE float32x4_t load4(dtype_t t, const uint8_t *w, int64_t i)
+{
+	if (t == DTYPE_F32)
+		return vld1q_f32((const float *)(const void *)(w + 4 * i));
+	uint16x4_t h = vld1_u16((const uint16_t *)(const void *)(w + 2 * i));
+	if (t == DTYPE_F16)
+		return vcvt_f32_f16(vreinterpret_f16_u16(h));
+	return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+}
+
+/* acc[r][0..1] are the avx2 level's acc[r][0] (lanes 0-3, 4-7), acc[r][2..3]
+ * its acc[r][1]; one step adds elements i..i+15. */
+NEON_INLINE void step_float(dtype_t t, const uint8_t *const *w, int64_t i, const float *x,
+			    float32x4_t acc[][4], const int R)
+{
+	/* a quarter of the step at a time: 16 accumulators, 1 activation and
+	 * 4 weight registers live. GCC's scheduler hoists all 20 loads of a
+	 * step otherwise (36 registers of the 32: spills); the empty asm with
+	 * a memory clobber keeps each quarter's loads after the one before. */
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		float32x4_t xc = vld1q_f32(x + 4 * c);
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++)
+			acc[r][c] = vfmaq_f32(acc[r][c], load4(t, w[r], i + 4 * c), xc);
+		if (R == 4)
+			__asm__ __volatile__("" ::: "memory");
+	}
+}
+
+NEON_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
+				int64_t n, float *out, const int R)
+{
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	float32x4_t acc[4][4];
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+		acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = vdupq_n_f32(0.0f);
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		if (R == 4 && ((size_t)i * es) % 64 < 16 * es) /* one per line */
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++)
+				__builtin_prefetch(w[r] + (size_t)i * es + PF_DIST);
+		step_float(t, w, i, x + i, acc, R);
+	}
+	if (i < n) {
+		size_t rem = (size_t)(n - i);
+		float xt[16] = { 0 };
+		uint8_t wt[4][16 * 4];
+		const uint8_t *wp[4];
+		memcpy(xt, x + i, rem * 4);
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++) {
+			memset(wt[r], 0, sizeof wt[r]);
+			memcpy(wt[r], w[r] + (size_t)i * es, rem * es);
+			wp[r] = wt[r];
+		}
+		step_float(t, wp, 0, xt, acc, R);
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++) {
+		/* avx2 hsum_ps(acc0 + acc1): 8 lanes, then 4, then 2, then 1 */
+		float32x4_t lo = vaddq_f32(acc[r][0], acc[r][2]);
+		float32x4_t hi = vaddq_f32(acc[r][1], acc[r][3]);
+		float32x4_t s = vaddq_f32(lo, hi);
+		float32x2_t h = vadd_f32(vget_low_f32(s), vget_high_f32(s));
+		out[r] = vget_lane_f32(h, 0) + vget_lane_f32(h, 1);
+	}
+}
+
+/* ------------------------------------------------------------ quantized */
+
+/* Quants and scale of activation block b (x: Q8_0 blocks as bytes). */
+#define XQS(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0) + 2)
+#define XD(x, b) ((x) + (size_t)(b) * sizeof(block_q8_0))
+
+/* The 32 signed weights of block b of row w, elements 0-15 and 16-31. */
+NEON_INLINE void block_w(dtype_t t, const uint8_t *w, int64_t b, int8x16_t *w0, int8x16_t *w1)
+{
+	if (t == DTYPE_Q8_0) {
+		const uint8_t *qs = w + (size_t)b * sizeof(block_q8_0) + 2;
+		*w0 = vld1q_s8((const int8_t *)qs);
+		*w1 = vld1q_s8((const int8_t *)qs + 16);
+		return;
+	}
+	uint8x16_t q = vld1q_u8(w + (size_t)b * sizeof(block_q4_0) + 2);
+	const int8x16_t eight = vdupq_n_s8(8);
+	*w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+	*w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+/* Block sums as 4 int32 lanes, exact: products |w x| <= 128 * 127, two of
+ * them summed in int16 (<= 32512), pairs widened into int32. */
+NEON_INLINE int32x4_t bsum_neon(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x1)
+{
+	int16x8_t p0 = vmull_s8(vget_low_s8(w0), vget_low_s8(x0));
+	int16x8_t p1 = vmull_high_s8(w0, x0);
+	p0 = vmlal_s8(p0, vget_low_s8(w1), vget_low_s8(x1));
+	p1 = vmlal_high_s8(p1, w1, x1);
+	return vpadalq_s16(vpaddlq_s16(p0), p1);
+}
+
+DOTPROD_INLINE int32x4_t bsum_dotprod(int8x16_t w0, int8x16_t w1, int8x16_t x0, int8x16_t x1)
+{
+	return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1);
+}
+
+/* An f16 scale as a float by FCVTL: exact, as fp16_to_f32_inline (which
+ * takes a dozen scalar instructions and branches). */
+NEON_INLINE float h2f(const uint8_t *p)
+{
+	uint16x4_t h = vld1_dup_u16((const uint16_t *)(const void *)p);
+	return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), 0);
+}
+
+NEON_INLINE const uint8_t *block_d(dtype_t t, const uint8_t *w, int64_t b)
+{
+	return w + (size_t)b * (t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
+}
+
+/* R = 4 rows: the four block sums are reduced together (ADDP) and the
+ * float step acc += (float)sumi * (dw * dx) runs in four lanes; R = 1: the
+ * same float operations on one scalar. Bit-exact with the generic. One
+ * copy per level (BSUM: bsum_neon or bsum_dotprod). */
+#define DOT_ROWS_QUANT(NAME, ATTR, BSUM)                                              \
+	ATTR void NAME(dtype_t t, const uint8_t *const *w, const uint8_t *x, int64_t nb, \
+		       float *out, const int R)                                         \
+	{                                                                               \
+		float32x4_t acc4 = vdupq_n_f32(0.0f);                                   \
+		float acc1 = 0.0f;                                                      \
+		for (int64_t b = 0; b < nb; b++) {                                      \
+			int8x16_t x0 = vld1q_s8((const int8_t *)XQS(x, b));             \
+			int8x16_t x1 = vld1q_s8((const int8_t *)XQS(x, b) + 16);        \
+			float dx = h2f(XD(x, b));                                       \
+			int8x16_t w0, w1;                                               \
+			if (R == 4) {                                                   \
+				int32x4_t s[4];                                         \
+				_Pragma("GCC unroll 4") for (int r = 0; r < 4; r++)     \
+				{                                                       \
+					__builtin_prefetch(w[r] + (size_t)b * gemm_qbytes(t) + PF_DIST); \
+					block_w(t, w[r], b, &w0, &w1);                  \
+					s[r] = BSUM(w0, w1, x0, x1);                    \
+				}                                                       \
+				int32x4_t sum = vpaddq_s32(vpaddq_s32(s[0], s[1]),      \
+							   vpaddq_s32(s[2], s[3]));     \
+				uint16x4_t dh = vdup_n_u16(0);                          \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[0], b), dh, 0); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[1], b), dh, 1); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[2], b), dh, 2); \
+				dh = vld1_lane_u16((const uint16_t *)(const void *)block_d(t, w[3], b), dh, 3); \
+				float32x4_t d = vmulq_n_f32(                            \
+					vcvt_f32_f16(vreinterpret_f16_u16(dh)), dx);    \
+				float32x4_t prod = vmulq_f32(vcvtq_f32_s32(sum), d);    \
+				FP_ROUNDED(prod);                                       \
+				acc4 = vaddq_f32(acc4, prod);                           \
+			} else {                                                        \
+				block_w(t, w[0], b, &w0, &w1);                          \
+				int32_t s = vaddvq_s32(BSUM(w0, w1, x0, x1));           \
+				float d = h2f(block_d(t, w[0], b)) * dx;                \
+				float prod = (float)s * d;                              \
+				FP_ROUNDED(prod);                                       \
+				acc1 = acc1 + prod;                                     \
+			}                                                               \
+		}                                                                       \
+		if (R == 4)                                                             \
+			vst1q_f32(out, acc4);                                           \
+		else                                                                    \
+			out[0] = acc1;                                                  \
+	}
+DOT_ROWS_QUANT(dot_rows_quant_neon, NEON_INLINE, bsum_neon)
+DOT_ROWS_QUANT(dot_rows_quant_dotprod, DOTPROD_INLINE, bsum_dotprod)
+
+/* ------------------------------------------------------ entry points */
+
+#define DEFINE_KERNELS(tag, ATTR, T, ROWS)                                       \
+	ATTR static float dot_##tag(const void *w, const void *xa, int64_t n)    \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		ROWS(T, wr, xa, n, out, 1);                                      \
+		return out[0];                                                   \
+	}                                                                        \
+	ATTR static void matvec_##tag(const void *W, size_t rb, const void *xa,  \
+				      float *y, int64_t n, int64_t r0, int64_t r1) \
+	{                                                                        \
+		const uint8_t *base = W;                                         \
+		int64_t r = r0;                                                  \
+		for (; r + 4 <= r1; r += 4) {                                    \
+			const uint8_t *wr[4] = {                                 \
+				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
+				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
+			ROWS(T, wr, xa, n, y + r, 4);                            \
+		}                                                                \
+		for (; r < r1; r++) {                                            \
+			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
+			ROWS(T, wr, xa, n, y + r, 1);                            \
+		}                                                                \
+	}
+
+#define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
+#define ROWS_QN(T, wr, xa, n, out, R) \
+	dot_rows_quant_neon(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
+#define ROWS_QD(T, wr, xa, n, out, R) \
+	dot_rows_quant_dotprod(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
+#define NOATTR
+
+DEFINE_KERNELS(f32, NOATTR, DTYPE_F32, ROWS_FLOAT)
+DEFINE_KERNELS(f16, NOATTR, DTYPE_F16, ROWS_FLOAT)
+DEFINE_KERNELS(bf16, NOATTR, DTYPE_BF16, ROWS_FLOAT)
+DEFINE_KERNELS(q8_0_neon, NOATTR, DTYPE_Q8_0, ROWS_QN)
+DEFINE_KERNELS(q4_0_neon, NOATTR, DTYPE_Q4_0, ROWS_QN)
+DEFINE_KERNELS(q8_0_dotprod, DOTPROD, DTYPE_Q8_0, ROWS_QD)
+DEFINE_KERNELS(q4_0_dotprod, DOTPROD, DTYPE_Q4_0, ROWS_QD)
+
+/* ------------------------------------------------------------ K-quants */
+
+/* 16 products q x as 4 int32 lanes, exact (|q x| <= 63 * 127 here). */
+NEON_INLINE int32x4_t bsum16_neon(int8x16_t q, int8x16_t x)
+{
+	return vpadalq_s16(vpaddlq_s16(vmull_s8(vget_low_s8(q), vget_low_s8(x))),
+			   vmull_high_s8(q, x));
+}
+
+DOTPROD_INLINE int32x4_t bsum16_dotprod(int8x16_t q, int8x16_t x)
+{
+	return vdotq_s32(vdupq_n_s32(0), q, x);
+}
+
+/* Q4_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles and
+ * 2c + 1 in its high ones; sumi = sum over sub-blocks of sc * (q . x),
+ * summ = sum of mn * the activations' bsums (as kquants_avx2.c); all
+ * integer, so exact in any order; then kq_k_step. */
+#define DEFINE_Q4_K(NAME, ATTR, BSUM16)                                                  \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q4_K); \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const uint8_t *qs = wb + 16;                                   \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			uint8_t sc[8], mn[8];                                          \
+			for (int s = 0; s < 8; s++)                                    \
+				kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);            \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int c = 0; c < 4; c++) {                                  \
+				uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 32 * c + 16); \
+				const int8_t *xc = xq + 64 * c;                        \
+				int32x4_t lo = vaddq_s32(                              \
+					BSUM16(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(xc)), \
+					BSUM16(vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(xc + 16))); \
+				int32x4_t hi = vaddq_s32(                              \
+					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(xc + 32)), \
+					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(xc + 48))); \
+				acc32 = vmlaq_n_s32(acc32, lo, sc[2 * c]);             \
+				acc32 = vmlaq_n_s32(acc32, hi, sc[2 * c + 1]);         \
+			}                                                              \
+			int32_t summ = 0;                                              \
+			for (int s = 0; s < 8; s++)                                    \
+				summ += mn[s] * ((int16_t)ld_u16(x + 4 + QK_K + 4 * s) + \
+						 (int16_t)ld_u16(x + 4 + QK_K + 4 * s + 2)); \
+			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)), \
+					fp16_to_f32_inline(ld_u16(wb + 2)), vaddvq_s32(acc32), \
+					summ, 1);                                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+
+/* Q6_K: q = (ql nibble | 2 bits of qh << 4) - 32 in -32 .. 31 (the layout
+ * of kquants.c unpack_q6_K), a scale per 16; then kq_k_step (no min). */
+#define DEFINE_Q6_K(NAME, ATTR, BSUM16)                                                  \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);         \
+		const int8x16_t m32 = vdupq_n_s8(32);                                  \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const block_q6_K *k = (const void *)((const uint8_t *)w +      \
+							     (size_t)b * sizeof(block_q6_K)); \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int h = 0; h < 2; h++) {                                  \
+				const uint8_t *ql = k->ql + 64 * h, *qhp = k->qh + 32 * h; \
+				uint8x16_t l[4] = { vld1q_u8(ql), vld1q_u8(ql + 16),   \
+						    vld1q_u8(ql + 32), vld1q_u8(ql + 48) }; \
+				uint8x16_t qh[2] = { vld1q_u8(qhp), vld1q_u8(qhp + 16) }; \
+				for (int kk = 0; kk < 4; kk++) {                       \
+					for (int j = 0; j < 2; j++) {                  \
+						uint8x16_t lo = l[2 * (kk & 1) + j];   \
+						lo = kk < 2 ? vandq_u8(lo, m4) : vshrq_n_u8(lo, 4); \
+						uint8x16_t hi = vandq_u8(vshlq_u8(qh[j], \
+							vdupq_n_s8((int8_t)(-2 * kk))), m3); \
+						int8x16_t q = vsubq_s8(vreinterpretq_s8_u8( \
+							vorrq_u8(lo, vshlq_n_u8(hi, 4))), m32); \
+						int32x4_t p = BSUM16(q, vld1q_s8(xq + 128 * h + 32 * kk + 16 * j)); \
+						acc32 = vmlaq_n_s32(acc32, p,          \
+							k->scales[8 * h + 2 * kk + j]); \
+					}                                              \
+				}                                                      \
+			}                                                              \
+			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(k->d), 0.0f, \
+					vaddvq_s32(acc32), 0, 0);                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+
+DEFINE_Q4_K(dot_q4_K_neon, NOATTR, bsum16_neon)
+DEFINE_Q4_K(dot_q4_K_dotprod, DOTPROD, bsum16_dotprod)
+DEFINE_Q6_K(dot_q6_K_neon, NOATTR, bsum16_neon)
+DEFINE_Q6_K(dot_q6_K_dotprod, DOTPROD, bsum16_dotprod)
+
+/* K-quant rows one at a time (the super-block's decode dominates). */
+#define DEFINE_KQ_MATVEC(NAME, ATTR, DOT)                                         \
+	ATTR static void NAME(const void *W, size_t rb, const void *xa, float *y, \
+			      int64_t n, int64_t r0, int64_t r1)                  \
+	{                                                                         \
+		for (int64_t r = r0; r < r1; r++)                                 \
+			y[r] = DOT((const uint8_t *)W + (size_t)r * rb, xa, n);   \
+	}
+DEFINE_KQ_MATVEC(matvec_q4_K_neon, NOATTR, dot_q4_K_neon)
+DEFINE_KQ_MATVEC(matvec_q4_K_dotprod, DOTPROD, dot_q4_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q6_K_neon, NOATTR, dot_q6_K_neon)
+DEFINE_KQ_MATVEC(matvec_q6_K_dotprod, DOTPROD, dot_q6_K_dotprod)
+
+/* ------------------------------------------------------------------ gemm */
+
+/* Q8_0 / Q4_0 weights x a batch (gemm_impl.h): per group of 4 rows, every
+ * token with the matvec's 4-row template, so every output is the matvec's
+ * bits (the generic's); the group's blocks stay in L1 across the tokens.
+ * Not register-blocked across tokens (doc/arm64/README.md). */
+#define DEFINE_GEMM(NAME, ATTR, ROWS)                                                  \
+	ATTR void NAME(GEMM_QUANT_ARGS)                                                \
+	{                                                                              \
+		(void)P, (void)np, (void)dx, (void)sx;                                 \
+		int64_t r = r0;                                                        \
+		for (; r + 4 <= r1; r += 4) {                                          \
+			const uint8_t *wr[4] = { W + (size_t)r * rb, W + (size_t)(r + 1) * rb, \
+						 W + (size_t)(r + 2) * rb,             \
+						 W + (size_t)(r + 3) * rb };           \
+			for (int64_t k = 0; k < ntok; k++) {                           \
+				float o[4];                                            \
+				ROWS(t, wr, X + (size_t)k * xs, nb * QK, o, 4);        \
+				for (int i = 0; i < 4; i++)                            \
+					Y[k * ys + r + i] = o[i];                      \
+			}                                                              \
+		}                                                                      \
+		for (; r < r1; r++) {                                                  \
+			const uint8_t *wr[1] = { W + (size_t)r * rb };                 \
+			for (int64_t k = 0; k < ntok; k++)                             \
+				ROWS(t, wr, X + (size_t)k * xs, nb * QK, Y + k * ys + r, 1); \
+		}                                                                      \
+	}
+DEFINE_GEMM(gemm_quant_neon, NOATTR, ROWS_QN)
+DEFINE_GEMM(gemm_quant_dotprod, DOTPROD, ROWS_QD)
+
+/* ------------------------------------------ forward-pass float math */
+
+/* ss in the generic's sequential order; o = w * (ss * x) 4 lanes at once. */
+static void rmsnorm_neon(float *o, const float *x, const float *w, int64_t n, float eps)
+{
+	float ss = 0.0f;
+	for (int64_t j = 0; j < n; j++) {
+		float p = x[j] * x[j];
+		FP_ROUNDED(p);
+		ss = ss + p;
+	}
+	ss /= (float)n;
+	ss += eps;
+	ss = 1.0f / sqrtf(ss);
+	int64_t j = 0;
+	for (; j + 4 <= n; j += 4) {
+		float32x4_t sx = vmulq_n_f32(vld1q_f32(x + j), ss);
+		FP_ROUNDED(sx);
+		vst1q_f32(o + j, vmulq_f32(vld1q_f32(w + j), sx));
+	}
+	for (; j < n; j++)
+		o[j] = w[j] * (ss * x[j]);
+}
+
+/* The max over lanes (a NaN anywhere takes the generic path, whose
+ * comparisons define the result), expf and the sum in the generic's order,
+ * the division 4 lanes at once. */
+static void softmax_neon(float *x, int64_t n)
+{
+	if (n <= 0)
+		return;
+	float32x4_t mx = vdupq_n_f32(x[0]);
+	uint32x4_t ok = vdupq_n_u32(~0u);
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		float32x4_t v = vld1q_f32(x + i);
+		ok = vandq_u32(ok, vceqq_f32(v, v));
+		mx = vmaxq_f32(mx, v);
+	}
+	float max = vmaxvq_f32(mx);
+	bool nan = vminvq_u32(ok) == 0;
+	for (; i < n; i++) {
+		nan |= x[i] != x[i];
+		max = x[i] > max ? x[i] : max;
+	}
+	if (nan) {
+		softmax_generic(x, n);
+		return;
+	}
+	float sum = 0.0f;
+	for (i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	i = 0;
+	for (; i + 4 <= n; i += 4)
+		vst1q_f32(x + i, vdivq_f32(vld1q_f32(x + i), vdupq_n_f32(sum)));
+	for (; i < n; i++)
+		x[i] /= sum;
+}
+
+/* exp_eg (kernels_impl.h) 4 lanes at once, the same operations in the same
+ * order (FRINTN rounds to nearest even as rintf): the same bits per lane. */
+NEON_INLINE float32x4_t exp_eg_neon(float32x4_t x)
+{
+	float32x4_t n = vrndnq_f32(vmulq_n_f32(x, EXP_EG_LOG2E));
+	float32x4_t a = vmulq_n_f32(n, EXP_EG_C1);
+	FP_ROUNDED(a);
+	float32x4_t r = vsubq_f32(x, a);
+	a = vmulq_n_f32(n, EXP_EG_C2);
+	FP_ROUNDED(a);
+	r = vsubq_f32(r, a);
+	float32x4_t z = vmulq_f32(r, r);
+	float32x4_t p = vdupq_n_f32(exp_eg_poly[0]);
+#pragma GCC unroll 5
+	for (int i = 1; i < 6; i++) {
+		p = vmulq_f32(p, r);
+		FP_ROUNDED(p);
+		p = vaddq_f32(p, vdupq_n_f32(exp_eg_poly[i]));
+	}
+	p = vmulq_f32(p, z);
+	FP_ROUNDED(p);
+	p = vaddq_f32(vaddq_f32(p, r), vdupq_n_f32(1.0f));
+	int32x4_t k = vcvtq_s32_f32(n), h = vshrq_n_s32(k, 1);
+	const int32x4_t bias = vdupq_n_s32(127);
+	p = vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(h, bias), 23)));
+	FP_ROUNDED(p);
+	p = vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(k, h), bias), 23)));
+	/* the scalar's early returns, in its order: NaN, low, high */
+	p = vbslq_f32(vcgtq_f32(x, vdupq_n_f32(EXP_EG_HI)), vdupq_n_f32(__builtin_inff()), p);
+	p = vbslq_f32(vcleq_f32(x, vdupq_n_f32(EXP_EG_LO)), vdupq_n_f32(0.0f), p);
+	return vbslq_f32(vceqq_f32(x, x), p, x);
+}
+
+/* swiglu_generic 4 lanes at once (same operations: the same bits). */
+static void swiglu_neon(float *o, const float *a, const float *b, int64_t n)
+{
+	const float32x4_t one = vdupq_n_f32(1.0f);
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		float32x4_t v = vld1q_f32(a + i);
+		float32x4_t e = exp_eg_neon(vnegq_f32(v));
+		FP_ROUNDED(e);
+		float32x4_t s = vdivq_f32(one, vaddq_f32(one, e));
+		v = vmulq_f32(v, s);
+		FP_ROUNDED(v);
+		vst1q_f32(o + i, vmulq_f32(v, vld1q_f32(b + i)));
+	}
+	for (; i < n; i++) {
+		float val = a[i];
+		val *= (1.0f / (1.0f + exp_eg(-val)));
+		val *= b[i];
+		o[i] = val;
+	}
+}
+
+/* One pair's rotation, as rope_apply_generic. */
+static inline void rope_pair(float *v, int a, int b, float c, float s)
+{
+	float v0 = v[a], v1 = v[b];
+	v[a] = v0 * c - v1 * s;
+	v[b] = v0 * s + v1 * c;
+}
+
+/* neox = 0: 4 adjacent pairs per step, de-interleaved by LD2 (x[2i] and
+ * x[2i+1], cos and sin); neox = 1: the halves a and a + rot/2 as two
+ * vectors. Each product rounded, then the generic's sub / add. */
+static void rope_apply_neon(float *x, int n_heads, int head_dim, int rot_dim, const float *cs,
+			    int neox)
+{
+	const int half = rot_dim / 2;
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		int j = 0;
+		for (; j + 4 <= half; j += 4) {
+			float32x4x2_t t = vld2q_f32(cs + 2 * j);
+			float32x4_t a, b;
+			float32x4x2_t ab;
+			if (!neox) {
+				ab = vld2q_f32(v + 2 * j);
+				a = ab.val[0];
+				b = ab.val[1];
+			} else {
+				a = vld1q_f32(v + j);
+				b = vld1q_f32(v + j + half);
+			}
+			float32x4_t ac = vmulq_f32(a, t.val[0]), bs = vmulq_f32(b, t.val[1]);
+			float32x4_t as = vmulq_f32(a, t.val[1]), bc = vmulq_f32(b, t.val[0]);
+			FP_ROUNDED(ac);
+			FP_ROUNDED(bs);
+			FP_ROUNDED(as);
+			FP_ROUNDED(bc);
+			a = vsubq_f32(ac, bs);
+			b = vaddq_f32(as, bc);
+			if (!neox) {
+				ab.val[0] = a;
+				ab.val[1] = b;
+				vst2q_f32(v + 2 * j, ab);
+			} else {
+				vst1q_f32(v + j, a);
+				vst1q_f32(v + j + half, b);
+			}
+		}
+		for (; j < half; j++)
+			rope_pair(v, neox ? j : 2 * j, neox ? j + half : 2 * j + 1, cs[2 * j],
+				  cs[2 * j + 1]);
+	}
+}
+
+/* Scores of one head, 4 positions per vector (lane l = position t + l),
+ * each summed over i in order from +0 (the generic's dot per lane): the 4
+ * keys are read 4 dimensions at a time and transposed in registers; then
+ * the division by sqrtf(hd) per lane. Positions past the last multiple of
+ * 4 and dimensions past the last multiple of 4 run the generic's scalar
+ * loop (the same operations). */
+static void att_scores_neon(const float *q, const float *k, int64_t stride, int n_pos, int hd,
+			    float *scores)
+{
+	const float scale = sqrtf((float)hd);
+	int t = 0;
+	for (; t + 4 <= n_pos; t += 4) {
+		const float *k0 = k + (size_t)t * (size_t)stride, *k1 = k0 + stride;
+		const float *k2 = k1 + stride, *k3 = k2 + stride;
+		float32x4_t acc = vdupq_n_f32(0.0f);
+		int i = 0;
+		for (; i + 4 <= hd; i += 4) {
+			/* 4x4 transpose: c[j] lane l = key l's element i + j */
+			float32x4_t r0 = vld1q_f32(k0 + i), r1 = vld1q_f32(k1 + i);
+			float32x4_t r2 = vld1q_f32(k2 + i), r3 = vld1q_f32(k3 + i);
+			float32x4_t t01l = vtrn1q_f32(r0, r1), t01h = vtrn2q_f32(r0, r1);
+			float32x4_t t23l = vtrn1q_f32(r2, r3), t23h = vtrn2q_f32(r2, r3);
+			float32x4_t c[4];
+			c[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t01l),
+								vreinterpretq_f64_f32(t23l)));
+			c[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t01h),
+								vreinterpretq_f64_f32(t23h)));
+			c[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t01l),
+								vreinterpretq_f64_f32(t23l)));
+			c[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t01h),
+								vreinterpretq_f64_f32(t23h)));
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++) {
+				float32x4_t p = vmulq_n_f32(c[j], q[i + j]);
+				FP_ROUNDED(p);
+				acc = vaddq_f32(acc, p);
+			}
+		}
+		for (; i < hd; i++) {
+			float32x4_t kv = { k0[i], k1[i], k2[i], k3[i] };
+			float32x4_t p = vmulq_n_f32(kv, q[i]);
+			FP_ROUNDED(p);
+			acc = vaddq_f32(acc, p);
+		}
+		vst1q_f32(scores + t, vdivq_f32(acc, vdupq_n_f32(scale)));
+	}
+	for (; t < n_pos; t++) {
+		const float *kt = k + (size_t)t * (size_t)stride;
+		float dot = 0.0f;
+		for (int i = 0; i < hd; i++)
+			dot += q[i] * kt[i];
+		scores[t] = dot / scale;
+	}
+}
+
+/* out (hd) = sum_u s[u] v_u: 16 dimensions (four independent chains) per
+ * pass over the values, each summed over u in order from +0. */
+static void att_wsum_neon(float *out, const float *s, const float *v, int64_t stride, int n_pos,
+			  int hd)
+{
+	int i = 0;
+	for (; i + 16 <= hd; i += 16) {
+		float32x4_t o0 = vdupq_n_f32(0.0f), o1 = o0, o2 = o0, o3 = o0;
+		for (int u = 0; u < n_pos; u++) {
+			const float *vu = v + (size_t)u * (size_t)stride + i;
+			float32x4_t p0 = vmulq_n_f32(vld1q_f32(vu), s[u]);
+			float32x4_t p1 = vmulq_n_f32(vld1q_f32(vu + 4), s[u]);
+			float32x4_t p2 = vmulq_n_f32(vld1q_f32(vu + 8), s[u]);
+			float32x4_t p3 = vmulq_n_f32(vld1q_f32(vu + 12), s[u]);
+			FP_ROUNDED(p0);
+			FP_ROUNDED(p1);
+			FP_ROUNDED(p2);
+			FP_ROUNDED(p3);
+			o0 = vaddq_f32(o0, p0);
+			o1 = vaddq_f32(o1, p1);
+			o2 = vaddq_f32(o2, p2);
+			o3 = vaddq_f32(o3, p3);
+		}
+		vst1q_f32(out + i, o0);
+		vst1q_f32(out + i + 4, o1);
+		vst1q_f32(out + i + 8, o2);
+		vst1q_f32(out + i + 12, o3);
+	}
+	for (; i + 4 <= hd; i += 4) {
+		float32x4_t o0 = vdupq_n_f32(0.0f);
+		for (int u = 0; u < n_pos; u++) {
+			float32x4_t p0 = vmulq_n_f32(vld1q_f32(v + (size_t)u * (size_t)stride + i), s[u]);
+			FP_ROUNDED(p0);
+			o0 = vaddq_f32(o0, p0);
+		}
+		vst1q_f32(out + i, o0);
+	}
+	for (; i < hd; i++) {
+		float o0 = 0.0f;
+		for (int u = 0; u < n_pos; u++)
+			o0 += s[u] * v[(size_t)u * (size_t)stride + i];
+		out[i] = o0;
+	}
+}
+
+static void attention_neon(float *out, const float *q, const float *k, const float *v,
+			   int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss)
+{
+	for (int h = 0; h < nh; h++) {
+		float *s = scores + (size_t)h * (size_t)ss;
+		att_scores_neon(q + (size_t)h * (size_t)hd, k, stride, n_pos, hd, s);
+		softmax_neon(s, n_pos);
+		att_wsum_neon(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
+	}
+}
+
+/* ---------------------------------------------------------------- tables */
+
+#define NEON_COMMON                                                    \
+	.quantize_q8_0 = quantize_q8_0_neon,                           \
+	.fp16_to_f32_row = fp16_to_f32_row_neon,                       \
+	.f32_to_fp16_row = f32_to_fp16_row_neon, .rmsnorm = rmsnorm_neon, \
+	.softmax = softmax_neon, .rope_apply = rope_apply_neon,        \
+	.attention = attention_neon, .swiglu = swiglu_neon
+
+const kernel_ops_t kops_neon = {
+	.name = "neon",
+	.vec_dot = {
+		[DTYPE_F32] = dot_f32,
+		[DTYPE_F16] = dot_f16,
+		[DTYPE_BF16] = dot_bf16,
+		[DTYPE_Q8_0] = dot_q8_0_neon,
+		[DTYPE_Q4_0] = dot_q4_0_neon,
+		[DTYPE_Q4_K] = dot_q4_K_neon,
+		[DTYPE_Q6_K] = dot_q6_K_neon,
+	},
+	.matvec = {
+		[DTYPE_F32] = matvec_f32,
+		[DTYPE_F16] = matvec_f16,
+		[DTYPE_BF16] = matvec_bf16,
+		[DTYPE_Q8_0] = matvec_q8_0_neon,
+		[DTYPE_Q4_0] = matvec_q4_0_neon,
+		[DTYPE_Q4_K] = matvec_q4_K_neon,
+		[DTYPE_Q6_K] = matvec_q6_K_neon,
+	},
+	NEON_COMMON,
+};
+
+const kernel_ops_t kops_dotprod = {
+	.name = "dotprod",
+	.vec_dot = {
+		[DTYPE_F32] = dot_f32,
+		[DTYPE_F16] = dot_f16,
+		[DTYPE_BF16] = dot_bf16,
+		[DTYPE_Q8_0] = dot_q8_0_dotprod,
+		[DTYPE_Q4_0] = dot_q4_0_dotprod,
+		[DTYPE_Q4_K] = dot_q4_K_dotprod,
+		[DTYPE_Q6_K] = dot_q6_K_dotprod,
+	},
+	.matvec = {
+		[DTYPE_F32] = matvec_f32,
+		[DTYPE_F16] = matvec_f16,
+		[DTYPE_BF16] = matvec_bf16,
+		[DTYPE_Q8_0] = matvec_q8_0_dotprod,
+		[DTYPE_Q4_0] = matvec_q4_0_dotprod,
+		[DTYPE_Q4_K] = matvec_q4_K_dotprod,
+		[DTYPE_Q6_K] = matvec_q6_K_dotprod,
+	},
+	NEON_COMMON,
+};
+
+#endif
