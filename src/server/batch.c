@@ -242,7 +242,7 @@ static bool admit(batch_t *b)
 		while (!s->head && !b->live && !stopping) {
 			s->running_job = false;
 			pthread_mutex_unlock(&s->qmu);
-			if (b->begun) /* nothing live: the cores go back */
+			if (b->begun && b->g) /* nothing live: the cores go back */
 				gang_end(b->g);
 			b->begun = false;
 			pthread_mutex_lock(&s->qmu);
@@ -500,7 +500,7 @@ void batch_main(server_t *s, forward_t *f, gang_t *g)
 		}
 		reap(&b);
 	}
-	if (b.begun)
+	if (b.begun && g)
 		gang_end(g);
 out:
 	while (b.n_cache)

@@ -333,8 +333,13 @@ void *gen_main(void *arg)
 			job_fail(s, j, 503, "the server is shutting down");
 		else if (atomic_load_explicit(&j->cancel, memory_order_relaxed))
 			job_fail(s, j, 503, "the client went away");
-		else
+		else {
+			pthread_mutex_lock(&s->mmu);
+			hist_observe(&s->queue_wait,
+				     (double)(time_now_ns() - j->t_enqueue) / 1e9);
+			pthread_mutex_unlock(&s->mmu);
 			gen_run(s, f, g, j);
+		}
 		pthread_mutex_lock(&s->qmu);
 		s->running_job = false;
 		pthread_mutex_unlock(&s->qmu);
