@@ -428,6 +428,30 @@ static inline const void *b_act(const forward_t *f, const tensor_t *w, const flo
 	return act_region(w->type, (void *)xq, w->cols, f->bmax);
 }
 
+/* W's rows r0..r1 times ntok activation rows (gemm_rows_packed's
+ * arguments): gemm_rows_packed, or for at most MV_TOKENS tokens (a small
+ * decode batch) the decode matvec once per token over the chunk's rows,
+ * which stay in cache after the first token, so each row still comes from
+ * memory once per step. gemm_rows' tile setup costs more than it saves
+ * below about 8 tokens (a serial step of smollm-135m q8_0: 4 tokens 115
+ * against 240 ms, 16 tokens 308 against 284 ms, on a loaded machine).
+ * Both give every output the matvec's bits (kernels.h), so the switch
+ * changes no bit (tests/test_batch.c runs both sides of it). */
+#define MV_TOKENS 4
+
+static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, float *Y,
+		 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)
+{
+	if (ntok <= MV_TOKENS) {
+		for (int64_t t = 0; t < ntok; t++)
+			matvec_range(w->type, w->data, w->packed, w->rows, (const char *)X + t * xs,
+				     Y + t * ys + r0, n, r0, r1);
+		return;
+	}
+	gemm_rows_packed(w->type, w->data, w->packed, w->rows, X, xs, aux, Y, ys, n, r0, r1,
+			 ntok);
+}
+
 /* Per token: the quantized rows of x (bn, n) for each activation type the
  * k matrices ws read (as act_fill), and the Q8_0 rows' gemm aux. */
 static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
@@ -496,9 +520,8 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		int64_t ys = part[p].ys;
 		lo -= part[p].base;
 		hi -= part[p].base;
-		gemm_rows_packed(w->type, w->data, w->packed, w->rows,
-				 b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, c->dim),
-				 f->bxb_aux, part[p].out, ys, c->dim, lo, hi, f->bn);
+		b_mm(w, b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, c->dim), f->bxb_aux,
+		     part[p].out, ys, c->dim, lo, hi, f->bn);
 		if (part[p].b)
 			for (int32_t k = 0; k < f->bn; k++)
 				for (int64_t r = lo; r < hi; r++)
@@ -572,8 +595,8 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
-	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(f, w, in, in_q),
-			 act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0, r1, f->bn);
+	b_mm(w, b_act(f, w, in, in_q), act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0,
+	     r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		for (int64_t r = r0; r < r1; r++)
 			f->bx[k * d + r] += f->btmp[k * d + r];
@@ -600,10 +623,10 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
 	const tensor_t *g = &y->w_gate, *u = &y->w_up;
-	gemm_rows_packed(g->type, g->data, g->packed, g->rows, b_act(f, g, f->bxb, f->bxb_q),
-			 act_row(g->type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
-	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(f, u, f->bxb, f->bxb_q),
-			 act_row(u->type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
+	b_mm(g, b_act(f, g, f->bxb, f->bxb_q), act_row(g->type, d), f->bxb_aux, f->bhb, H, d,
+	     r0, r1, f->bn);
+	b_mm(u, b_act(f, u, f->bxb, f->bxb_q), act_row(u->type, d), f->bxb_aux, f->btmp, H, d,
+	     r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		swiglu(f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
 		       r1 - r0);
@@ -651,10 +674,8 @@ static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (!f->bnlog)
 		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(f, w, f->bxb, f->bxb_q),
-			 act_row(w->type, d), f->bxb_aux,
-			 f->bnlog == 1 ? f->logits : f->blog, f->c.vocab_size, d, r0, r1,
-			 f->bnlog);
+	b_mm(w, b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, d), f->bxb_aux,
+	     f->bnlog == 1 ? f->logits : f->blog, f->c.vocab_size, d, r0, r1, f->bnlog);
 }
 
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
