@@ -341,7 +341,7 @@ static int plan_step(batch_t *b, int32_t *tokens)
 		b->seg_slot[ns++] = i;
 		total++;
 	}
-	int32_t budget = b->s->cfg.prefill_chunk;
+	int32_t budget = b->s->cfg.prefill_chunk > 0 ? b->s->cfg.prefill_chunk : 64;
 	for (;;) { /* oldest prefilling sequence first */
 		slot_t *old = NULL;
 		int oi = -1;
