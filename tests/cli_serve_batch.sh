@@ -70,7 +70,7 @@ invariance() {
 	for ((i = 0; i < NP; i++)); do # alone, one after the other
 		python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" "p$i:0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}"
 	done
-	for r in 1 2 3; do # together, joining at random times
+	for r in 1 2; do # together, joining at random times
 		mkdir -p "$TMP/b$r-$type"
 		specs=()
 		for ((i = 0; i < NP; i++)); do
