@@ -23,6 +23,7 @@ typedef struct bench_cfg {
 
 typedef struct bench_shared {
 	_Atomic uint64_t done; /* requests finished (any outcome) */
+	_Atomic uint64_t issued; /* requests started (--requests) */
 	_Atomic int rss_taken;
 	long rss_100;
 } bench_shared_t;
@@ -31,13 +32,15 @@ typedef struct client {
 	const bench_cfg_t *cfg;
 	bench_shared_t *sh;
 	uint64_t ok, busy, failed, tokens;
+	int index;
 	double *ttft; /* seconds, one per 200 */
 	size_t n_ttft, cap_ttft;
 	char why[200]; /* the first failure */
 } client_t;
 
-/* GET url/metrics and read process_resident_memory_bytes; 0 if absent. */
-static long rss_from_metrics(const char *base, const char *key)
+/* GET url/metrics and read the value of `name` (a sample line "name V");
+ * -1 if absent. */
+static double metric_value(const char *base, const char *key, const char *name)
 {
 	char url[1024];
 	snprintf(url, sizeof url, "%s/metrics", base);
@@ -62,12 +65,21 @@ static long rss_from_metrics(const char *base, const char *key)
 	fclose(f);
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hdr);
-	long v = 0;
-	const char *p = rc == CURLE_OK && buf ? strstr(buf, "\nprocess_resident_memory_bytes ") : NULL;
+	double v = -1;
+	char want[200];
+	snprintf(want, sizeof want, "\n%s ", name);
+	const char *p = rc == CURLE_OK && buf ? strstr(buf, want) : NULL;
 	if (p)
-		v = strtol(p + 31, NULL, 10);
+		v = strtod(p + strlen(want), NULL);
 	free(buf);
 	return v;
+}
+
+/* process_resident_memory_bytes from url/metrics; 0 if absent. */
+static long rss_from_metrics(const char *base, const char *key)
+{
+	double v = metric_value(base, key, "process_resident_memory_bytes");
+	return v > 0 ? (long)v : 0;
 }
 
 static long rss_from_proc(long pid)
@@ -107,8 +119,26 @@ static void *client_main(void *arg)
 		 c->c.chat ? "/v1/chat/completions" : "/v1/completions");
 	struct curl_slist *hdr = loadgen_headers(c->c.api_key);
 	loadgen_stream_t *st = malloc(sizeof *st);
+	uint64_t n_req = 0;
 	while (h && st && time_now_ns() < c->t_end) {
-		loadgen_setup(h, url, hdr, c->body, c->c.req_timeout, st);
+		/* relaxed: a count, orders nothing */
+		if (c->c.requests && atomic_fetch_add_explicit(&cl->sh->issued, 1,
+							      memory_order_relaxed) >=
+					     (uint64_t)c->c.requests)
+			break;
+		char *body = NULL;
+		if (c->c.vary) { /* its own first tokens: no prefix-cache hit */
+			char *text = NULL;
+			if (asprintf(&text, "%d.%llu %s", cl->index, (unsigned long long)n_req,
+				     c->c.prompt) < 0)
+				break;
+			body = loadgen_body(text, c->c.max_tokens, c->c.chat, 0.8);
+			free(text);
+			if (!body)
+				break;
+		}
+		n_req++;
+		loadgen_setup(h, url, hdr, body ? body : c->body, c->c.req_timeout, st);
 		st->t0 = time_now_ns();
 		CURLcode rc = curl_easy_perform(h);
 		long code = 0;
@@ -141,6 +171,7 @@ static void *client_main(void *arg)
 		if (atomic_fetch_add(&cl->sh->done, 1) + 1 == 100 &&
 		    !atomic_exchange(&cl->sh->rss_taken, 1))
 			cl->sh->rss_100 = server_rss(c);
+		free(body);
 	}
 	free(st);
 	curl_slist_free_all(hdr);
@@ -200,6 +231,7 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 	b.t_end = t0 + (uint64_t)(c->seconds * 1e9);
 	for (int i = 0; i < c->clients; i++) {
 		cl[i].cfg = &b;
+		cl[i].index = i;
 		cl[i].sh = &sh;
 		if (pthread_create(&th[i], NULL, client_main, &cl[i]))
 			break;
@@ -209,6 +241,9 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 		pthread_join(th[i], NULL);
 	r->wall_s = (double)(time_now_ns() - t0) / 1e9;
 	r->rss_end = server_rss(&b);
+	double qs = metric_value(b.url, c->api_key, "egang_queue_wait_seconds_sum");
+	double qn = metric_value(b.url, c->api_key, "egang_queue_wait_seconds_count");
+	r->queue_wait_s = qs >= 0 && qn > 0 ? qs / qn : -1;
 	r->rss_100 = atomic_load(&sh.rss_taken) ? sh.rss_100 : 0; /* after the joins */
 	collect(cl, r->started, r);
 	for (int i = 0; i < r->started; i++)

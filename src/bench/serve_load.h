@@ -21,6 +21,9 @@ typedef struct serve_load_config {
 	bool chat;           /* /v1/chat/completions instead */
 	long pid;            /* 0: RSS from /metrics */
 	long req_timeout;    /* seconds, one request */
+	long requests;       /* stop after this many requests (0: the time) */
+	bool vary;           /* each request's prompt starts with its own
+				"CLIENT.N " (no prefix-cache hits) */
 } serve_load_config_t;
 
 typedef struct serve_load_result {
@@ -29,6 +32,8 @@ typedef struct serve_load_result {
 	uint64_t total, ok, busy, failed, tokens;
 	double ttft_p50_s, ttft_p99_s;
 	long rss_100, rss_end; /* bytes; 0 if not read */
+	double queue_wait_s;   /* the server's mean queue wait (its /metrics,
+				  over its lifetime); -1 if not reported */
 	char why[200];       /* the first failure, "" if none */
 } serve_load_result_t;
 

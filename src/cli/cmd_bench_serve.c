@@ -27,6 +27,9 @@ static const char bench_serve_help[] =
 	"      --api-key KEY       send 'Authorization: Bearer KEY'\n"
 	"      --pid PID           read the server's RSS from /proc/PID/status\n"
 	"      --request-timeout S give up on one request after S s (default 120)\n"
+	"      --requests N        stop after N requests (default: at --seconds)\n"
+	"      --vary              start each prompt with \"CLIENT.N \" (distinct\n"
+	"                          prompts: no prefix-cache hits)\n"
 	"  -h, --help              this text\n";
 
 static void print_result(const serve_load_result_t *r)
@@ -43,12 +46,13 @@ static void print_result(const serve_load_result_t *r)
 			 r->total < 100 ? "fewer than 100 requests" : "no RSS reading");
 	printf("bench serve: clients %d seconds %.1f requests %llu ok %llu "
 	       "busy_429 %llu failed %llu req/s %.2f ttft_p50 %.1f ms "
-	       "ttft_p99 %.1f ms tok/s %.1f %s\n",
+	       "ttft_p99 %.1f ms tok/s %.1f per_stream_tok/s %.2f queue_wait %.1f ms %s\n",
 	       r->started, r->wall_s, (unsigned long long)r->total,
 	       (unsigned long long)r->ok, (unsigned long long)r->busy,
 	       (unsigned long long)r->failed, (double)r->total / r->wall_s,
 	       1e3 * r->ttft_p50_s, 1e3 * r->ttft_p99_s, (double)r->tokens / r->wall_s,
-	       rss);
+	       (double)r->tokens / r->wall_s / (r->started ? r->started : 1),
+	       r->queue_wait_s >= 0 ? 1e3 * r->queue_wait_s : -1.0, rss);
 	if (r->failed)
 		log_error("bench serve: %llu request%s failed; the first: %s",
 			  (unsigned long long)r->failed, r->failed > 1 ? "s" : "",
@@ -58,7 +62,8 @@ static void print_result(const serve_load_result_t *r)
 int cmd_bench_serve(int argc, char **argv)
 {
 	const char *url = NULL, *prompt = "Once upon a time", *api_key = NULL;
-	int64_t clients = 8, max_tokens = 16, pid = 0, req_timeout = 120;
+	int64_t clients = 8, max_tokens = 16, pid = 0, req_timeout = 120, requests = 0;
+	bool vary = false;
 	double seconds = 10;
 	bool chat = false;
 	const cli_opt_t opts[] = {
@@ -71,6 +76,8 @@ int cmd_bench_serve(int argc, char **argv)
 		OPT_STR("api-key", 0, &api_key),
 		OPT_INT("pid", 0, &pid, 1, 1 << 30),
 		OPT_INT("request-timeout", 0, &req_timeout, 1, 86400),
+		OPT_INT("requests", 0, &requests, 1, 1 << 30),
+		OPT_FLAG("vary", 0, &vary),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench serve", .help = bench_serve_help,
@@ -81,7 +88,8 @@ int cmd_bench_serve(int argc, char **argv)
 	serve_load_config_t c = {.url = url, .prompt = prompt, .api_key = api_key,
 				 .clients = (int)clients, .seconds = seconds,
 				 .max_tokens = (int)max_tokens, .chat = chat,
-				 .pid = (long)pid, .req_timeout = (long)req_timeout};
+				 .pid = (long)pid, .req_timeout = (long)req_timeout,
+				 .requests = (long)requests, .vary = vary};
 	serve_load_result_t r;
 	if (serve_load_run(&c, &r, &status) < 0) {
 		log_error("%s", err_get());

@@ -22,9 +22,11 @@ static const char serve_help[] =
 	"Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions,\n"
 	"POST /v1/chat/completions (both with \"stream\": true as server-sent\n"
 	"events), GET /v1/models, GET /health, GET /metrics (Prometheus text).\n"
-	"One generation runs at a time on the elastic gang; the others wait in a\n"
-	"bounded FIFO queue (full: 429). SIGINT/SIGTERM cancel the running\n"
-	"generation, answer queued requests with 503 and exit 0.\n"
+	"Up to --parallel generations run at once on the elastic gang, one token\n"
+	"step for all of them (continuous batching: requests join and leave at\n"
+	"any step, a sequence's logits do not depend on the others); the rest\n"
+	"wait in a bounded FIFO queue (full: 429). SIGINT/SIGTERM cancel the\n"
+	"running generations, answer queued requests with 503 and exit 0.\n"
 	"\n"
 	"  -m, --model FILE        GGUF file or llama2.c checkpoint (required)\n"
 	"  -z, --tokenizer FILE    llama2.c tokenizer.bin (required for .bin models)\n"
@@ -48,7 +50,16 @@ static const char serve_help[] =
 	"                          server's threads in SCHED_EXT; `egang scx --help`)\n"
 	"      --ctx N             context length: prompt + output (default: the\n"
 	"                          model's, at most 4096)\n"
-	"      --max-queue N       requests waiting behind the running one (default 64)\n"
+	"      --max-queue N       requests waiting behind the running ones (default 64)\n"
+	"      --parallel N        sequences per token step, 1..64 (default: as many\n"
+	"                          full contexts as --kv-mb holds, 1..16); 1 = one\n"
+	"                          request at a time, no KV budget or prefix cache\n"
+	"      --kv-mb N           KV cache budget of the live sequences and the\n"
+	"                          prefix cache, MiB (default: a quarter of the RAM,\n"
+	"                          at most 4096); a request waits until its KV fits,\n"
+	"                          a prompt longer than the budget gets 400\n"
+	"      --prefill-chunk N   prompt tokens per step next to the running\n"
+	"                          sequences (default 64)\n"
 	"      --api-key KEY       require 'Authorization: Bearer KEY' (not on /health)\n"
 	"      --timeout S         close connections idle for S seconds (default 30)\n"
 	"      --max-conns N       concurrent connections (default 256)\n"
@@ -63,6 +74,7 @@ typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key;
 	int backend; /* 0 user, 1 scx */
 	int64_t port, ctx, max_queue, timeout, max_conns;
+	int64_t parallel, kv_mb, prefill_chunk;
 	cli_cpus_t cpus;
 } serve_opts_t;
 
@@ -121,6 +133,36 @@ fail:
 	return -1;
 }
 
+/* --parallel, --kv-mb and --prefill-chunk into cfg (batch.c): the
+ * default budget is a quarter of the RAM (at most 4 GiB), the default
+ * parallelism the full contexts it holds (1..16). */
+static void batch_config(const serve_opts_t *o, const model_t *m, int32_t ctx,
+			 server_config_t *cfg)
+{
+	const model_config_t *c = &m->cfg;
+	size_t per_pos = 2 * (size_t)c->n_layers * (size_t)c->n_kv_heads *
+			 (size_t)c->head_dim * sizeof(float);
+	size_t mb = (size_t)o->kv_mb;
+	if (!mb) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		mb = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 / (1u << 20) : 1024;
+		if (mb > 4096)
+			mb = 4096;
+	}
+	cfg->kv_bytes = mb << 20;
+	size_t pos = cfg->kv_bytes / per_pos;
+	int64_t par = o->parallel;
+	if (!par) {
+		par = (int64_t)(pos / (size_t)ctx);
+		par = par < 1 ? 1 : par > 16 ? 16 : par;
+	}
+	cfg->parallel = (int)par;
+	cfg->prefill_chunk = (int)o->prefill_chunk;
+	cfg->logits_dir = getenv("EGANG_SERVE_LOGITS_DIR");
+	if (par > 1)
+		cfg->kv_positions = pos > (size_t)ctx ? ctx : (int32_t)pos;
+}
+
 /* Runs the server on an open engine until SIGINT/SIGTERM; an exit code. */
 static int serve(const serve_opts_t *o, engine_t *e, int index)
 {
@@ -139,6 +181,7 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		.control = e->cw->w, .host = o->host, .port = (int)o->port,
 		.timeout_s = (int)o->timeout, .max_conns = (int)o->max_conns,
 	};
+	batch_config(o, m, e->ctx, &cfg);
 	int status = EXIT_OK;
 	server_t *s = server_new(&cfg);
 	if (!s) {
@@ -160,11 +203,13 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 	} else {
 		bool v6 = strchr(o->host, ':') != NULL;
 		log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
-			 "core%s, policy %s, control %s, ctx %d, queue %lld",
+			 "core%s, policy %s, control %s, ctx %d, queue %lld, parallel %d, "
+			 "kv %zu MiB",
 			 m->name, chat_name(chat_kind(tmpl, m->tok)),
 			 v6 ? "[" : "", o->host, v6 ? "]" : "", server_port(s),
 			 e->n_cpus, e->n_cpus > 1 ? "s" : "", e->lib.rec[index].name,
-			 o->control, e->ctx, (long long)o->max_queue);
+			 o->control, e->ctx, (long long)o->max_queue, cfg.parallel,
+			 cfg.kv_bytes >> 20);
 		int sig = 0;
 		sigwait(&set, &sig);
 		log_info("egang serve: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -180,7 +225,8 @@ static const char *const backends[] = {"user", "scx", NULL};
 int cmd_serve(int argc, char **argv)
 {
 	serve_opts_t o = {.host = "127.0.0.1", .policy = "elastic", .port = 8080,
-			  .max_queue = 64, .timeout = 30, .max_conns = 256};
+			  .max_queue = 64, .timeout = 30, .max_conns = 256,
+			  .prefill_chunk = 64};
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &o.model, .required = true),
 		OPT_STR("tokenizer", 'z', &o.tok),
@@ -196,6 +242,9 @@ int cmd_serve(int argc, char **argv)
 		OPT_STR("api-key", 0, &o.api_key),
 		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
 		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
+		OPT_INT("parallel", 0, &o.parallel, 1, 64),
+		OPT_INT("kv-mb", 0, &o.kv_mb, 1, 1 << 20),
+		OPT_INT("prefill-chunk", 0, &o.prefill_chunk, 1, 1024),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "serve", .help = serve_help, .opts = opts};

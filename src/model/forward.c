@@ -49,7 +49,11 @@ struct forward {
 	float *hb;     /* (hidden) */
 	void *hb_q;    /* hb as Q8_0 */
 	float *logits; /* (vocab) */
-	float *k_cache, *v_cache; /* (layer, ctx, kv_dim) */
+	/* the KV cache the decode plan reads and writes: the own one, or a
+	 * sequence's (forward_set_input_kv); (layer, kv_cap, kv_dim) */
+	float *k_cache, *v_cache;
+	int32_t kv_cap;
+	forward_kv_t own; /* the own cache, ctx positions */
 	/* RoPE's (cos, sin) table of the token's position (rope_table), rope_dim
 	 * floats per position, computed once per token (forward_set_input) or
 	 * per batch (forward_set_batch: bmax rows) instead of once per
@@ -67,10 +71,22 @@ struct forward {
 	wave_t *waves;
 	wave_plan_t plan;
 	/* batched prefill (forward_set_batch): bmax tokens at most, bn in
-	 * this batch at positions bpos.. ; activations one row per token */
-	int32_t bmax, bn, bpos;
-	bool blogits;     /* the batch computes its last token's logits */
+	 * this batch; activations one row per token */
+	int32_t bmax, bn;
 	int32_t *btok;    /* (bmax) */
+	/* the batch's sequences (forward_set_segs): token k is at position
+	 * bpos_of[k] of segment bseg_of[k]; its K and V rows go to bk, bv
+	 * first and into the segment's cache at the QKV finish */
+	forward_seg_t *bsegs; /* (bmax) */
+	int32_t bnseg;
+	int32_t *bseg_of, *bpos_of; /* (bmax) */
+	float *bk, *bv;   /* (bmax, kv_dim) */
+	/* logits: bnlog rows, one per segment that asks (in segment order),
+	 * into f->logits when there is one row, else into blog */
+	int32_t bnlog, blog_cap;
+	int32_t *blog_tok; /* (bmax) the batch token of each logits row */
+	int32_t *blog_row; /* (bmax) each segment's logits row or -1 */
+	float *blog;       /* (blog_cap, vocab) */
 	float *bx, *bxb;  /* (bmax, dim) */
 	void *bxb_q;      /* (bmax) rows of xq_row(dim) bytes */
 	float *bq, *batt; /* (bmax, n_heads * head_dim) */
@@ -357,8 +373,8 @@ static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->ctx + f->pos) * KV;
-	float *vc = f->v_cache + ((size_t)l * f->ctx + f->pos) * KV;
+	float *kc = f->k_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
+	float *vc = f->v_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
 	const struct {
 		const tensor_t *w;
 		const float *b;
@@ -391,7 +407,7 @@ static void qkv_finish(void *ctx, uint32_t wave)
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->ctx + f->pos) * KV;
+	float *kc = f->k_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
 	qk_finish(f, y, f->q, kc, y->swa ? f->rope_cs_swa : f->rope_cs);
 }
 
@@ -429,8 +445,8 @@ static void attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (h0 + per < h1)
 		h1 = h0 + per;
 	int32_t t0 = attn_start(f, layer_of(f, wave), f->pos);
-	const float *kc = f->k_cache + ((size_t)l * f->ctx + t0) * KV + kvh * hd;
-	const float *vc = f->v_cache + ((size_t)l * f->ctx + t0) * KV + kvh * hd;
+	const float *kc = f->k_cache + ((size_t)l * f->kv_cap + t0) * KV + kvh * hd;
+	const float *vc = f->v_cache + ((size_t)l * f->kv_cap + t0) * KV + kvh * hd;
 	attention_heads(f->att + h0 * hd, f->q + h0 * hd, kc, vc, KV, f->pos + 1 - t0, (int)hd,
 			f->scores + (size_t)h0 * f->ctx, (int)(h1 - h0), f->ctx);
 }
@@ -575,10 +591,34 @@ static inline const void *b_act(const forward_t *f, const tensor_t *w, const flo
 	return act_region(w->type, (void *)xq, w->cols, f->bmax);
 }
 
+/* W's rows r0..r1 times ntok activation rows (gemm_rows_packed's
+ * arguments): gemm_rows_packed, or for at most MV_TOKENS tokens (a small
+ * decode batch) the decode matvec once per token over the chunk's rows,
+ * which stay in cache after the first token, so each row still comes from
+ * memory once per step. gemm_rows' tile setup costs more than it saves
+ * below about 8 tokens (a serial step of smollm-135m q8_0: 4 tokens 115
+ * against 240 ms, 16 tokens 308 against 284 ms, on a loaded machine).
+ * Both give every output the matvec's bits (kernels.h), so the switch
+ * changes no bit (tests/test_batch.c runs both sides of it). */
+#define MV_TOKENS 4
+
+static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, float *Y,
+		 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)
+{
+	if (ntok <= MV_TOKENS) {
+		for (int64_t t = 0; t < ntok; t++)
+			matvec_range(w->type, w->data, w->packed, w->rows, (const char *)X + t * xs,
+				     Y + t * ys + r0, n, r0, r1);
+		return;
+	}
+	gemm_rows_packed(w->type, w->data, w->packed, w->rows, X, xs, aux, Y, ys, n, r0, r1,
+			 ntok);
+}
+
 /* Per token: the quantized rows of x (bn, n) for each activation type the
  * k matrices ws read (as act_fill), and the Q8_0 rows' gemm aux. */
-static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
-		       const float *x, void *xq, void *aux, int64_t n)
+static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
+			 const float *x, void *xq, void *aux, int64_t n, int32_t rows)
 {
 	bool done[DTYPE_COUNT] = { false };
 	for (int i = 0; i < k; i++) {
@@ -587,11 +627,17 @@ static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
 			continue;
 		done[a] = true;
 		char *base = act_region(t, xq, n, f->bmax);
-		for (int32_t j = 0; j < f->bn; j++)
+		for (int32_t j = 0; j < rows; j++)
 			act_prepare(t, x + j * n, base + j * act_row(t, n), n);
 		if (a == DTYPE_Q8_0)
-			gemm_aux_prepare(base, act_row(t, n), n, f->bn, aux);
+			gemm_aux_prepare(base, act_row(t, n), n, rows, aux);
 	}
+}
+
+static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
+		       const float *x, void *xq, void *aux, int64_t n)
+{
+	b_act_fill_n(f, ws, k, x, xq, aux, n, f->bn);
 }
 
 /* Per token: xb = rmsnorm(x, w), quantized for the k matrices ws. */
@@ -615,17 +661,15 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
-	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->ctx + f->bpos) * KV;
-	float *vc = f->v_cache + ((size_t)l * f->ctx + f->bpos) * KV;
+	int64_t Q = q_dim(c), KV = kv_dim(c);
 	const struct {
 		const tensor_t *w;
 		const float *b;
 		float *out;
 		int64_t base, ys;
 	} part[3] = {{&y->wq, y->bq, f->bq, 0, Q},
-		     {&y->wk, y->bk, kc, Q, KV},
-		     {&y->wv, y->bv, vc, Q + KV, KV}};
+		     {&y->wk, y->bk, f->bk, Q, KV},
+		     {&y->wv, y->bv, f->bv, Q + KV, KV}};
 	int64_t r0, r1;
 	rows_of(chunk, f->brows_qkv, Q + 2 * KV, &r0, &r1);
 	for (int p = 0; p < 3; p++) {
@@ -639,9 +683,8 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		int64_t ys = part[p].ys;
 		lo -= part[p].base;
 		hi -= part[p].base;
-		gemm_rows_packed(w->type, w->data, w->packed, w->rows,
-				 b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, c->dim),
-				 f->bxb_aux, part[p].out, ys, c->dim, lo, hi, f->bn);
+		b_mm(w, b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, c->dim), f->bxb_aux,
+		     part[p].out, ys, c->dim, lo, hi, f->bn);
 		if (part[p].b)
 			for (int32_t k = 0; k < f->bn; k++)
 				for (int64_t r = lo; r < hi; r++)
@@ -655,10 +698,16 @@ static void b_qkv_finish(void *ctx, uint32_t wave)
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->ctx + f->bpos) * KV;
 	const float *tab = y->swa ? f->rope_cs_swa : f->rope_cs;
-	for (int32_t k = 0; k < f->bn; k++)
-		qk_finish(f, y, f->bq + k * Q, kc + k * KV, tab + (size_t)k * (size_t)c->rope_dim);
+	for (int32_t k = 0; k < f->bn; k++) {
+		qk_finish(f, y, f->bq + k * Q, f->bk + k * KV,
+			  tab + (size_t)k * (size_t)c->rope_dim);
+		/* into the token's sequence cache (copies: the same bits) */
+		const forward_kv_t *kv = f->bsegs[f->bseg_of[k]].kv;
+		size_t at = ((size_t)l * (size_t)kv->cap + (size_t)f->bpos_of[k]) * (size_t)KV;
+		memcpy(kv->k + at, f->bk + k * KV, (size_t)KV * sizeof(float));
+		memcpy(kv->v + at, f->bv + k * KV, (size_t)KV * sizeof(float));
+	}
 }
 
 static inline uint32_t att_groups(int32_t n)
@@ -667,8 +716,10 @@ static inline uint32_t att_groups(int32_t n)
 }
 
 /* Chunk = (head, group of ATT_TOKENS tokens); causal: token k attends to
- * positions 0..bpos+k, all in the cache after this layer's QKV wave.
- * attn_rows does per token exactly attn_chunk's arithmetic. */
+ * positions 0..bpos_of[k] of its sequence, all in the cache after this
+ * layer's QKV wave. attn_rows does per token exactly attn_chunk's
+ * arithmetic; a group that spans sequences calls it once per run of one
+ * sequence's tokens. */
 static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
@@ -681,25 +732,30 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	if (k0 >= f->bn) /* a group past this batch's tokens */
 		return;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
-	const float *K = f->k_cache + (size_t)l * f->ctx * KV + kvh * hd;
-	const float *V = f->v_cache + (size_t)l * f->ctx * KV + kvh * hd;
 	const layer_t *y = layer_of(f, wave);
-	if (attn_start(f, y, f->bpos + k1 - 1) > 0) {
-		/* a sliding window cuts some of these queries' pasts: one
-		 * query at a time from its window's start (attn_rows gives
-		 * each query the decode path's bits either way) */
-		for (int32_t k = k0; k < k1; k++) {
-			int32_t t0 = attn_start(f, y, f->bpos + k);
+	for (int32_t a = k0, b; a < k1; a = b) {
+		for (b = a + 1; b < k1 && f->bseg_of[b] == f->bseg_of[a]; b++)
+			;
+		const forward_kv_t *kv = f->bsegs[f->bseg_of[a]].kv;
+		size_t lo = (size_t)l * (size_t)kv->cap * (size_t)KV + (size_t)(kvh * hd);
+		const float *K = kv->k + lo, *V = kv->v + lo;
+		if (attn_start(f, y, f->bpos_of[b - 1]) == 0) {
+			if (attn_rows(f->bq + a * Q + h * hd, Q, K, V, KV, f->batt + a * Q + h * hd,
+				      Q, hd, f->bpos_of[a], b - a) < 0)
+				atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
+			continue;
+		}
+		/* a sliding window cuts some of these queries' pasts: one query
+		 * at a time from its window's start (attn_rows gives each query
+		 * the decode path's bits either way) */
+		for (int32_t k = a; k < b; k++) {
+			int32_t t0 = attn_start(f, y, f->bpos_of[k]);
 			if (attn_rows(f->bq + k * Q + h * hd, Q, K + (size_t)t0 * KV,
 				      V + (size_t)t0 * KV, KV, f->batt + k * Q + h * hd, Q, hd,
-				      f->bpos + k - t0, 1) < 0)
+				      f->bpos_of[k] - t0, 1) < 0)
 				atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
 		}
-		return;
 	}
-	if (attn_rows(f->bq + k0 * Q + h * hd, Q, K, V, KV,
-		      f->batt + k0 * Q + h * hd, Q, hd, f->bpos + k0, k1 - k0) < 0)
-		atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
 }
 
 static void b_attn_finish(void *ctx, uint32_t wave)
@@ -717,8 +773,8 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 {
 	int64_t r0, r1, d = f->c.dim;
 	rows_of(chunk, rows, w->rows, &r0, &r1);
-	gemm_rows_packed(w->type, w->data, w->packed, w->rows, b_act(f, w, in, in_q),
-			 act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0, r1, f->bn);
+	b_mm(w, b_act(f, w, in, in_q), act_row(w->type, w->cols), aux, f->btmp, d, w->cols, r0,
+	     r1, f->bn);
 	if (post)
 		return;
 	for (int32_t k = 0; k < f->bn; k++)
@@ -758,10 +814,10 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
 	const tensor_t *g = &y->w_gate, *u = &y->w_up;
-	gemm_rows_packed(g->type, g->data, g->packed, g->rows, b_act(f, g, f->bxb, f->bxb_q),
-			 act_row(g->type, d), f->bxb_aux, f->bhb, H, d, r0, r1, f->bn);
-	gemm_rows_packed(u->type, u->data, u->packed, u->rows, b_act(f, u, f->bxb, f->bxb_q),
-			 act_row(u->type, d), f->bxb_aux, f->btmp, H, d, r0, r1, f->bn);
+	b_mm(g, b_act(f, g, f->bxb, f->bxb_q), act_row(g->type, d), f->bxb_aux, f->bhb, H, d,
+	     r0, r1, f->bn);
+	b_mm(u, b_act(f, u, f->bxb, f->bxb_q), act_row(u->type, d), f->bxb_aux, f->btmp, H, d,
+	     r0, r1, f->bn);
 	for (int32_t k = 0; k < f->bn; k++)
 		ffn_act(f, f->bhb + k * H + r0, f->bhb + k * H + r0, f->btmp + k * H + r0,
 			r1 - r0);
@@ -791,30 +847,32 @@ static void b_ffn2_finish(void *ctx, uint32_t wave)
 	if (l + 1 < (uint32_t)f->c.n_layers) {
 		const layer_t *y = &f->m->layers[l + 1];
 		b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
-	} else if (f->blogits) { /* only the last token goes on */
-		int64_t d = f->c.dim, k = f->bn - 1;
+	} else if (f->bnlog) { /* only the tokens with logits go on: row j of
+				* xb is the j-th of them (blog_tok[j] >= j) */
+		int64_t d = f->c.dim;
 		const tensor_t *w = &f->m->output;
-		rmsnorm(f->bxb + k * d, f->bx + k * d, f->m->output_norm, d, f->c.rms_eps);
-		if (!act_raw(w->type))
-			act_prepare(w->type, f->bxb + k * d,
-				    (char *)b_act(f, w, f->bxb, f->bxb_q) + k * act_row(w->type, d), d);
+		for (int32_t j = 0; j < f->bnlog; j++)
+			rmsnorm(f->bxb + j * d, f->bx + (int64_t)f->blog_tok[j] * d,
+				f->m->output_norm, d, f->c.rms_eps);
+		b_act_fill_n(f, &w, 1, f->bxb, f->bxb_q, f->bxb_aux, d, f->bnlog);
 	}
 }
 
-/* Logits of the batch's last token, as cls_chunk. */
+/* Logits of the tokens that want them, as cls_chunk (gemm_rows: each
+ * output the same bits as the decode matvec). */
 static void b_cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const tensor_t *w = &f->m->output;
-	int64_t r0, r1, k = f->bn - 1, d = f->c.dim;
-	if (!f->blogits)
+	int64_t r0, r1, d = f->c.dim;
+	if (!f->bnlog)
 		return;
 	rows_of(chunk, f->rows_cls, w->rows, &r0, &r1);
-	const char *xa = b_act(f, w, f->bxb, f->bxb_q);
-	mv(w, act_raw(w->type) ? (const void *)(f->bxb + k * d)
-						    : xa + k * act_row(w->type, d),
-	   f->logits + r0, r0, r1);
-	softcap(f, f->logits + r0, r1 - r0);
+	float *out = f->bnlog == 1 ? f->logits : f->blog;
+	b_mm(w, b_act(f, w, f->bxb, f->bxb_q), act_row(w->type, d), f->bxb_aux, out,
+	     f->c.vocab_size, d, r0, r1, f->bnlog);
+	for (int32_t j = 0; j < f->bnlog; j++)
+		softcap(f, out + (size_t)j * (size_t)f->c.vocab_size + r0, r1 - r0);
 }
 
 /* Rows per chunk so that a chunk reads about `bytes` of weights: a multiple
@@ -922,9 +980,18 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	f->bxb_aux = eg_calloc(gemm_aux_bytes((int64_t)d, (int64_t)B) + 64, 1);
 	f->batt_aux = eg_calloc(gemm_aux_bytes((int64_t)Q, (int64_t)B) + 64, 1);
 	f->bhb_aux = eg_calloc(gemm_aux_bytes((int64_t)H, (int64_t)B) + 64, 1);
+	size_t KV = (size_t)kv_dim(c);
+	f->bsegs = eg_calloc(B, sizeof *f->bsegs);
+	f->bseg_of = eg_calloc(B, sizeof *f->bseg_of);
+	f->bpos_of = eg_calloc(B, sizeof *f->bpos_of);
+	f->blog_tok = eg_calloc(B, sizeof *f->blog_tok);
+	f->blog_row = eg_calloc(B, sizeof *f->blog_row);
+	f->bk = calloc_lines(B * KV, sizeof(float));
+	f->bv = calloc_lines(B * KV, sizeof(float));
 	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
 	f->bwaves = eg_calloc(n, sizeof *f->bwaves);
-	if (!f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
+	if (!f->bsegs || !f->bseg_of || !f->bpos_of || !f->blog_tok || !f->blog_row ||
+	    !f->bk || !f->bv || !f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
 	    !f->batt_q || !f->bhb || !f->bhb_q || !f->btmp || !f->bxb_aux ||
 	    !f->batt_aux || !f->bhb_aux ||
 	    !f->bwaves)
@@ -992,11 +1059,15 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	f->hb_q = eg_calloc(act_q_bytes(c->hidden_dim, 1), 1);
 	f->logits = eg_calloc((size_t)c->vocab_size, sizeof(float));
 	f->ytmp = eg_calloc((size_t)c->dim, sizeof(float));
-	f->k_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
-			    sizeof(float));
-	f->v_cache = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
-			    sizeof(float));
-	if (!f->k_cache || !f->v_cache || !f->scores) {
+	f->own.k = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+			     sizeof(float));
+	f->own.v = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
+			     sizeof(float));
+	f->own.cap = ctx;
+	f->k_cache = f->own.k;
+	f->v_cache = f->own.v;
+	f->kv_cap = ctx;
+	if (!f->own.k || !f->own.v || !f->scores) {
 		err_set("cannot allocate the KV cache for %d positions", ctx);
 		forward_free(f);
 		return NULL;
@@ -1079,9 +1150,17 @@ void forward_free(forward_t *f)
 	free(f->hb);
 	free(f->hb_q);
 	free(f->logits);
-	free(f->k_cache);
-	free(f->v_cache);
+	free(f->own.k);
+	free(f->own.v);
 	free(f->waves);
+	free(f->bsegs);
+	free(f->bseg_of);
+	free(f->bpos_of);
+	free(f->blog_tok);
+	free(f->blog_row);
+	free(f->bk);
+	free(f->bv);
+	free(f->blog);
 	free(f->btok);
 	free(f->bx);
 	free(f->bxb);
@@ -1106,9 +1185,16 @@ int32_t forward_ctx(const forward_t *f) { return f->ctx; }
 
 int forward_set_input(forward_t *f, int32_t token, int32_t pos)
 {
-	if (pos < 0 || pos >= f->ctx)
+	return forward_set_input_kv(f, token, pos, NULL);
+}
+
+int forward_set_input_kv(forward_t *f, int32_t token, int32_t pos, forward_kv_t *kv)
+{
+	if (!kv)
+		kv = &f->own;
+	if (pos < 0 || pos >= kv->cap || pos >= f->ctx)
 		return err_set("position %d is outside the context of %d",
-			       pos, f->ctx);
+			       pos, kv->cap < f->ctx ? kv->cap : f->ctx);
 	if (token < 0 || token >= f->c.vocab_size)
 		return err_set("token id %d is outside the vocabulary of %d",
 			       token, f->c.vocab_size);
@@ -1117,6 +1203,9 @@ int forward_set_input(forward_t *f, int32_t token, int32_t pos)
 		rope_fill(f, f->rope_cs_swa, pos, true);
 	f->token = token;
 	f->pos = pos;
+	f->k_cache = kv->k;
+	f->v_cache = kv->v;
+	f->kv_cap = kv->cap;
 	return 0;
 }
 
@@ -1140,28 +1229,109 @@ int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 	if (n < 1 || n > f->bmax)
 		return err_set("a prefill batch of %d tokens is outside 1..%d",
 			       n, f->bmax);
-	if (pos < 0 || pos + n > f->ctx)
-		return err_set("positions %d..%d are outside the context of %d",
-			       pos, pos + n - 1, f->ctx);
-	for (int32_t k = 0; k < n; k++)
-		if (tokens[k] < 0 || tokens[k] >= f->c.vocab_size)
-			return err_set("token id %d is outside the vocabulary of %d",
-				       tokens[k], f->c.vocab_size);
-	memcpy(f->btok, tokens, (size_t)n * sizeof *tokens);
-	for (int32_t k = 0; k < n; k++) {
-		size_t o = (size_t)k * (size_t)f->c.rope_dim;
-		rope_fill(f, f->rope_cs + o, pos + k, false);
-		if (f->rope_cs_swa)
-			rope_fill(f, f->rope_cs_swa + o, pos + k, true);
+	forward_seg_t seg = {&f->own, tokens, n, pos, logits};
+	return forward_set_segs(f, &seg, 1);
+}
+
+int forward_set_segs(forward_t *f, const forward_seg_t *segs, int32_t nseg)
+{
+	int32_t total = 0, nlog = 0;
+	for (int32_t i = 0; i < nseg; i++) {
+		const forward_seg_t *g = &segs[i];
+		int32_t cap = g->kv->cap < f->ctx ? g->kv->cap : f->ctx;
+		if (g->n < 1 || g->pos < 0 || g->pos + g->n > cap)
+			return err_set("positions %d..%d are outside the context of %d",
+				       g->pos, g->pos + g->n - 1, cap);
+		for (int32_t k = 0; k < g->n; k++)
+			if (g->tokens[k] < 0 || g->tokens[k] >= f->c.vocab_size)
+				return err_set("token id %d is outside the vocabulary of %d",
+					       g->tokens[k], f->c.vocab_size);
+		total += g->n;
+		nlog += g->logits;
 	}
-	f->bn = n;
-	f->bpos = pos;
-	f->blogits = logits;
+	if (nseg < 1 || total > f->bmax)
+		return err_set("a batch of %d tokens is outside 1..%d", total, f->bmax);
+	if (nlog > 1 && nlog > f->blog_cap) {
+		float *grown = eg_realloc(f->blog, (size_t)nlog * (size_t)f->c.vocab_size *
+							   sizeof(float));
+		if (!grown)
+			return err_sys("cannot allocate the logits of a batch");
+		f->blog = grown;
+		f->blog_cap = nlog;
+	}
+	int32_t k = 0;
+	f->bnlog = 0;
+	for (int32_t i = 0; i < nseg; i++) {
+		const forward_seg_t *g = &segs[i];
+		f->bsegs[i] = *g;
+		memcpy(f->btok + k, g->tokens, (size_t)g->n * sizeof *g->tokens);
+		for (int32_t t = 0; t < g->n; t++, k++) {
+			f->bseg_of[k] = i;
+			f->bpos_of[k] = g->pos + t;
+			size_t o = (size_t)k * (size_t)f->c.rope_dim;
+			rope_fill(f, f->rope_cs + o, g->pos + t, false);
+			if (f->rope_cs_swa)
+				rope_fill(f, f->rope_cs_swa + o, g->pos + t, true);
+		}
+		f->blog_row[i] = g->logits ? f->bnlog : -1;
+		if (g->logits)
+			f->blog_tok[f->bnlog++] = k - 1;
+	}
+	f->bn = total;
+	f->bnseg = nseg;
 	/* The plan itself never changes: a worker may still read its wave
 	 * count after the last barrier of the previous token while the
 	 * leader is here already. Chunks past this batch (attention groups,
 	 * the classifier without logits) return at once. */
 	return 0;
+}
+
+float *forward_seg_logits(forward_t *f, int32_t i)
+{
+	if (i < 0 || i >= f->bnseg || f->blog_row[i] < 0)
+		return NULL;
+	if (f->bnlog == 1)
+		return f->logits;
+	return f->blog + (size_t)f->blog_row[i] * (size_t)f->c.vocab_size;
+}
+
+size_t forward_kv_bytes(const forward_t *f, int32_t cap)
+{
+	return 2 * (size_t)f->c.n_layers * (size_t)cap * (size_t)kv_dim(&f->c) *
+	       sizeof(float);
+}
+
+int forward_kv_alloc(const forward_t *f, forward_kv_t *kv, int32_t cap)
+{
+	size_t n = (size_t)f->c.n_layers * (size_t)cap * (size_t)kv_dim(&f->c);
+	kv->cap = cap;
+	kv->k = eg_malloc(n * sizeof(float) + 1);
+	kv->v = eg_malloc(n * sizeof(float) + 1);
+	if (!kv->k || !kv->v) {
+		forward_kv_free(kv);
+		return err_sys("cannot allocate a sequence KV cache");
+	}
+	return 0;
+}
+
+void forward_kv_free(forward_kv_t *kv)
+{
+	free(kv->k);
+	free(kv->v);
+	kv->k = kv->v = NULL;
+	kv->cap = 0;
+}
+
+void forward_kv_copy(const forward_t *f, forward_kv_t *dst, const forward_kv_t *src,
+		     int32_t n)
+{
+	size_t KV = (size_t)kv_dim(&f->c), row = (size_t)n * KV * sizeof(float);
+	for (int64_t l = 0; l < f->c.n_layers; l++) {
+		memcpy(dst->k + (size_t)l * (size_t)dst->cap * KV,
+		       src->k + (size_t)l * (size_t)src->cap * KV, row);
+		memcpy(dst->v + (size_t)l * (size_t)dst->cap * KV,
+		       src->v + (size_t)l * (size_t)src->cap * KV, row);
+	}
 }
 
 const wave_plan_t *forward_batch_plan(const forward_t *f) { return &f->bplan; }

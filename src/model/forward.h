@@ -70,6 +70,48 @@ const wave_plan_t *forward_batch_plan(const forward_t *f);
  * not allocate its scratch (the batch's results are then invalid). */
 int forward_batch_status(forward_t *f);
 
+/* ---- many sequences in one batch (continuous batching, DESIGN §6) ----
+ * A sequence's own KV cache: (n_layers, cap, kv_dim) floats each for K and
+ * V, position p of layer l at (l * cap + p) * kv_dim. */
+typedef struct forward_kv {
+	float *k, *v;
+	int32_t cap;
+} forward_kv_t;
+
+size_t forward_kv_bytes(const forward_t *f, int32_t cap);
+/* 0, or -1 + err_get() (no memory; kv then holds nothing). */
+int forward_kv_alloc(const forward_t *f, forward_kv_t *kv, int32_t cap);
+void forward_kv_free(forward_kv_t *kv);
+/* Positions 0..n-1 of src into dst (n <= both caps). */
+void forward_kv_copy(const forward_t *f, forward_kv_t *dst, const forward_kv_t *src,
+		     int32_t n);
+
+/* forward_set_input on a sequence's cache kv (NULL: the own one); the
+ * decode plan then reads and writes kv. */
+int forward_set_input_kv(forward_t *f, int32_t token, int32_t pos, forward_kv_t *kv);
+
+/* One sequence's part of a batch: n tokens at positions pos..pos+n-1 of
+ * the cache kv; with logits, the classifier runs for its last token. */
+typedef struct forward_seg {
+	forward_kv_t *kv;
+	const int32_t *tokens;
+	int32_t n, pos;
+	bool logits;
+} forward_seg_t;
+
+/* Prepares the batch plan (forward_batch_plan) for nseg sequences at once
+ * (decode tokens and prefill chunks mixed; all tokens together at most
+ * forward_batch_max). Each output of a token is the same bits as the
+ * decode plan gives for that token alone on its sequence: the matrices
+ * through gemm_rows (each output = the matvec's bits), attention per
+ * sequence with the decode arithmetic (kernels.h attn_rows), the finish
+ * steps per token. So a sequence's logits do not depend on what else is in
+ * the batch (batch invariance). -1 + err_get() on a bad segment. */
+int forward_set_segs(forward_t *f, const forward_seg_t *segs, int32_t nseg);
+/* After the run: segment i's logits (vocab), NULL if it asked for none;
+ * valid until the next forward_set_segs. */
+float *forward_seg_logits(forward_t *f, int32_t i);
+
 /* Convenience: set input and run serially; returns logits or NULL. */
 float *forward_token_serial(forward_t *f, int32_t token, int32_t pos);
 

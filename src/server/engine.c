@@ -429,6 +429,137 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	return s.rc;
 }
 
+struct engine_seq {
+	const model_t *m;
+	engine_params_t p;
+	int32_t ctx, *ids;
+	int64_t n_prompt, n;
+	sampler_t *smp;
+	text_out_t out;
+	char piece[512];
+	engine_stop_t stop;
+	bool done;
+};
+
+engine_seq_t *engine_seq_new(const model_t *m, int32_t ctx, const engine_params_t *p,
+			     int *rc)
+{
+	engine_seq_t *s = eg_calloc(1, sizeof *s);
+	if (!s) {
+		*rc = ENGINE_FAIL;
+		err_sys("cannot allocate a sequence");
+		return NULL;
+	}
+	s->m = m;
+	s->p = *p;
+	s->ctx = ctx;
+	s->n_prompt = prompt_load(m, p, ctx, &s->ids);
+	if (s->n_prompt < 0) {
+		*rc = (int)s->n_prompt;
+		free(s);
+		return NULL;
+	}
+	s->smp = sampler_new(m->cfg.vocab_size, &p->sampler);
+	if (!s->smp) {
+		*rc = -1;
+		free(s->ids);
+		free(s);
+		return NULL;
+	}
+	s->n = s->n_prompt;
+	s->stop = STOP_LENGTH;
+	s->out.generated = true;
+	/* the checks engine_generate makes before the first sampled position */
+	s->done = p->n_predict <= 0;
+	return s;
+}
+
+const int32_t *engine_seq_ids(const engine_seq_t *s, int64_t *n)
+{
+	*n = s->n;
+	return s->ids;
+}
+
+int64_t engine_seq_n_prompt(const engine_seq_t *s) { return s->n_prompt; }
+
+int engine_seq_accept(engine_seq_t *s, float *logits)
+{
+	if (s->done)
+		return 1;
+	const engine_params_t *p = &s->p;
+	int32_t pos = (int32_t)s->n - 1;
+	int32_t bos = tokenizer_bos(s->m->tok), eos = tokenizer_eos(s->m->tok);
+	uint64_t h = p->logits_hash ? hash64(logits, (size_t)s->m->cfg.vocab_size *
+							     sizeof(float), HASH64_INIT)
+				    : 0;
+	int32_t next = sampler_sample(s->smp, logits);
+	if (p->logits_hash)
+		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);
+	if (next == eos || next == bos) {
+		s->stop = STOP_EOS;
+		s->done = true;
+		return 1;
+	}
+	s->ids[s->n++] = next;
+	int k = tokenizer_decode(s->m->tok, s->ids[pos], next, s->piece, sizeof s->piece);
+	size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
+	int why = text_add(&s->out, p, s->piece, len);
+	if (why == TEXT_NO_MEMORY)
+		return ENGINE_FAIL;
+	if (why >= 0) {
+		s->stop = (engine_stop_t)why;
+		s->done = true;
+		return 1;
+	}
+	/* the checks at the next position, as engine_generate's loop */
+	if (s->n - s->n_prompt >= p->n_predict) {
+		s->stop = STOP_LENGTH;
+		s->done = true;
+	} else if (pos + 2 >= s->ctx) {
+		s->stop = STOP_CONTEXT;
+		s->done = true;
+	}
+	return s->done;
+}
+
+bool engine_seq_done(const engine_seq_t *s) { return s->done; }
+
+void engine_seq_cancel(engine_seq_t *s)
+{
+	if (!s->done)
+		s->stop = STOP_CANCEL;
+	s->done = true;
+}
+
+int engine_seq_finish(engine_seq_t *s, engine_result_t *r)
+{
+	memset(r, 0, sizeof *r);
+	int rc = 0;
+	if (s->stop != STOP_STRING && s->stop != STOP_CANCEL) {
+		int why = text_end(&s->out, &s->p);
+		if (why == TEXT_NO_MEMORY)
+			rc = ENGINE_FAIL;
+		else if (why >= 0)
+			s->stop = (engine_stop_t)why;
+	}
+	r->n_prompt = s->n_prompt;
+	r->n_gen = s->n - s->n_prompt;
+	r->stop = s->stop;
+	r->ids = s->ids;
+	s->ids = NULL;
+	return rc;
+}
+
+void engine_seq_free(engine_seq_t *s)
+{
+	if (!s)
+		return;
+	free(s->ids);
+	free(s->out.buf);
+	sampler_free(s->smp);
+	free(s);
+}
+
 int engine_write_ids(const char *path, const engine_result_t *r)
 {
 	FILE *f = fopen(path, "w");

@@ -76,6 +76,36 @@ void engine_result_free(engine_result_t *r);
 
 const char *engine_stop_name(engine_stop_t s);
 
+/* ---- one sequence of a batch (the server's continuous batching) ----
+ * The token loop of engine_generate cut at its token boundary: the caller
+ * runs the positions (forward_set_segs or forward_set_input_kv, any batch)
+ * and hands each sampled position's logits to engine_seq_accept, which
+ * samples, stops and hands out the text exactly as engine_generate does
+ * (no prompt echo, no before_token). Same tokens and text for the same
+ * logits. */
+typedef struct engine_seq engine_seq_t;
+
+/* A sequence for p's prompt (prompt_ids or prompt) in a context of ctx;
+ * NULL with *rc = -1 (bad prompt or parameters) or ENGINE_FAIL, err_get(). */
+engine_seq_t *engine_seq_new(const model_t *m, int32_t ctx, const engine_params_t *p,
+			     int *rc);
+/* The tokens so far (the prompt, then the sampled ones) and their count;
+ * the prompt's count. */
+const int32_t *engine_seq_ids(const engine_seq_t *s, int64_t *n);
+int64_t engine_seq_n_prompt(const engine_seq_t *s);
+/* Logits of the sequence's last token: samples the next one. 0 go on
+ * (its token is the last of engine_seq_ids and needs running), 1 done,
+ * ENGINE_FAIL + err_get() (memory). The sampler may change logits. */
+int engine_seq_accept(engine_seq_t *s, float *logits);
+/* Whether the sequence needs no more positions. */
+bool engine_seq_done(const engine_seq_t *s);
+/* Ends the sequence early (the client went away). */
+void engine_seq_cancel(engine_seq_t *s);
+/* Flushes the held-back text and fills r (r->ids malloc'd, times unset);
+ * 0 or ENGINE_FAIL. Then engine_seq_free. */
+int engine_seq_finish(engine_seq_t *s, engine_result_t *r);
+void engine_seq_free(engine_seq_t *s);
+
 /* Writes "prompt_ids: ..." and "sequence_ids: ..." lines (the format of the
  * reference files ../shared/models/expected/NAME.ids); -1 + err_get() naming the file. */
 int engine_write_ids(const char *path, const engine_result_t *r);

@@ -12,6 +12,10 @@ static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 static const double tpot_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				 0.05, 0.1, 0.25, 0.5, 1};
 
+static const double batch_le[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+static const double wait_le[] = {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+				 10, 30, 60};
+
 static const char *const ep_names[EP_COUNT] = {
 	"completions", "chat_completions", "models", "health", "metrics",
 	"other"};
@@ -22,6 +26,10 @@ void metrics_init(server_t *s)
 	s->ttft.n = (int)EG_ARRAY_LEN(ttft_le);
 	s->tpot.le = tpot_le;
 	s->tpot.n = (int)EG_ARRAY_LEN(tpot_le);
+	s->batch_size.le = batch_le;
+	s->batch_size.n = (int)EG_ARRAY_LEN(batch_le);
+	s->queue_wait.le = wait_le;
+	s->queue_wait.n = (int)EG_ARRAY_LEN(wait_le);
 	s->gang_width = 1;
 }
 
@@ -96,6 +104,29 @@ static void hist_print(FILE *f, const char *name, const char *help,
 		(unsigned long long)h->count);
 }
 
+/* Continuous batching's families (server/batch.c), under mmu. */
+static void metrics_batch(FILE *f, const server_t *s)
+{
+	hist_print(f, "egang_batch_size", "Sequences per token step (--parallel > 1).",
+		   &s->batch_size);
+	hist_print(f, "egang_queue_wait_seconds",
+		   "From a request's enqueue to the start of its generation.",
+		   &s->queue_wait);
+	metric_head(f, "egang_kv_bytes_in_use", "gauge",
+		    "KV cache bytes held by live sequences and the prefix cache.");
+	fprintf(f, "egang_kv_bytes_in_use %zu\n", s->kv_used);
+	metric_head(f, "egang_kv_bytes_budget", "gauge", "--kv-mb in bytes.");
+	fprintf(f, "egang_kv_bytes_budget %zu\n", s->cfg.kv_bytes);
+	metric_head(f, "egang_prefix_cache_hits_total", "counter",
+		    "Prompts that started from a cached prefix's KV.");
+	fprintf(f, "egang_prefix_cache_hits_total %llu\n",
+		(unsigned long long)s->prefix_hits);
+	metric_head(f, "egang_prefix_cache_tokens_saved_total", "counter",
+		    "Prompt positions taken from the prefix cache instead of computed.");
+	fprintf(f, "egang_prefix_cache_tokens_saved_total %llu\n",
+		(unsigned long long)s->prefix_tokens);
+}
+
 /* The server's own families, read under mmu. */
 static void metrics_counters(FILE *f, server_t *s, int depth, bool busy)
 {
@@ -152,6 +183,7 @@ static void metrics_counters(FILE *f, server_t *s, int depth, bool busy)
 	fprintf(f, "egang_gang_joins_total %llu\n", (unsigned long long)s->joins);
 	metric_head(f, "egang_gang_departures_total", "counter", "Cores that left the latch.");
 	fprintf(f, "egang_gang_departures_total %llu\n", (unsigned long long)s->departures);
+	metrics_batch(f, s);
 	pthread_mutex_unlock(&s->mmu);
 }
 

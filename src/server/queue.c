@@ -71,8 +71,7 @@ static server_job_t *dequeue(server_t *s)
 
 /* ---- JSON bodies ---- */
 
-/* Appends an SSE event "data: JSON\n\n" (takes json). */
-static void sse_event(server_job_t *j, json_t *json)
+void sse_event(server_job_t *j, json_t *json)
 {
 	char *s = json_take_dump(json);
 	pthread_mutex_lock(&j->mu);
@@ -86,7 +85,7 @@ static void sse_event(server_job_t *j, json_t *json)
 	free(s);
 }
 
-static json_t *chunk_json(server_job_t *j, const char *text, size_t n,
+json_t *chunk_json(server_job_t *j, const char *text, size_t n,
 			  const char *finish, bool role)
 {
 	json_t *choice = json_object();
@@ -112,7 +111,7 @@ static json_t *chunk_json(server_job_t *j, const char *text, size_t n,
 			 "choices", choices);
 }
 
-static json_t *usage_json(int64_t np, int64_t ng)
+json_t *usage_json(int64_t np, int64_t ng)
 {
 	return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)np,
 			 "completion_tokens", (json_int_t)ng, "total_tokens",
@@ -143,11 +142,6 @@ char *job_final_body(server_job_t *j)
 
 /* ---- one generation ---- */
 
-typedef struct gen_ctx {
-	server_t *s;
-	server_job_t *j;
-} gen_ctx_t;
-
 static void gen_before_token(void *user, uint64_t pos)
 {
 	gen_ctx_t *c = user;
@@ -163,7 +157,7 @@ static void gen_before_token(void *user, uint64_t pos)
 }
 
 /* Final text from the engine: kept for the reply, streamed at once. */
-static int gen_on_text(void *user, const char *text, size_t n)
+int gen_on_text(void *user, const char *text, size_t n)
 {
 	gen_ctx_t *c = user;
 	server_job_t *j = c->j;
@@ -176,8 +170,7 @@ static int gen_on_text(void *user, const char *text, size_t n)
 	return 0;
 }
 
-/* Answers j with an error (an SSE error event when it streams). */
-static void job_fail(server_t *s, server_job_t *j, int status, const char *msg)
+void job_fail(server_t *s, server_job_t *j, int status, const char *msg)
 {
 	char *body = error_body(status, NULL, NULL, "%s", msg);
 	if (j->stream) {
@@ -199,8 +192,7 @@ static void job_fail(server_t *s, server_job_t *j, int status, const char *msg)
 	pthread_mutex_unlock(&j->mu);
 }
 
-/* The metrics of one finished generation, then the policy guard's check. */
-static void gen_record(server_t *s, gang_t *g, const server_job_t *j,
+void gen_record(server_t *s, gang_t *g, const server_job_t *j,
 		       const engine_result_t *r, uint64_t t0, bool cancelled)
 {
 	pthread_mutex_lock(&s->mmu);
@@ -260,24 +252,30 @@ static void gen_run(server_t *s, forward_t *f, gang_t *g, server_job_t *j)
 		job_fail(s, j, 500, err_get());
 		return;
 	}
-	bool cancelled = r.stop == STOP_CANCEL;
-	j->finish = r.stop == STOP_EOS || r.stop == STOP_STRING ? "stop" : "length";
+	job_complete(s, g, j, &r, t0);
+}
+
+void job_complete(server_t *s, gang_t *g, server_job_t *j, engine_result_t *r,
+		  uint64_t t0)
+{
+	bool cancelled = r->stop == STOP_CANCEL;
+	j->finish = r->stop == STOP_EOS || r->stop == STOP_STRING ? "stop" : "length";
 	if (j->stream) {
 		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
 					  j->finish, false);
-		json_object_set_new(last, "usage", usage_json(r.n_prompt, r.n_gen));
+		json_object_set_new(last, "usage", usage_json(r->n_prompt, r->n_gen));
 		sse_event(j, last);
 	}
-	gen_record(s, g, j, &r, t0, cancelled);
+	gen_record(s, g, j, r, t0, cancelled);
 	pthread_mutex_lock(&j->mu);
 	if (j->stream)
 		sbuf_str(&j->sse, "data: [DONE]\n\n");
-	j->n_prompt = r.n_prompt;
-	j->n_gen = r.n_gen;
+	j->n_prompt = r->n_prompt;
+	j->n_gen = r->n_gen;
 	j->done = true;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
-	engine_result_free(&r);
+	engine_result_free(r);
 }
 
 /* ---- the generation thread ---- */
@@ -328,13 +326,20 @@ void *gen_main(void *arg)
 		pthread_mutex_unlock(&s->mmu);
 	}
 	server_job_t *j;
+	if (!rc && s->cfg.parallel > 1 && forward_batch_max(f) > 1)
+		batch_main(s, f, g);
 	while (!rc && (j = dequeue(s))) {
 		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
 			job_fail(s, j, 503, "the server is shutting down");
 		else if (atomic_load_explicit(&j->cancel, memory_order_relaxed))
 			job_fail(s, j, 503, "the client went away");
-		else
+		else {
+			pthread_mutex_lock(&s->mmu);
+			hist_observe(&s->queue_wait,
+				     (double)(time_now_ns() - j->t_enqueue) / 1e9);
+			pthread_mutex_unlock(&s->mmu);
 			gen_run(s, f, g, j);
+		}
 		pthread_mutex_lock(&s->qmu);
 		s->running_job = false;
 		pthread_mutex_unlock(&s->qmu);

@@ -244,6 +244,13 @@ static int finish_prompt(server_t *s, server_job_t *j, int32_t *ids,
 			  (long long)n, s->cfg.ctx);
 		return -1;
 	}
+	if (s->cfg.kv_positions && n >= s->cfg.kv_positions) {
+		free(ids);
+		REPLY_ERR(out, 400, param, "context_length_exceeded",
+			  "the prompt has %lld tokens; the KV budget holds %d "
+			  "positions (--kv-mb)", (long long)n, s->cfg.kv_positions);
+		return -1;
+	}
 	j->ids = ids;
 	j->n_ids = n;
 	return 0;

@@ -78,6 +78,20 @@ typedef struct server_config {
 	int port;
 	int timeout_s;   /* idle connection timeout (slow clients) */
 	int max_conns;   /* concurrent connections */
+	/* continuous batching (server/batch.c): up to `parallel` sequences
+	 * per token step (1: one job at a time, engine_generate), prompts
+	 * prefilled prefill_chunk tokens per step, the sequences' KV caches
+	 * and the prefix cache within kv_bytes; kv_positions: the positions
+	 * one sequence's KV can hold in that budget (0: no check), a longer
+	 * prompt gets 400 */
+	int parallel;
+	int prefill_chunk;
+	size_t kv_bytes;
+	int32_t kv_positions;
+	/* tests (EGANG_SERVE_LOGITS_DIR): with parallel > 1, each job writes
+	 * "pos id hash" per sampled position (engine.h logits_hash) to
+	 * DIR/<its response id>.hash; NULL: none */
+	const char *logits_dir;
 } server_config_t;
 
 typedef struct server_reply {

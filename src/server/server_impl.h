@@ -127,6 +127,12 @@ struct server {
 	hist_t ttft, tpot;
 	uint32_t gang_width;
 	uint64_t latch_changes, joins, departures, gang_tokens;
+	/* continuous batching (batch.c): sequences per step, queue wait, KV
+	 * bytes in use (live sequences and the prefix cache), prefix hits and
+	 * the prompt positions they saved */
+	hist_t batch_size, queue_wait;
+	size_t kv_used;
+	uint64_t prefix_hits, prefix_tokens;
 	/* queue, under qmu */
 	pthread_mutex_t qmu;
 	pthread_cond_t qcv;
@@ -169,5 +175,35 @@ void job_release(server_job_t *j);
 char *job_final_body(server_job_t *j);
 /* The generation thread (pthread start routine; arg is the server). */
 void *gen_main(void *arg);
+
+/* What batch.c shares with queue.c's one-job loop. */
+typedef struct gen_ctx {
+	server_t *s;
+	server_job_t *j;
+} gen_ctx_t;
+typedef struct gang gang_t;
+typedef struct forward forward_t;
+typedef struct engine_result engine_result_t;
+/* Appends an SSE event "data: JSON\n\n" (takes json). */
+void sse_event(server_job_t *j, json_t *json);
+json_t *chunk_json(server_job_t *j, const char *text, size_t n, const char *finish,
+		   bool role);
+json_t *usage_json(int64_t np, int64_t ng);
+/* Answers j with an error (an SSE error event when it streams). */
+void job_fail(server_t *s, server_job_t *j, int status, const char *msg);
+/* The engine's text for j: kept, streamed; nonzero once cancelled. */
+int gen_on_text(void *user, const char *text, size_t n);
+/* The metrics of one finished generation, then the policy guard's check. */
+void gen_record(server_t *s, gang_t *g, const server_job_t *j,
+		const engine_result_t *r, uint64_t t0, bool cancelled);
+/* The end of a job that ran: final SSE event and [DONE], or the body. */
+void job_complete(server_t *s, gang_t *g, server_job_t *j, engine_result_t *r,
+		  uint64_t t0);
+
+/* ---- batch.c ---- */
+
+/* The generation loop with cfg.parallel > 1 on the thread's forward pass
+ * and gang (NULL: serial); returns once stopping and drained. */
+void batch_main(server_t *s, forward_t *f, gang_t *g);
 
 #endif

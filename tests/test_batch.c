@@ -1,0 +1,236 @@
+/* Batch invariance (DESIGN §6, forward.h forward_set_segs): a sequence's
+ * logits are the same bits whatever else runs in its batch. Each sequence
+ * is first run alone, token by token through the decode plan on its own KV
+ * cache (the reference: one logits hash per position from its last prompt
+ * token on). Then all of them run through random schedules of batched
+ * steps: sequences join at random steps, their prompts go in chunks of
+ * random size next to the other sequences' decode tokens, and each leaves
+ * when its tokens are done; every logits row is hashed and compared with
+ * the reference. Schedules run serially and on a gang whose membership
+ * changes at random between steps. Models: synthetic f32, q8_0, q4_0 and
+ * q4_k_m (2 layers). The count of compared logits rows is printed. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "gang/gang.h"
+#include "kernels/kernels.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+#include "testutil.h"
+
+#define NSEQ 7
+#define GEN 12
+#define CTX 96
+
+typedef struct seq {
+	int32_t ids[CTX];
+	int32_t n_prompt, n;   /* prompt tokens; tokens known so far */
+	uint64_t ref[CTX];     /* reference hash of position p's logits */
+	forward_kv_t kv;
+	int32_t done;          /* positions run in the batched schedule */
+	bool live, finished;
+} seq_t;
+
+static uint64_t compared;
+
+static int32_t argmax(const float *x, int32_t n)
+{
+	int32_t b = 0;
+	for (int32_t i = 1; i < n; i++)
+		if (x[i] > x[b])
+			b = i;
+	return b;
+}
+
+static uint64_t hash_row(const float *l, int32_t vocab)
+{
+	return hash64(l, (size_t)vocab * sizeof(float), HASH64_INIT);
+}
+
+/* The reference: seq alone, token by token (greedy), on the decode plan. */
+static void run_alone(forward_t *f, seq_t *s, int32_t vocab)
+{
+	assert_int_equal(forward_kv_alloc(f, &s->kv, CTX), 0);
+	s->n = s->n_prompt;
+	for (int32_t p = 0; p < s->n_prompt + GEN - 1; p++) {
+		assert_int_equal(forward_set_input_kv(f, s->ids[p], p, &s->kv), 0);
+		wave_plan_run_serial(forward_plan(f));
+		if (p + 1 < s->n_prompt)
+			continue;
+		const float *l = forward_logits(f);
+		s->ref[p] = hash_row(l, vocab);
+		s->ids[s->n++] = argmax(l, vocab);
+	}
+}
+
+/* One random schedule over all sequences; g NULL: serial. */
+static void run_batched(forward_t *f, gang_t *g, seq_t *seqs, int32_t vocab, rng_t *r)
+{
+	int32_t bmax = forward_batch_max(f);
+	for (int i = 0; i < NSEQ; i++) {
+		seqs[i].done = 0;
+		seqs[i].live = seqs[i].finished = false;
+		memset(seqs[i].kv.k, 0xff, 16); /* stale bits must not matter */
+	}
+	int left = NSEQ;
+	if (g)
+		gang_begin(g);
+	while (left) {
+		for (int i = 0; i < NSEQ; i++) /* random joins */
+			if (!seqs[i].live && !seqs[i].finished && rng_next(r) % 3 == 0)
+				seqs[i].live = true;
+		forward_seg_t segs[NSEQ];
+		int who[NSEQ], ns = 0;
+		int32_t total = 0;
+		for (int i = 0; i < NSEQ; i++) {
+			seq_t *s = &seqs[i];
+			if (!s->live)
+				continue;
+			int32_t end = s->n_prompt + GEN - 1, n = 1;
+			if (s->done < s->n_prompt - 1) /* a prefill chunk */
+				n = 1 + (int32_t)(rng_next(r) % 16);
+			if (s->done + n > end)
+				n = end - s->done;
+			if (total + n > bmax)
+				continue; /* waits for the next step */
+			segs[ns] = (forward_seg_t){&s->kv, s->ids + s->done, n, s->done,
+						   s->done + n >= s->n_prompt};
+			who[ns++] = i;
+			total += n;
+		}
+		if (!ns)
+			continue;
+		if (g && rng_next(r) % 2)
+			gang_request(g, 1u | ((uint32_t)rng_next(r) & gang_all(g)));
+		assert_int_equal(forward_set_segs(f, segs, ns), 0);
+		if (g)
+			gang_run_token(g, forward_batch_plan(f));
+		else
+			wave_plan_run_serial(forward_batch_plan(f));
+		assert_int_equal(forward_batch_status(f), 0);
+		for (int k = 0; k < ns; k++) {
+			seq_t *s = &seqs[who[k]];
+			s->done += segs[k].n;
+			const float *l = forward_seg_logits(f, k);
+			if (segs[k].logits) {
+				assert_non_null(l);
+				int32_t p = s->done - 1;
+				if (hash_row(l, vocab) != s->ref[p])
+					fail_msg("sequence %d position %d: logits differ in a batch "
+						 "of %d sequences, %d tokens", who[k], p, ns, total);
+				compared++;
+			} else {
+				assert_null(l);
+			}
+			if (s->done == s->n_prompt + GEN - 1) {
+				s->live = false;
+				s->finished = true;
+				left--;
+			}
+		}
+	}
+	if (g)
+		gang_end(g);
+}
+
+static void check_model(const char *type)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/batch-%s.gguf", test_tmpdir(), type);
+	quant_mix_t mix;
+	assert_int_equal(quant_mix_from_name(type, &mix), 0);
+	assert_int_equal(synth_write_mix(synth_find("smollm-135m"), &mix, 5, 2, path, NULL,
+					 NULL),
+			 0);
+	model_t *m = model_load(path, NULL);
+	assert_non_null(m);
+	forward_t *f = forward_new(m, CTX, 0);
+	assert_non_null(f);
+	int32_t vocab = m->cfg.vocab_size;
+	rng_t r;
+	rng_seed(&r, 42);
+	seq_t *seqs = calloc(NSEQ, sizeof *seqs);
+	for (int i = 0; i < NSEQ; i++) {
+		seqs[i].n_prompt = 2 + (int32_t)(rng_next(&r) % 40);
+		for (int32_t p = 0; p < seqs[i].n_prompt; p++)
+			seqs[i].ids[p] = (int32_t)(rng_next(&r) % (uint64_t)vocab);
+		run_alone(f, &seqs[i], vocab);
+	}
+	for (int round = 0; round < 3; round++)
+		run_batched(f, NULL, seqs, vocab, &r);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu > 1) {
+		int cpus[2] = {0, 1};
+		gang_config_t gc = {.cpus = cpus, .n_cpus = 2, .pin = false};
+		gang_t *g = gang_init(&gc);
+		assert_non_null(g);
+		for (int round = 0; round < 3; round++)
+			run_batched(f, g, seqs, vocab, &r);
+		gang_free(g);
+	}
+	for (int i = 0; i < NSEQ; i++)
+		forward_kv_free(&seqs[i].kv);
+	free(seqs);
+	forward_free(f);
+	model_free(m);
+	unlink(path);
+}
+
+static void test_batch_f32(void **state) { (void)state; check_model("f32"); }
+static void test_batch_q8_0(void **state) { (void)state; check_model("q8_0"); }
+static void test_batch_q4_0(void **state) { (void)state; check_model("q4_0"); }
+static void test_batch_q4_k_m(void **state) { (void)state; check_model("q4_k_m"); }
+
+/* Bad segments are refused before anything runs. */
+static void test_batch_bad(void **state)
+{
+	(void)state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/batch-bad.gguf", test_tmpdir());
+	assert_int_equal(synth_write(synth_find("stories260k"), DTYPE_F32, 1, 1, path, NULL,
+				     NULL),
+			 0);
+	model_t *m = model_load(path, NULL);
+	assert_non_null(m);
+	forward_t *f = forward_new(m, 64, 0);
+	assert_non_null(f);
+	forward_kv_t kv;
+	assert_int_equal(forward_kv_alloc(f, &kv, 8), 0);
+	int32_t toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	forward_seg_t s = {&kv, toks, 9, 0, true}; /* past the cache */
+	assert_int_equal(forward_set_segs(f, &s, 1), -1);
+	s.n = 2;
+	s.pos = -1;
+	assert_int_equal(forward_set_segs(f, &s, 1), -1);
+	s.pos = 0;
+	toks[1] = 1 << 20; /* outside the vocabulary */
+	assert_int_equal(forward_set_segs(f, &s, 1), -1);
+	assert_int_equal(forward_set_input_kv(f, 1, 8, &kv), -1);
+	forward_kv_free(&kv);
+	forward_free(f);
+	model_free(m);
+	unlink(path);
+}
+
+static int report(void **state)
+{
+	(void)state;
+	print_message("batch invariance: %llu logits rows compared\n",
+		      (unsigned long long)compared);
+	return 0;
+}
+
+int main(void)
+{
+	kernels_init();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_f32),
+		cmocka_unit_test(test_batch_q8_0),
+		cmocka_unit_test(test_batch_q4_0),
+		cmocka_unit_test(test_batch_q4_k_m),
+		cmocka_unit_test(test_batch_bad),
+	};
+	return cmocka_run_group_tests(tests, NULL, report);
+}
