@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# egang chat through a pseudo-terminal (tmux): streamed answers with the
+# speed line, the KV cache reused by the second turn, /system and /reset,
+# Ctrl-C stopping a long answer while the program goes on, /exit.
+# stories260K.gguf with the Llama 2 template (--chat-template llama2).
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+command -v tmux >/dev/null || { skip chat-pty "tmux is not installed (tools/deps.sh)"; exit 0; }
+M=$MODELS/stories260K.gguf
+[[ -f $M ]] || { missing_model chat-pty "no $M"; exit 0; }
+S=egang-chat-test-$$
+export TMUX_TMPDIR=$TMP
+trap 'tmux kill-server 2>/dev/null; lib_cleanup' EXIT
+LOG=$TMP/chat.log
+tmux new-session -d -s "$S" -x 200 -y 50 \
+	"$EGANG chat -m $M --chat-template llama2 --cores 0 -n 24 -t 0 2>&1; echo EXIT=\$? >>$LOG.rc; sleep 30"
+tmux pipe-pane -t "$S" -o "cat >>$LOG"
+# wait_for N TEXT: until TEXT has appeared N times in the log (10 s)
+wait_for() {
+	local i
+	for i in $(seq 100); do
+		[[ $(grep -c -- "$2" "$LOG" 2>/dev/null) -ge $1 ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+send() { tmux send-keys -t "$S" -l "$1"; tmux send-keys -t "$S" Enter; }
+ok=1
+wait_for 1 '> ' || { fail chat-pty "no prompt: $(tail -c 300 "$LOG")"; exit 0; }
+send "Once upon a time"
+if wait_for 1 'tok/s' && grep -q '\[24 tokens, .* tok/s; prompt [0-9]* tokens, 0 reused' "$LOG"; then
+	pass chat-answer-and-speed
+else fail chat-answer-and-speed "$(tail -c 300 "$LOG")"; ok=0; fi
+send "Tell me more"
+if wait_for 2 'tok/s' && grep 'tok/s' "$LOG" | sed -n 2p | grep -q 'reused' &&
+   [[ $(grep -o '[0-9]* reused' "$LOG" | sed -n 2p | tr -dc 0-9) -gt 5 ]]; then
+	pass chat-kv-reused
+else fail chat-kv-reused "$(grep 'tok/s' "$LOG" | tail -1)"; ok=0; fi
+send "/system Be brief."
+wait_for 1 'system message set' && pass chat-system || fail chat-system
+send "/reset"
+wait_for 1 'conversation reset)' && pass chat-reset || fail chat-reset
+# a long answer (-n is 24; ask several times to get one under way) and
+# Ctrl-C in the middle: 'stopped' and a new prompt, the program alive
+tmux send-keys -t "$S" -l "Write a long story" ; tmux send-keys -t "$S" Enter
+sleep 0.05
+tmux send-keys -t "$S" C-c
+if wait_for 3 'tok/s'; then
+	pass chat-ctrl-c-keeps-running
+else fail chat-ctrl-c-keeps-running "$(tail -c 300 "$LOG")"; fi
+send "/exit"
+for i in $(seq 50); do [[ -f $LOG.rc ]] && break; sleep 0.1; done
+if grep -q 'EXIT=0' "$LOG.rc" 2>/dev/null; then pass chat-exit
+else fail chat-exit "$(cat "$LOG.rc" 2>/dev/null) $(tail -c 200 "$LOG")"; fi
