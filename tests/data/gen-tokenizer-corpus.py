@@ -126,21 +126,9 @@ for b in control:
 while len(out) < 520:
     add(" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))))
 
-def esc(b):
-    o = []
-    for c in b:
-        if c == 0x5c: o.append("\\\\")
-        elif c == 0x0a: o.append("\\n")
-        elif c == 0x09: o.append("\\t")
-        elif c == 0x0d: o.append("\\r")
-        elif c < 0x20 or c == 0x7f: o.append("\\x%02x" % c)
-        else: o.append(chr(c) if c < 0x80 else None)
-    return o
-
 with open(sys.argv[1] if len(sys.argv) > 1 else "tokenizer-corpus.txt", "wb") as f:
     for b in out:
         o = bytearray()
-        i = 0
         for c in b:
             if c == 0x5c: o += b"\\\\"
             elif c == 0x0a: o += b"\\n"
