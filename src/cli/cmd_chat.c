@@ -155,10 +155,11 @@ static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
 		c->n_kv = 0;
 		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
 	}
-	/* the KV now holds every id fed: all but the last one sampled */
+	/* the KV now holds every id fed: all but the last one sampled, or
+	 * all of them when an end token (not among them) ended the answer */
 	free(c->kv);
 	c->kv = r.ids;
-	c->n_kv = r.n_prompt + r.n_gen - 1;
+	c->n_kv = r.n_prompt + r.n_gen - (r.stop == STOP_EOS ? 0 : 1);
 	convo_add(c, "assistant", acc ? acc : "");
 	free(acc);
 	printf("\n");

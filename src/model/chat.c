@@ -32,6 +32,20 @@ const char *chat_name(chat_kind_t k)
 	return k < CHAT_COUNT ? chat_names[k] : "?";
 }
 
+const char *chat_markers(chat_kind_t k)
+{
+	static const char *const m[CHAT_COUNT] = {
+		[CHAT_NONE] = "",
+		[CHAT_CHATML] = "<|im_start|>",
+		[CHAT_LLAMA2] = "[INST] add_generation_prompt",
+		[CHAT_LLAMA3] = "<|start_header_id|> add_generation_prompt",
+		[CHAT_ZEPHYR] = "<|user|> <|assistant|>",
+		[CHAT_QWEN3] = "<|im_start|> </think>",
+		[CHAT_GEMMA3] = "<start_of_turn>",
+	};
+	return k < CHAT_COUNT ? m[k] : "";
+}
+
 chat_kind_t chat_kind(const char *t, const tokenizer_t *tok)
 {
 	if (t) {

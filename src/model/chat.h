@@ -51,6 +51,9 @@ chat_kind_t chat_kind(const char *template_text, const tokenizer_t *tok);
 const char *chat_name(chat_kind_t k);
 /* The kind of a name chat_name gives, CHAT_NONE if unknown. */
 chat_kind_t chat_kind_from_name(const char *name);
+/* A text that chat_kind() recognises as kind k (its markers), "" for
+ * CHAT_NONE: how a built-in is chosen where a template text is expected. */
+const char *chat_markers(chat_kind_t k);
 /* A template of a chosen kind (--chat-template NAME), whatever the
  * model's template text says. */
 chat_template_t *chat_template_new_kind(chat_kind_t kind,
