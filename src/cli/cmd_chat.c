@@ -1,15 +1,20 @@
 /* egang chat: a conversation with a model in the terminal, through the
  * model's chat template (model/chat.h), with streamed answers.
  *
- * Each turn renders the whole conversation and tokenizes it; the KV cache
- * still holds the ids of the previous turns (prompt and answer), so the
- * prompt is computed only from the first id that differs (engine_params
- * n_cached): earlier turns are not recomputed unless the template renders
- * them differently once an answer is in (Qwen3 drops an earlier answer's
- * <think> block) or the answer's text tokenizes to other ids than were
- * generated; the line after each answer says how many were reused.
- * SIGINT while answering stops the answer (the next turn goes on from the
- * text so far); at the prompt it only clears the line. */
+ * The KV cache keeps the conversation: a turn's prompt is the previous
+ * prompt's ids, the last answer's ids as they were generated, and the ids
+ * of what the template renders after the answer (its end-of-turn marker,
+ * the new user message, the assistant header), found by rendering the
+ * conversation with the answer replaced by a mark (prompt_continued). So
+ * no earlier position changes and only the new tail is computed; the line
+ * after each answer says how many prompt ids were reused. An answer stays
+ * in the KV as generated (as llama.cpp's llama-cli keeps it), even where
+ * the template would render it otherwise later (Qwen3 drops an earlier
+ * answer's <think> block; Llama 3 and Gemma 3 trim white space). When the
+ * template does not render the conversation as such a continuation, the
+ * whole text is tokenized and the ids it shares with the cache are reused.
+ * SIGINT while answering stops the answer (the conversation goes on with
+ * the text so far); at the prompt it only clears the line. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,6 +86,9 @@ typedef struct convo {
 	int n, cap;
 	int32_t *kv;     /* ids whose KV the forward pass holds */
 	int64_t n_kv;
+	int64_t n_ans;   /* the last answer: kv[n_kv_prompt .. +n_ans) */
+	int64_t n_kv_prompt;
+	char *prev;      /* the text the last prompt was rendered as */
 } convo_t;
 
 static void convo_add(convo_t *c, const char *role, const char *text)
@@ -102,6 +110,9 @@ static void convo_reset(convo_t *c, const char *system)
 	for (int i = 0; i < c->n; i++)
 		free((char *)c->msg[i].text);
 	c->n = 0;
+	free(c->prev);
+	c->prev = NULL;
+	c->n_ans = 0;
 	if (system && *system)
 		convo_add(c, "system", system);
 }
@@ -113,6 +124,53 @@ typedef struct chat_opts {
 	cli_cpus_t cpus;
 } chat_opts_t;
 
+/* U+E000 (private use) around a word: stands for the last answer. */
+#define ANSWER_MARK "\xEE\x80\x80" "egang-answer" "\xEE\x80\x80"
+
+/* The prompt as the cached ids continued: when the conversation (the
+ * last answer replaced by ANSWER_MARK) renders as the previous prompt's
+ * text, the mark, then a tail, the prompt is the previous prompt's ids,
+ * the answer's ids as generated (so no earlier position changes) and the
+ * tail's. NULL when the template does not render that way (then the
+ * caller tokenizes the whole text). */
+static int32_t *prompt_continued(const chat_template_t *ct, convo_t *c,
+				 int64_t *n_out)
+{
+	if (!c->prev || c->n < 2 || strcmp(c->msg[c->n - 2].role, "assistant"))
+		return NULL;
+	chat_msg_t saved = c->msg[c->n - 2];
+	c->msg[c->n - 2].text = ANSWER_MARK;
+	c->msg[c->n - 2].len = strlen(ANSWER_MARK);
+	char *text;
+	int64_t len = chat_render(ct, c->msg, c->n, true, &text);
+	c->msg[c->n - 2] = saved;
+	if (len < 0)
+		return NULL;
+	size_t np = strlen(c->prev);
+	char *mark = strstr(text, ANSWER_MARK);
+	int32_t *ids = NULL;
+	/* white space between the prompt and the answer (Llama 2's " "):
+	 * the answer as generated already stands there */
+	bool glue = mark && (size_t)(mark - text) >= np;
+	for (const char *g = text + np; glue && g < mark; g++)
+		glue = *g == ' ' || *g == '\n';
+	if (glue && !memcmp(text, c->prev, np)) {
+		const char *tail = mark + strlen(ANSWER_MARK);
+		size_t nt = strlen(tail);
+		const tokenizer_t *tok = chat_template_tokenizer(ct);
+		int64_t k = tokenizer_tokenize(tok, tail, nt, false, true, NULL, 0);
+		int64_t head = c->n_kv_prompt + c->n_ans;
+		ids = k >= 0 ? malloc((size_t)(head + k + 1) * sizeof *ids) : NULL;
+		if (ids) {
+			memcpy(ids, c->kv, (size_t)head * sizeof *ids);
+			tokenizer_tokenize(tok, tail, nt, false, true, ids + head, k);
+			*n_out = head + k;
+		}
+	}
+	free(text);
+	return ids;
+}
+
 /* One answer to the conversation so far; 0, or an exit code. */
 static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
 		  convo_t *c)
@@ -123,15 +181,21 @@ static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
 		log_error("chat: %s", err_get());
 		return EXIT_INPUT;
 	}
-	int64_t n = chat_tokenize(ct, text, (size_t)len, NULL, 0);
-	int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
-	if (n <= 0 || !ids || chat_tokenize(ct, text, (size_t)len, ids, n) != n) {
-		free(text);
-		free(ids);
-		log_error("chat: %s", n < 0 ? err_get() : "empty prompt");
-		return EXIT_FAIL;
+	int64_t n = 0;
+	int32_t *ids = prompt_continued(ct, c, &n);
+	if (!ids) {
+		n = chat_tokenize(ct, text, (size_t)len, NULL, 0);
+		ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+		if (n <= 0 || !ids ||
+		    chat_tokenize(ct, text, (size_t)len, ids, n) != n) {
+			free(text);
+			free(ids);
+			log_error("chat: %s", n < 0 ? err_get() : "empty prompt");
+			return EXIT_FAIL;
+		}
 	}
-	free(text);
+	free(c->prev);
+	c->prev = text;
 	int64_t same = 0;
 	while (same < n && same < c->n_kv && ids[same] == c->kv[same])
 		same++;
@@ -153,6 +217,8 @@ static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
 		free(acc);
 		log_error("chat: %s", err_get());
 		c->n_kv = 0;
+		free(c->prev);
+		c->prev = NULL;
 		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
 	}
 	/* the KV now holds every id fed: all but the last one sampled, or
@@ -160,6 +226,8 @@ static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
 	free(c->kv);
 	c->kv = r.ids;
 	c->n_kv = r.n_prompt + r.n_gen - (r.stop == STOP_EOS ? 0 : 1);
+	c->n_kv_prompt = r.n_prompt;
+	c->n_ans = r.n_gen;
 	convo_add(c, "assistant", acc ? acc : "");
 	free(acc);
 	printf("\n");

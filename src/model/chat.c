@@ -96,6 +96,10 @@ chat_template_t *chat_template_new_kind(chat_kind_t kind,
 void chat_template_free(chat_template_t *t) { free(t); }
 
 chat_kind_t chat_template_kind(const chat_template_t *t) { return t->kind; }
+const tokenizer_t *chat_template_tokenizer(const chat_template_t *t)
+{
+	return t->tok;
+}
 
 /* ---- rendering ---- */
 

@@ -65,6 +65,7 @@ chat_template_t *chat_template_new(const char *template_text,
 				   const tokenizer_t *tok);
 void chat_template_free(chat_template_t *t);
 chat_kind_t chat_template_kind(const chat_template_t *t);
+const tokenizer_t *chat_template_tokenizer(const chat_template_t *t);
 
 /* Renders msgs[0..n) (roles as chat_msg_t says) to the prompt text, then
  * the assistant's header when add_generation_prompt. *out: malloc'd,
