@@ -48,8 +48,9 @@ send "/system Be brief."
 wait_for 1 'system message set' && pass chat-system || fail chat-system
 send "/reset"
 wait_for 1 'conversation reset)' && pass chat-reset || fail chat-reset
-# a long answer (-n is 24; ask several times to get one under way) and
-# Ctrl-C in the middle: 'stopped' and a new prompt, the program alive
+# Ctrl-C during the answer: the answer stops, the program goes on (the
+# answers of this model are 24 tokens: Ctrl-C may land after one; the
+# long answer below cannot end before it)
 tmux send-keys -t "$S" -l "Write a long story" ; tmux send-keys -t "$S" Enter
 sleep 0.05
 tmux send-keys -t "$S" C-c
@@ -60,3 +61,26 @@ send "/exit"
 for i in $(seq 600); do [[ -f $LOG.rc ]] && break; sleep 0.1; done
 if grep -q 'EXIT=0' "$LOG.rc" 2>/dev/null; then pass chat-exit
 else fail chat-exit "$(cat "$LOG.rc" 2>/dev/null) $(tail -c 200 "$LOG")"; fi
+
+# a long answer (a 32000-token model of one wide layer: some hundred
+# tokens/s at most, a 2000-token answer takes seconds) stopped by Ctrl-C
+# once under way: '; stopped' on its line, a new prompt, the program alive
+BIG=$TMP/big.gguf
+"$EGANG" synth tinyllama-1.1b --layers 1 --type q4_0 -q -o "$BIG" ||
+	{ fail chat-ctrl-c-stops-the-answer "synth failed"; exit 0; }
+S2=$S-2
+LOG=$TMP/chat2.log
+tmux new-session -d -s "$S2" -x 200 -y 50 \
+	"$EGANG chat -m $BIG --chat-template llama2 --cores 0 -n 2000 -t 0.8 2>&1; echo EXIT=\$? >>$LOG.rc; sleep 30"
+tmux pipe-pane -t "$S2" -o "cat >>$LOG"
+S=$S2
+wait_for 1 '> ' || { fail chat-ctrl-c-stops-the-answer "no prompt: $(tail -c 300 "$LOG")"; exit 0; }
+send "Tell me everything"
+sleep 1
+tmux send-keys -t "$S" C-c
+if wait_for 1 'tok/s' && grep -q '; stopped\]' "$LOG" && wait_for 2 '> '; then
+	send "/exit"
+	for i in $(seq 600); do [[ -f $LOG.rc ]] && break; sleep 0.1; done
+	grep -q 'EXIT=0' "$LOG.rc" 2>/dev/null && pass chat-ctrl-c-stops-the-answer ||
+		fail chat-ctrl-c-stops-the-answer "no clean exit after it: $(tail -c 200 "$LOG")"
+else fail chat-ctrl-c-stops-the-answer "$(grep 'tok/s' "$LOG" | tail -1) $(tail -c 200 "$LOG")"; fi
