@@ -3,10 +3,10 @@
 //
 //   node llamacpp-tokenize.mjs MODEL CORPUS
 //       per corpus line (C escapes: \n \t \r \\ \xNN), one output line
-//       'VALID<TAB>ids' with VALID 1 when the line's bytes are valid UTF-8,
-//       0 when not, 2 when no JavaScript string can stand for them,
-//       and ids the space-separated result of llama_tokenize(text,
-//       add_special = false, parse_special = true).
+//       'VALID<TAB>ids<TAB>ids' with VALID 1 when the line's bytes are
+//       valid UTF-8, 0 when not, 2 when no JavaScript string can stand for
+//       them, and the space-separated results of llama_tokenize(text,
+//       add_special = false, parse_special = true, then false).
 //
 // JavaScript strings cannot carry invalid UTF-8, so a line that is not
 // valid UTF-8 is given to llama.cpp as the string its own decoder
@@ -90,7 +90,8 @@ for (const line of lines) {
 		text = llamaDecode(bytes);
 		valid = representable ? 0 : 2;
 	}
-	out.push(`${valid}\t${Array.from(model.tokenize(text, true)).join(" ")}`);
+	out.push(`${valid}\t${Array.from(model.tokenize(text, true)).join(" ")}` +
+		`\t${Array.from(model.tokenize(text, false)).join(" ")}`);
 }
 process.stdout.write(out.join("\n") + "\n");
 await model.dispose();
