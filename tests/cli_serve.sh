@@ -289,6 +289,17 @@ if start_server auth -m "$MODEL" --ctx 64 --api-key s3cret -q; then
 	stop_server auth
 fi
 
+# ---- --chat-template: a built-in template for a model without one ----
+if start_server builtin -m "$MODEL" --ctx 64 --chat-template llama2 -q; then
+	st=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"temperature":0}')
+	[[ $st == 200 ]] && pass "--chat-template llama2: chat on a model without a template -> 200" ||
+		fail "--chat-template llama2" "$st $(head -c 200 "$TMP/r.json")"
+	stop_server builtin
+fi
+"$EGANG" serve -m "$MODEL" --chat-template nosuch >/dev/null 2>"$TMP/ct.err"
+[[ $? == 2 ]] && grep -q "chat-template 'nosuch'" "$TMP/ct.err" &&
+	pass "--chat-template with an unknown name -> exit 2" || fail "--chat-template nosuch" "$(cat "$TMP/ct.err")"
+
 # ---- chat (ChatML vocabulary), queue full, cancel on disconnect ----
 if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 	st=$(post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0}')

@@ -983,11 +983,45 @@ static void test_speed(void **state)
 	tokenizer_free(l);
 }
 
+/* tokenizer_tokenize: llama_tokenize's special-token partition, space
+ * prefix after special tokens and add_special, on tok512. */
+static void test_llamacpp_semantics(void **state)
+{
+	(void)state;
+	tokenizer_t *t = tokenizer_load_llama2c(test_repo_model_path("tok512.bin"),
+						512);
+	assert_non_null(t);
+	int32_t a[64], b[64];
+	int64_t nb = tokenizer_encode(t, "hi", 2, false, b, 64);
+	/* "<s>" read as BOS, then "hi" with its own space prefix */
+	int64_t na = tokenizer_tokenize(t, "<s>hi", 5, false, true, a, 64);
+	assert_int_equal(na, nb + 1);
+	assert_int_equal(a[0], 1);
+	assert_memory_equal(a + 1, b, (size_t)nb * sizeof *b);
+	/* without parse_special "<s>" stays text, as tokenizer_encode has it */
+	na = tokenizer_tokenize(t, "<s>hi", 5, false, false, a, 64);
+	nb = tokenizer_encode(t, "<s>hi", 5, false, b, 64);
+	assert_int_equal(na, nb);
+	assert_memory_equal(a, b, (size_t)nb * sizeof *b);
+	/* add_special: BOS first; "</s>" in the middle splits the text */
+	na = tokenizer_tokenize(t, "a</s>b", 6, true, true, a, 64);
+	assert_true(na >= 4);
+	assert_int_equal(a[0], 1);
+	bool eos = false;
+	for (int64_t i = 1; i < na; i++)
+		eos |= a[i] == 2;
+	assert_true(eos);
+	/* empty text: BOS only */
+	assert_int_equal(tokenizer_tokenize(t, "", 0, true, true, a, 64), 1);
+	tokenizer_free(t);
+}
+
 int main(void)
 {
 	log_quiet = true;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tok512_known_ids),
+		cmocka_unit_test(test_llamacpp_semantics),
 		cmocka_unit_test(test_expected_prompts),
 		cmocka_unit_test(test_stories_gguf_matches_bin),
 		cmocka_unit_test(test_tok105_char_level),

@@ -10,6 +10,8 @@
 
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);

@@ -150,7 +150,7 @@ int cmd_info(int argc, char **argv)
 
 static const char synth_help[] =
 	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N]\n"
-	"                   [--sliding-window N] [-q]\n"
+	"                   [--sliding-window N] [--tokenizer FILE [--tokenizer-config FILE]] [-q]\n"
 	"\n"
 	"Writes a GGUF with random weights (deterministic from the seed) and a\n"
 	"working synthetic tokenizer, in the shape of a real model.\n"
@@ -165,6 +165,14 @@ static const char synth_help[] =
 	"      --layers N      override the layer count (small test models)\n"
 	"      --sliding-window N  override the sliding layers' window (gemma3;\n"
 	"                      small test models that cross it)\n"
+	"      --tokenizer FILE         a Hugging Face tokenizer.json: its vocabulary,\n"
+	"                      merges, token types and special tokens go into the\n"
+	"                      GGUF as llama.cpp's converter writes them, and the\n"
+	"                      model's vocab size follows it (tools/tokenizers.sh\n"
+	"                      fetches Llama 3, Qwen3 and Gemma 3 ones)\n"
+	"                      (or a llama2.c tokenizer.bin of the shape's vocab)\n"
+	"      --tokenizer-config FILE  its tokenizer_config.json: bos/eos/pad,\n"
+	"                      add_bos_token and the chat template\n"
 	"  -q, --quiet         no progress\n"
 	"  -h, --help          this text\n"
 	"\nshapes:\n";
@@ -186,10 +194,13 @@ static const char *synth_usage(void)
 
 int cmd_synth(int argc, char **argv)
 {
-	const char *out = NULL, *type = "q8_0", *shape = NULL;
+	const char *out = NULL, *type = "q8_0", *shape = NULL, *tok_json = NULL,
+		   *tok_cfg = NULL;
 	int64_t seed = 1, layers = 0, window = 0;
 	const cli_opt_t opts[] = {
 		OPT_STR("output", 'o', &out, .required = true),
+		OPT_STR("tokenizer", 0, &tok_json),
+		OPT_STR("tokenizer-config", 0, &tok_cfg),
 		OPT_STR("type", 0, &type),
 		OPT_INT("seed", 's', &seed, 0, UINT32_MAX),
 		OPT_INT("layers", 0, &layers, 1, 1024),
@@ -220,8 +231,26 @@ int cmd_synth(int argc, char **argv)
 		log_error("synth: --type '%s' is not one of %s", type, quant_mix_names());
 		return EXIT_INPUT;
 	}
-	if (synth_write_mix(s, &mix, (uint64_t)seed, (int32_t)layers, out,
-			cli_progress, NULL) < 0) {
+	if (tok_cfg && !tok_json) {
+		log_error("synth: --tokenizer-config needs --tokenizer");
+		return EXIT_INPUT;
+	}
+	tokenizer_t *tok = NULL;
+	char *tmpl = NULL;
+	size_t tl = tok_json ? strlen(tok_json) : 0;
+	if (tl > 4 && !strcmp(tok_json + tl - 4, ".bin")) /* llama2.c's */
+		tok = tokenizer_load_llama2c(tok_json, s->vocab);
+	else if (tok_json)
+		tok = tokenizer_load_hf(tok_json, tok_cfg, s->vocab, &tmpl);
+	if (tok_json && !tok) {
+		log_error("synth: %s", err_get());
+		return EXIT_INPUT;
+	}
+	int rc = synth_write_tok(s, &mix, (uint64_t)seed, (int32_t)layers, tok,
+				 tmpl, out, cli_progress, NULL);
+	tokenizer_free(tok);
+	free(tmpl);
+	if (rc < 0) {
 		log_error("%s", err_get());
 		return EXIT_FAIL;
 	}

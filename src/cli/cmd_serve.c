@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "model/chat.h"
 #include "gang/gang.h"
 #include "model/model.h"
 #include "policy/control.h"
@@ -61,6 +62,9 @@ static const char serve_help[] =
 	"      --prefill-chunk N   prompt tokens per step next to the running\n"
 	"                          sequences (default 64)\n"
 	"      --api-key KEY       require 'Authorization: Bearer KEY' (not on /health)\n"
+	"      --chat-template NAME  a built-in chat template instead of the model's\n"
+	"                          (chatml, llama2, llama3, zephyr, qwen3, gemma3);\n"
+	"                          without one an unrecognised template gets 400\n"
 	"      --timeout S         close connections idle for S seconds (default 30)\n"
 	"      --max-conns N       concurrent connections (default 256)\n"
 	"  -q, --quiet             no startup and shutdown lines\n"
@@ -71,7 +75,8 @@ static const char serve_help[] =
 	"413 body over 1 MiB, 429 queue full, 503 shutting down.\n";
 
 typedef struct serve_opts {
-	const char *model, *tok, *host, *policy, *policies, *control, *api_key;
+	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
+		*chat_template;
 	int backend; /* 0 user, 1 scx */
 	int64_t port, ctx, max_queue, timeout, max_conns;
 	int64_t parallel, kv_mb, prefill_chunk;
@@ -169,7 +174,10 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 	model_t *m = e->m;
 	char *tmpl = NULL;
 	gguf_str_t ts;
-	if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0)
+	if (o->chat_template) /* the markers that select the built-in */
+		tmpl = strdup(chat_markers(chat_kind_from_name(o->chat_template)));
+	else if (m->gguf &&
+		 gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0)
 		tmpl = strndup(ts.s, (size_t)ts.n);
 	const char *base = strrchr(o->model, '/');
 	server_config_t cfg = {
@@ -240,6 +248,7 @@ int cmd_serve(int argc, char **argv)
 		OPT_CHOICE("backend", 0, &o.backend, backends),
 		OPT_INT("max-queue", 0, &o.max_queue, 0, 100000),
 		OPT_STR("api-key", 0, &o.api_key),
+		OPT_STR("chat-template", 0, &o.chat_template),
 		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
 		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
 		OPT_INT("parallel", 0, &o.parallel, 1, 64),
@@ -251,6 +260,11 @@ int cmd_serve(int argc, char **argv)
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
+	if (o.chat_template && chat_kind_from_name(o.chat_template) == CHAT_NONE) {
+		log_error("serve: --chat-template '%s' is not one of chatml, llama2, "
+			  "llama3, zephyr, qwen3, gemma3", o.chat_template);
+		return EXIT_INPUT;
+	}
 	int index = check_opts(&o, &status);
 	if (index < 0)
 		return status;

@@ -12,21 +12,47 @@ struct chat_template {
 	chat_kind_t kind;
 	const tokenizer_t *tok;
 	const char *bos, *eos; /* the pieces that spell them, "" if none */
+	bool gen_always; /* llama3: the template adds the assistant header
+			    whether or not add_generation_prompt */
 };
 
-static const char *const chat_names[CHAT_COUNT] = {"none", "chatml", "llama2",
-						   "llama3", "zephyr"};
+static const char *const chat_names[CHAT_COUNT] = {
+	"none", "chatml", "llama2", "llama3", "zephyr", "qwen3", "gemma3"};
+
+chat_kind_t chat_kind_from_name(const char *name)
+{
+	for (int k = 1; k < CHAT_COUNT; k++)
+		if (!strcmp(name, chat_names[k]))
+			return (chat_kind_t)k;
+	return CHAT_NONE;
+}
 
 const char *chat_name(chat_kind_t k)
 {
 	return k < CHAT_COUNT ? chat_names[k] : "?";
 }
 
+const char *chat_markers(chat_kind_t k)
+{
+	static const char *const m[CHAT_COUNT] = {
+		[CHAT_NONE] = "",
+		[CHAT_CHATML] = "<|im_start|>",
+		[CHAT_LLAMA2] = "[INST] add_generation_prompt",
+		[CHAT_LLAMA3] = "<|start_header_id|> add_generation_prompt",
+		[CHAT_ZEPHYR] = "<|user|> <|assistant|>",
+		[CHAT_QWEN3] = "<|im_start|> </think>",
+		[CHAT_GEMMA3] = "<start_of_turn>",
+	};
+	return k < CHAT_COUNT ? m[k] : "";
+}
+
 chat_kind_t chat_kind(const char *t, const tokenizer_t *tok)
 {
 	if (t) {
 		if (strstr(t, "<|im_start|>"))
-			return CHAT_CHATML;
+			return strstr(t, "</think>") ? CHAT_QWEN3 : CHAT_CHATML;
+		if (strstr(t, "<start_of_turn>"))
+			return CHAT_GEMMA3;
 		if (strstr(t, "<|start_header_id|>"))
 			return CHAT_LLAMA3;
 		if (strstr(t, "[INST]"))
@@ -54,12 +80,26 @@ chat_template_t *chat_template_new(const char *text, const tokenizer_t *tok)
 	t->tok = tok;
 	t->bos = piece_or_empty(tok, tokenizer_bos(tok));
 	t->eos = piece_or_empty(tok, tokenizer_eos(tok));
+	t->gen_always = t->kind == CHAT_LLAMA3 && text &&
+			!strstr(text, "add_generation_prompt");
+	return t;
+}
+
+chat_template_t *chat_template_new_kind(chat_kind_t kind,
+					const tokenizer_t *tok)
+{
+	chat_template_t *t = chat_template_new(NULL, tok);
+	t->kind = kind;
 	return t;
 }
 
 void chat_template_free(chat_template_t *t) { free(t); }
 
 chat_kind_t chat_template_kind(const chat_template_t *t) { return t->kind; }
+const tokenizer_t *chat_template_tokenizer(const chat_template_t *t)
+{
+	return t->tok;
+}
 
 /* ---- rendering ---- */
 
@@ -70,6 +110,58 @@ typedef struct text {
 } text_t;
 
 static void put(text_t *o, const char *s) { fputs(s, o->f); }
+
+/* The length of the white space (Python's str.isspace, which Jinja's trim
+ * and str.strip() use) that starts s[0..n), 0 if none. */
+static size_t space_len(const char *s, size_t n)
+{
+	unsigned char c = (unsigned char)s[0];
+	if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f))
+		return 1;
+	static const char *const ws[] = {
+		"\xC2\x85", "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\xA8",
+		"\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
+	for (size_t i = 0; i < EG_ARRAY_LEN(ws); i++) {
+		size_t k = strlen(ws[i]);
+		if (n >= k && !memcmp(s, ws[i], k))
+			return k;
+	}
+	/* U+2000..U+200A */
+	if (n >= 3 && c == 0xE2 && (unsigned char)s[1] == 0x80 &&
+	    (unsigned char)s[2] >= 0x80 && (unsigned char)s[2] <= 0x8A)
+		return 3;
+	return 0;
+}
+
+/* Whether the white space of space_len ends at s + n (checked from the
+ * end: the last 1..3 bytes). */
+static size_t space_len_back(const char *s, size_t n)
+{
+	for (size_t k = 1; k <= 3 && k <= n; k++)
+		if (space_len(s + n - k, k) == k)
+			return k;
+	return 0;
+}
+
+/* Jinja's trim / Python's strip(): m's text without white space at both
+ * ends (lead: the start, tail: the end). */
+static void put_trimmed(text_t *o, const char *s, size_t n, bool lead,
+			bool tail)
+{
+	size_t k;
+	while (lead && n > 0 && (k = space_len(s, n)) > 0) {
+		s += k;
+		n -= k;
+	}
+	while (tail && n > 0 && (k = space_len_back(s, n)) > 0)
+		n -= k;
+	fwrite(s, 1, n, o->f);
+}
+
+static void put_msg_trim(text_t *o, const chat_msg_t *m)
+{
+	put_trimmed(o, m->text, m->len, true, true);
+}
 static void put_msg(text_t *o, const chat_msg_t *m)
 {
 	fwrite(m->text, 1, m->len, o->f);
@@ -92,10 +184,10 @@ static void render_llama3(const chat_template_t *t, const chat_msg_t *m,
 {
 	for (int i = 0; i < n; i++) {
 		fprintf(o->f, "<|start_header_id|>%s<|end_header_id|>\n\n", m[i].role);
-		put_msg(o, &m[i]);
+		put_msg_trim(o, &m[i]);
 		put(o, "<|eot_id|>");
 	}
-	if (gen)
+	if (gen || t->gen_always)
 		put(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
@@ -127,7 +219,7 @@ static void render_llama2(const chat_template_t *t, const chat_msg_t *m,
 		}
 		if (!strcmp(m[i].role, "assistant")) {
 			put(o, " ");
-			put_msg(o, &m[i]);
+			put_msg_trim(o, &m[i]);
 			put(o, " ");
 			put(o, t->eos);
 			continue;
@@ -136,13 +228,15 @@ static void render_llama2(const chat_template_t *t, const chat_msg_t *m,
 			put(o, t->bos);
 		first = false;
 		put(o, "[INST] ");
-		if (sys) {
+		if (sys) { /* content.strip() of the joined text */
 			put(o, "<<SYS>>\n");
 			put_msg(o, sys);
 			put(o, "\n<</SYS>>\n\n");
 			sys = NULL;
+			put_trimmed(o, m[i].text, m[i].len, false, true);
+		} else {
+			put_msg_trim(o, &m[i]);
 		}
-		put_msg(o, &m[i]);
 		put(o, " [/INST]");
 	}
 	if (first) { /* no user turn at all */
@@ -153,6 +247,109 @@ static void render_llama2(const chat_template_t *t, const chat_msg_t *m,
 	}
 }
 
+/* Qwen3's template (tools aside): ChatML, a system message only first;
+ * an assistant turn's "<think>...</think>" is cut from its content, and
+ * the turns after the last user message carry their reasoning (the last
+ * one always, an empty one if none). */
+static void render_qwen3(const chat_template_t *t, const chat_msg_t *m,
+			 int n, bool gen, text_t *o)
+{
+	int last_query = n - 1;
+	for (int i = n - 1; i >= 0; i--) {
+		if (!strcmp(m[i].role, "user") &&
+		    !(m[i].len >= 15 && !memcmp(m[i].text, "<tool_response>", 15) &&
+		      m[i].len >= 16 &&
+		      !memcmp(m[i].text + m[i].len - 16, "</tool_response>", 16))) {
+			last_query = i;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (strcmp(m[i].role, "assistant")) {
+			fprintf(o->f, "<|im_start|>%s\n", m[i].role);
+			put_msg(o, &m[i]);
+			put(o, "<|im_end|>\n");
+			continue;
+		}
+		const char *c = m[i].text, *r = "";
+		size_t nc = m[i].len, nr = 0;
+		const char *end = memmem(c, nc, "</think>", 8);
+		if (end) {
+			/* content: after the last </think>, '\n's stripped
+			 * before it; reasoning: before the first </think>,
+			 * after its last <think>, '\n's stripped around */
+			const char *last = end, *p;
+			while ((p = memmem(last + 8, (size_t)(c + nc - last - 8),
+					   "</think>", 8)))
+				last = p;
+			r = c;
+			nr = (size_t)(end - c);
+			for (const char *q = r; (q = memmem(q, (size_t)(r + nr - q),
+							  "<think>", 7)); q += 7) {
+				nr -= (size_t)(q + 7 - r);
+				r = q + 7;
+				q = r - 7;
+			}
+			nc = (size_t)(c + nc - (last + 8));
+			c = last + 8;
+			while (nc && *c == '\n')
+				c++, nc--;
+			while (nr && *r == '\n')
+				r++, nr--;
+			while (nr && r[nr - 1] == '\n')
+				nr--;
+		}
+		put(o, "<|im_start|>assistant\n");
+		if (i > last_query && (i == n - 1 || nr)) {
+			put(o, "<think>\n");
+			fwrite(r, 1, nr, o->f);
+			put(o, "\n</think>\n\n");
+			while (nc && *c == '\n')
+				c++, nc--;
+		}
+		fwrite(c, 1, nc, o->f);
+		put(o, "<|im_end|>\n");
+	}
+	if (gen)
+		put(o, "<|im_start|>assistant\n");
+}
+
+/* Gemma 3: the system message opens the first user turn; assistant is
+ * "model"; contents trimmed; roles must alternate from user (the
+ * template raises otherwise: an error here, checked by chat_render). */
+static void render_gemma3(const chat_template_t *t, const chat_msg_t *m,
+			  int n, bool gen, text_t *o)
+{
+	const chat_msg_t *sys = n > 0 && !strcmp(m[0].role, "system") ? &m[0]
+									: NULL;
+	for (int i = sys ? 1 : 0; i < n; i++) {
+		bool user = !strcmp(m[i].role, "user");
+		fprintf(o->f, "<start_of_turn>%s\n", user ? "user" : "model");
+		if (sys && i == 1) {
+			put_msg(o, sys);
+			put(o, "\n\n");
+		}
+		put_msg_trim(o, &m[i]);
+		put(o, "<end_of_turn>\n");
+	}
+	if (gen)
+		put(o, "<start_of_turn>model\n");
+}
+
+/* A conversation the kind's template refuses; -1 + err_get(). */
+static int check_roles(const chat_template_t *t, const chat_msg_t *m, int n)
+{
+	if (t->kind != CHAT_GEMMA3 && t->kind != CHAT_LLAMA2)
+		return 0;
+	int first = n > 0 && !strcmp(m[0].role, "system") ? 1 : 0;
+	for (int i = first; i < n; i++)
+		if (!strcmp(m[i].role, "user") != ((i - first) % 2 == 0))
+			return err_set("messages[%d]: the %s template needs roles "
+				       "alternating user/assistant after an optional "
+				       "first system message", i, chat_names[t->kind]);
+	return 0;
+}
+
 typedef void (*render_fn)(const chat_template_t *, const chat_msg_t *, int,
 			  bool, text_t *);
 
@@ -161,6 +358,8 @@ static const render_fn renderers[CHAT_COUNT] = {
 	[CHAT_LLAMA2] = render_llama2,
 	[CHAT_LLAMA3] = render_llama3,
 	[CHAT_ZEPHYR] = render_zephyr,
+	[CHAT_QWEN3] = render_qwen3,
+	[CHAT_GEMMA3] = render_gemma3,
 };
 
 int64_t chat_render(const chat_template_t *t, const chat_msg_t *msgs, int n,
@@ -176,6 +375,8 @@ int64_t chat_render(const chat_template_t *t, const chat_msg_t *msgs, int n,
 			return err_set("messages[%d]: role '%.40s' is not system, "
 				       "user or assistant", i,
 				       msgs[i].role ? msgs[i].role : "(null)");
+	if (check_roles(t, msgs, n) < 0)
+		return -1;
 	text_t o = {0};
 	o.f = open_memstream(&o.p, &o.len);
 	if (!o.f)
@@ -186,54 +387,41 @@ int64_t chat_render(const chat_template_t *t, const chat_msg_t *msgs, int n,
 	return (int64_t)o.len;
 }
 
-/* ---- tokenization of rendered text ---- */
-
-/* The earliest BOS or EOS spelling in s[0..n): its offset (n if none),
- * its id in *id and its length in *len. */
-static size_t find_special(const chat_template_t *t, const char *s, size_t n,
-			   int32_t *id, size_t *len)
+int64_t chat_render_full(const chat_template_t *t, const chat_msg_t *msgs,
+			 int n, bool add_generation_prompt, char **out)
 {
-	size_t best = n;
-	const char *sp[2] = {t->bos, t->eos};
-	int32_t ids[2] = {tokenizer_bos(t->tok), tokenizer_eos(t->tok)};
-	for (int k = 0; k < 2; k++) {
-		size_t l = strlen(sp[k]);
-		const char *p = l ? memmem(s, n, sp[k], l) : NULL;
-		if (p && (size_t)(p - s) < best) {
-			best = (size_t)(p - s);
-			*id = ids[k];
-			*len = l;
-		}
+	char *body;
+	int64_t k = chat_render(t, msgs, n, add_generation_prompt, &body);
+	if (k < 0)
+		return -1;
+	/* the templates that write bos_token themselves (the others leave
+	 * BOS to the tokenization, as llama.cpp's server does) */
+	bool writes_bos = t->kind == CHAT_LLAMA2 || t->kind == CHAT_LLAMA3 ||
+			  t->kind == CHAT_GEMMA3;
+	size_t nb = strlen(t->bos);
+	bool bos = writes_bos && nb &&
+		   !((size_t)k >= nb && !memcmp(body, t->bos, nb));
+	if (!bos) {
+		*out = body;
+		return k;
 	}
-	return best;
+	*out = malloc(nb + (size_t)k + 1);
+	if (!*out)
+		abort(); /* out of memory */
+	memcpy(*out, t->bos, nb);
+	memcpy(*out + nb, body, (size_t)k + 1);
+	free(body);
+	return (int64_t)nb + k;
 }
+
+/* ---- tokenization of rendered text ---- */
 
 int64_t chat_tokenize(const chat_template_t *t, const char *text, size_t len,
 		      int32_t *ids, int64_t max)
 {
+	/* as llama.cpp's server: special-token text becomes those tokens, and
+	 * BOS is added unless the text already begins with it */
 	size_t nb = strlen(t->bos);
-	bool bos = tokenizer_add_bos(t->tok) &&
-		   !(nb && len >= nb && !memcmp(text, t->bos, nb));
-	int64_t n = 0;
-	size_t i = 0;
-	for (;;) {
-		int32_t id = -1;
-		size_t sl = 0;
-		size_t at = i + find_special(t, text + i, len - i, &id, &sl);
-		if (at > i || bos) { /* the text before it (BOS first, once) */
-			int64_t room = n < max ? max - n : 0;
-			int64_t k = tokenizer_encode(t->tok, text + i, at - i, bos,
-						     room ? ids + n : NULL, room);
-			if (k < 0)
-				return -1;
-			n += k;
-			bos = false;
-		}
-		if (at == len)
-			return n;
-		if (n < max)
-			ids[n] = id;
-		n++;
-		i = at + sl;
-	}
+	bool add = !(nb && len >= nb && !memcmp(text, t->bos, nb));
+	return tokenizer_tokenize(t->tok, text, len, add, true, ids, max);
 }

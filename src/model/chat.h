@@ -29,6 +29,8 @@ typedef enum chat_kind {
 	CHAT_LLAMA2,
 	CHAT_LLAMA3,
 	CHAT_ZEPHYR,
+	CHAT_QWEN3,  /* ChatML with <think> handling of assistant turns */
+	CHAT_GEMMA3, /* <start_of_turn>user / model */
 	CHAT_COUNT
 } chat_kind_t;
 
@@ -44,8 +46,18 @@ typedef struct chat_template chat_template_t; /* opaque */
  * ChatML when the vocabulary (may be NULL) has <|im_start|>, else
  * CHAT_NONE. */
 chat_kind_t chat_kind(const char *template_text, const tokenizer_t *tok);
-/* "none", "chatml", "llama2", "llama3", "zephyr"; "?" out of range. */
+/* "none", "chatml", "llama2", "llama3", "zephyr", "qwen3", "gemma3"; "?"
+ * out of range. */
 const char *chat_name(chat_kind_t k);
+/* The kind of a name chat_name gives, CHAT_NONE if unknown. */
+chat_kind_t chat_kind_from_name(const char *name);
+/* A text that chat_kind() recognises as kind k (its markers), "" for
+ * CHAT_NONE: how a built-in is chosen where a template text is expected. */
+const char *chat_markers(chat_kind_t k);
+/* A template of a chosen kind (--chat-template NAME), whatever the
+ * model's template text says. */
+chat_template_t *chat_template_new_kind(chat_kind_t kind,
+					const tokenizer_t *tok);
 
 /* A template for tok (which must outlive it), of kind chat_kind(text, tok);
  * never NULL (aborts on out of memory). CHAT_NONE renders nothing. */
@@ -53,6 +65,7 @@ chat_template_t *chat_template_new(const char *template_text,
 				   const tokenizer_t *tok);
 void chat_template_free(chat_template_t *t);
 chat_kind_t chat_template_kind(const chat_template_t *t);
+const tokenizer_t *chat_template_tokenizer(const chat_template_t *t);
 
 /* Renders msgs[0..n) (roles as chat_msg_t says) to the prompt text, then
  * the assistant's header when add_generation_prompt. *out: malloc'd,
@@ -60,6 +73,12 @@ chat_kind_t chat_template_kind(const chat_template_t *t);
  * unknown role). */
 int64_t chat_render(const chat_template_t *t, const chat_msg_t *msgs, int n,
 		    bool add_generation_prompt, char **out);
+/* The prompt as the Jinja template renders it: the BOS piece first for
+ * the templates that write bos_token (Llama 2, Llama 3, Gemma 3), then
+ * chat_render's text. For tests against a
+ * reference renderer. -1 + err_get(). */
+int64_t chat_render_full(const chat_template_t *t, const chat_msg_t *msgs,
+			 int n, bool add_generation_prompt, char **out);
 /* Encodes rendered text (step 2 above) into ids, BOS first when the
  * vocabulary asks for it and the text does not begin with it. Returns the
  * count (may exceed max: then only max were written), -1 + err_get(). */

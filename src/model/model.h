@@ -247,6 +247,13 @@ int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 		    int32_t n_layers, const char *path, synth_progress_fn progress,
 		    void *user);
 
+/* synth_write_mix with a real vocabulary (tokenizer_load_hf; the model's
+ * vocab size becomes its size) and tokenizer.chat_template (may be NULL). */
+int synth_write_tok(const synth_shape_t *s, const quant_mix_t *mix, uint64_t seed,
+		    int32_t n_layers, const tokenizer_t *tok,
+		    const char *chat_template, const char *path,
+		    synth_progress_fn progress, void *user);
+
 /* Rewrites GGUF `in` as `out` with the matrices (quant_tensor_quantizable)
  * quantized by mix, on `threads` threads, every key-value copied
  * (general.file_type and general.quantization_version set). An input

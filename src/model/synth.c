@@ -227,6 +227,15 @@ int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 		    int32_t n_layers, const char *path, synth_progress_fn progress,
 		    void *user)
 {
+	return synth_write_tok(s, mix, seed, n_layers, NULL, NULL, path, progress,
+			       user);
+}
+
+int synth_write_tok(const synth_shape_t *s, const quant_mix_t *mix, uint64_t seed,
+		    int32_t n_layers, const tokenizer_t *real_tok,
+		    const char *chat_template, const char *path,
+		    synth_progress_fn progress, void *user)
+{
 	model_config_t c = {
 		.arch = s->arch, .dim = s->dim, .hidden_dim = s->hidden_dim,
 		.n_layers = n_layers > 0 ? n_layers : s->n_layers,
@@ -244,14 +253,19 @@ int synth_write_mix(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 	gguf_writer_set_u32(w, "egang.synth.seed", (uint32_t)seed);
 	gguf_writer_set_str(w, "egang.synth.type", mix->name);
 	gguf_writer_set_u32(w, "general.file_type", mix->ftype);
-	tokenizer_t *tok = tokenizer_synth(s->tok_kind, s->vocab, seed);
-	if (!tok) {
+	tokenizer_t *tok = real_tok ? NULL
+			   : tokenizer_synth(s->tok_kind, s->vocab, seed);
+	if (!tok && !real_tok) {
 		gguf_writer_free(w);
 		return -1;
 	}
-	tokenizer_write_gguf(tok, w);
-	phi3_name(w, s, tok);
-	uint8_t *mute = unprintable_tokens(tok);
+	if (real_tok) /* the model's vocabulary follows the tokenizer */
+		c.vocab_size = tokenizer_n_vocab(real_tok);
+	tokenizer_write_gguf(real_tok ? real_tok : tok, w);
+	phi3_name(w, s, real_tok ? real_tok : tok);
+	if (chat_template)
+		gguf_writer_set_str(w, "tokenizer.chat_template", chat_template);
+	uint8_t *mute = unprintable_tokens(real_tok ? real_tok : tok);
 	tokenizer_free(tok);
 	if (!mute) {
 		gguf_writer_free(w);

@@ -135,8 +135,8 @@ struct tokenizer {
 	float *score;     /* (n_vocab) SentencePiece score (0 for gpt2) */
 	int32_t *type;    /* (n_vocab) GGUF token_type */
 	bool has_scores;  /* scores came from the source (written back) */
-	int32_t bos, eos, unk; /* -1 if none */
-	bool add_bos;
+	int32_t bos, eos, unk, pad; /* -1 if none */
+	bool add_bos, add_eos;
 	bool no_space_prefix; /* llama: tokenizer.ggml.add_space_prefix false */
 
 	int32_t *slot;    /* (mask + 1) open addressing piece -> id, -1 empty */
@@ -162,6 +162,9 @@ struct tokenizer {
 			     first byte, longest first within a group */
 	int32_t n_special;
 	int32_t special_start[257]; /* group of first byte b: [start[b], start[b+1]) */
+	int32_t *lc_special; /* (n_lc_special) control, user-defined and unknown
+				ids, longest first (llama.cpp's partition order) */
+	int32_t n_lc_special;
 };
 
 static const char *tok_str(const tokenizer_t *t, int32_t id)
@@ -180,7 +183,7 @@ static tokenizer_t *tok_new(tokenizer_kind_t kind, int32_t cap)
 	t->type = xmalloc((size_t)t->cap * sizeof *t->type);
 	t->pool_cap = 4096;
 	t->pool = xmalloc(t->pool_cap);
-	t->bos = t->eos = t->unk = -1;
+	t->bos = t->eos = t->unk = t->pad = -1;
 	t->pre_name = xcalloc(1, 1);
 	for (int b = 0; b < 256; b++)
 		t->byte_tok[b] = -1;
@@ -310,6 +313,63 @@ static int special_cmp_len(const void *a, const void *b, void *t_)
 	return x < y ? -1 : x > y;
 }
 
+static int lc_special_cmp(const void *a, const void *b, void *t_)
+{
+	const tokenizer_t *t = t_;
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	if (t->len[x] != t->len[y])
+		return t->len[x] > t->len[y] ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* The tokens llama.cpp's tokenizer_st_partition looks for in text. */
+static void tok_lc_special(tokenizer_t *t)
+{
+	free(t->lc_special);
+	t->lc_special = xmalloc((size_t)t->n_vocab * sizeof *t->lc_special);
+	t->n_lc_special = 0;
+	for (int32_t id = 0; id < t->n_vocab; id++)
+		if ((t->type[id] == TOKEN_TYPE_CONTROL ||
+		     t->type[id] == TOKEN_TYPE_USER_DEFINED ||
+		     t->type[id] == TOKEN_TYPE_UNKNOWN) && t->len[id] > 0)
+			t->lc_special[t->n_lc_special++] = id;
+	qsort_r(t->lc_special, (size_t)t->n_lc_special, sizeof *t->lc_special,
+		lc_special_cmp, t);
+}
+
+/* Pieces llama.cpp's vocabulary loader (llama-vocab.cpp, its "auto-detect
+ * special tokens by text" and end-of-generation lists) makes control
+ * tokens whatever their GGUF type, so they are matched as special tokens
+ * in text and decode to nothing. */
+static const char *const lc_forced_control[] = {
+	"</s>", "<EOT>", "<MID>", "<PAD>", "<PRE>", "<REPO>", "<SUF>",
+	"<end_of_turn>", "<end_of_utterance>", "<eos>", "<fim-middle>",
+	"<fim-pad>", "<fim-prefix>", "<fim-repo>", "<fim-suffix>", "<fim_middle>",
+	"<fim_pad>", "<fim_prefix>", "<fim_suffix>", "<reponame>", "<turn|>",
+	"<|calls|>", "<|call|>", "<|code_middle|>", "<|code_prefix|>",
+	"<|code_suffix|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>",
+	"<|eom_id|>", "<|eot_id|>", "<|file_sep|>", "<|fim_middle|>",
+	"<|fim_pad|>", "<|fim_prefix|>", "<|fim_repo|>", "<|fim_suffix|>",
+	"<|flush|>", "<|im_end|>", "<|middle|>", "<|prefix|>", "<|repo_name|>",
+	"<|return|>", "<|suffix|>", "<|tool_response>",
+	"<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C" ">",
+	"<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C" ">",
+	"<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C" ">",
+	"<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C" ">",
+	"[EOS]", "[EOT]", "[PAD]", "[e~[", "_<EOT>",
+	"\xE2\x96\x81" "<MID>", "\xE2\x96\x81" "<PRE>", "\xE2\x96\x81" "<SUF>",
+};
+
+static void tok_lc_overrides(tokenizer_t *t)
+{
+	for (size_t i = 0; i < EG_ARRAY_LEN(lc_forced_control); i++) {
+		int32_t id = tok_find2(t, lc_forced_control[i],
+				       strlen(lc_forced_control[i]), NULL, 0);
+		if (id >= 0)
+			t->type[id] = TOKEN_TYPE_CONTROL;
+	}
+}
+
 /* Builds lookup structures once the pieces are in. -1 + message on bad
  * special ids. */
 static int tok_finish(tokenizer_t *t, const char *src)
@@ -317,12 +377,15 @@ static int tok_finish(tokenizer_t *t, const char *src)
 	if (t->n_vocab <= 0)
 		return err_set("%s: empty vocabulary", src);
 	const struct { const char *name; int32_t id; } ids[] = {
-		{ "bos", t->bos }, { "eos", t->eos }, { "unk", t->unk } };
+		{ "bos", t->bos }, { "eos", t->eos }, { "unk", t->unk },
+		{ "padding", t->pad } };
 	for (size_t i = 0; i < EG_ARRAY_LEN(ids); i++)
 		if (ids[i].id < -1 || ids[i].id >= t->n_vocab)
 			return err_set("%s: %s token id %d out of range (vocabulary %d)",
 				       src, ids[i].name, ids[i].id, t->n_vocab);
 	tok_reindex(t);
+	tok_lc_overrides(t);
+	tok_lc_special(t);
 	if (t->kind == TOKENIZER_LLAMA) {
 		tok_llama_bytes(t);
 		return 0;
@@ -368,6 +431,7 @@ void tokenizer_free(tokenizer_t *t)
 	free(t->mrank);
 	free(t->pre_name);
 	free(t->special);
+	free(t->lc_special);
 	free(t);
 }
 
@@ -929,6 +993,31 @@ static int gguf_vocab_add(tokenizer_t *t, const gguf_t *g, const gguf_vocab_t *v
 	return 0;
 }
 
+/* Merge r from its "left right" spelling (each side and their
+ * concatenation in the vocabulary); -1 + err_get() naming src. */
+static int tok_set_merge(tokenizer_t *t, const char *s, size_t n, uint64_t r,
+			 const char *src)
+{
+	const char *sp = n > 1 ? memchr(s + 1, ' ', n - 1) : NULL;
+	int w = (int)(n > 64 ? 64 : n);
+	if (!sp)
+		return err_set("%s[%llu]: '%.*s' is not \"left right\"", src,
+			       (unsigned long long)r, w, s);
+	size_t nl = (size_t)(sp - s), nr = n - nl - 1;
+	int32_t l = tok_find2(t, s, nl, NULL, 0);
+	int32_t rt = tok_find2(t, sp + 1, nr, NULL, 0);
+	int32_t res = tok_find2(t, s, nl, sp + 1, nr);
+	if (l < 0 || rt < 0 || res < 0)
+		return err_set("%s[%llu]: '%.*s' names a %s not in the vocabulary",
+			       src, (unsigned long long)r, w, s,
+			       l < 0 ? "left piece" : rt < 0 ? "right piece"
+							     : "merged piece");
+	t->merge[3 * r] = l;
+	t->merge[3 * r + 1] = rt;
+	t->merge[3 * r + 2] = res;
+	return 0;
+}
+
 /* A byte-level BPE's pre-tokenizer and merges ("left right", each side and
  * their concatenation in the vocabulary); -1 + err_get(). */
 static int gguf_bpe_merges(tokenizer_t *t, const gguf_t *g)
@@ -953,23 +1042,8 @@ static int gguf_bpe_merges(tokenizer_t *t, const gguf_t *g)
 		if (gguf_arr_str(g, "tokenizer.ggml.merges", r, &s) < 0)
 			return err_wrap("tokenizer.ggml.merges[%llu]",
 					(unsigned long long)r);
-		const char *sp = s.n > 1 ? memchr(s.s + 1, ' ', s.n - 1) : NULL;
-		int w = (int)(s.n > 64 ? 64 : s.n);
-		if (!sp)
-			return err_set("tokenizer.ggml.merges[%llu]: '%.*s' is not "
-				       "\"left right\"", (unsigned long long)r, w, s.s);
-		size_t nl = (size_t)(sp - s.s), nr = s.n - nl - 1;
-		int32_t l = tok_find2(t, s.s, nl, NULL, 0);
-		int32_t rt = tok_find2(t, sp + 1, nr, NULL, 0);
-		int32_t res = tok_find2(t, s.s, nl, sp + 1, nr);
-		if (l < 0 || rt < 0 || res < 0)
-			return err_set("tokenizer.ggml.merges[%llu]: '%.*s' names a %s "
-				       "not in the vocabulary", (unsigned long long)r,
-				       w, s.s, l < 0 ? "left piece"
-				       : rt < 0 ? "right piece" : "merged piece");
-		t->merge[3 * r] = l;
-		t->merge[3 * r + 1] = rt;
-		t->merge[3 * r + 2] = res;
+		if (tok_set_merge(t, s.s, s.n, r, "tokenizer.ggml.merges") < 0)
+			return -1;
 	}
 	t->n_merges = (int32_t)nm;
 	tok_index_merges(t);
@@ -988,6 +1062,7 @@ tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
 	    gguf_token_id(g, "tokenizer.ggml.bos_token_id", v.n, &t->bos) < 0 ||
 	    gguf_token_id(g, "tokenizer.ggml.eos_token_id", v.n, &t->eos) < 0 ||
 	    gguf_token_id(g, "tokenizer.ggml.unknown_token_id", v.n, &t->unk) < 0 ||
+	    gguf_token_id(g, "tokenizer.ggml.padding_token_id", v.n, &t->pad) < 0 ||
 	    tok_finish(t, "tokenizer.ggml.tokens") < 0 ||
 	    (kind == TOKENIZER_GPT2 && gguf_bpe_merges(t, g) < 0)) {
 		tokenizer_free(t);
@@ -1001,7 +1076,59 @@ tokenizer_t *tokenizer_load_gguf(const gguf_t *g)
 		t->add_bos = ab;
 	else
 		t->add_bos = kind == TOKENIZER_LLAMA || t->pre == TOK_PRE_LLAMA3;
+	if (gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &ab) == 0)
+		t->add_eos = ab;
 	return t;
+}
+
+tokenizer_t *tokenizer_build(const tokenizer_spec_t *sp)
+{
+	if (sp->kind != TOKENIZER_LLAMA && sp->kind != TOKENIZER_GPT2) {
+		err_set("tokenizer_build: unknown kind %d", (int)sp->kind);
+		return NULL;
+	}
+	if (sp->n <= 0 || sp->n > INT32_MAX / 2) {
+		err_set("tokenizer_build: vocabulary size %d out of range", sp->n);
+		return NULL;
+	}
+	tokenizer_t *t = tok_new(sp->kind, sp->n);
+	for (int32_t i = 0; i < sp->n; i++) {
+		const char *p = sp->pieces[i] ? sp->pieces[i] : "";
+		int32_t ty = sp->types ? sp->types[i] : TOKEN_TYPE_NORMAL;
+		if (ty < 0 || ty > TOKEN_TYPE_BYTE) {
+			err_set("tokenizer_build: token %d: type %d is not 0..6", i, ty);
+			goto fail;
+		}
+		tok_add(t, p, strlen(p), sp->scores ? sp->scores[i] : 0, ty);
+	}
+	t->has_scores = sp->scores != NULL;
+	t->bos = sp->bos;
+	t->eos = sp->eos;
+	t->unk = sp->unk;
+	t->pad = sp->pad;
+	t->no_space_prefix = sp->no_space_prefix;
+	if (tok_finish(t, "tokenizer_build") < 0)
+		goto fail;
+	if (sp->kind == TOKENIZER_GPT2) {
+		const char *pre = sp->pre ? sp->pre : "";
+		if (tok_set_pre(t, pre, strlen(pre)) < 0)
+			goto fail;
+		t->merge = xmalloc(((size_t)sp->n_merges + 1) * 3 * sizeof *t->merge);
+		for (int32_t r = 0; r < sp->n_merges; r++)
+			if (tok_set_merge(t, sp->merges[r], strlen(sp->merges[r]),
+					  (uint64_t)r, "merges") < 0)
+				goto fail;
+		t->n_merges = sp->n_merges;
+		tok_index_merges(t);
+		gpt2_byte_tokens(t);
+	}
+	t->add_bos = sp->add_bos >= 0 ? sp->add_bos != 0
+		     : sp->kind == TOKENIZER_LLAMA || t->pre == TOK_PRE_LLAMA3;
+	t->add_eos = sp->add_eos > 0;
+	return t;
+fail:
+	tokenizer_free(t);
+	return NULL;
 }
 
 /* -- the synthetic vocabulary -- */
@@ -1216,7 +1343,12 @@ void tokenizer_write_gguf(const tokenizer_t *t, gguf_writer_t *w)
 	if (t->unk >= 0)
 		gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
 				    (uint32_t)t->unk);
+	if (t->pad >= 0)
+		gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id",
+				    (uint32_t)t->pad);
 	gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos);
+	if (t->add_eos)
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", true);
 	if (t->no_space_prefix)
 		gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
 }
@@ -1226,6 +1358,10 @@ int32_t tokenizer_n_vocab(const tokenizer_t *t) { return t->n_vocab; }
 int32_t tokenizer_bos(const tokenizer_t *t) { return t->bos; }
 int32_t tokenizer_eos(const tokenizer_t *t) { return t->eos; }
 int32_t tokenizer_unk(const tokenizer_t *t) { return t->unk; }
+int32_t tokenizer_type(const tokenizer_t *t, int32_t id)
+{
+	return id >= 0 && id < t->n_vocab ? t->type[id] : -1;
+}
 bool tokenizer_add_bos(const tokenizer_t *t) { return t->add_bos; }
 const char *tokenizer_pre(const tokenizer_t *t)
 {
@@ -1260,6 +1396,7 @@ typedef struct heap_ent {
 
 typedef struct work {
 	int32_t *id, *prev, *next; /* (n) symbols; id -2 once merged away */
+	int32_t *sl;               /* (n) symbol lengths (encode_spm_lc) */
 	heap_ent_t *heap;          /* (3 n) */
 	size_t heap_n;
 	int64_t n_out, max;
@@ -1559,6 +1696,251 @@ int64_t tokenizer_encode(const tokenizer_t *t, const char *text, size_t len,
 	int rc = t->kind == TOKENIZER_LLAMA ? encode_llama(t, text, len, &w)
 					    : encode_gpt2(t, text, len, &w);
 	free(w.id);
+	free(w.prev);
+	free(w.next);
+	free(w.heap);
+	free(w.buf);
+	return rc < 0 ? -1 : w.n_out;
+}
+
+/* -- llama_tokenize()'s semantics (tokenizer_tokenize) -- */
+
+typedef struct frag {
+	size_t off, len; /* raw text when id < 0 */
+	int32_t id;
+} frag_t;
+
+typedef struct frags {
+	frag_t *v;
+	size_t n, cap;
+} frags_t;
+
+static void frags_push(frags_t *f, size_t off, size_t len, int32_t id)
+{
+	if (f->n == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 16;
+		f->v = xrealloc(f->v, f->cap * sizeof *f->v);
+	}
+	f->v[f->n++] = (frag_t){off, len, id};
+}
+
+/* tokenizer_st_partition: each special token in turn (longest first)
+ * splits every raw fragment at each of its occurrences, left to right. */
+static void lc_partition(const tokenizer_t *t, const char *text, size_t len,
+			 bool parse_special, frags_t *out)
+{
+	frags_t tmp = {0};
+	out->n = 0;
+	frags_push(out, 0, len, -1);
+	for (int32_t k = 0; k < t->n_lc_special; k++) {
+		int32_t id = t->lc_special[k];
+		if (!parse_special && t->type[id] != TOKEN_TYPE_USER_DEFINED)
+			continue;
+		const char *p = tok_str(t, id);
+		size_t n = t->len[id];
+		if (n > len || !memmem(text, len, p, n))
+			continue;
+		tmp.n = 0;
+		for (size_t i = 0; i < out->n; i++) {
+			frag_t f = out->v[i];
+			if (f.id >= 0) {
+				frags_push(&tmp, f.off, f.len, f.id);
+				continue;
+			}
+			size_t pos = f.off, end = f.off + f.len;
+			const char *hit;
+			while (pos < end &&
+			       (hit = memmem(text + pos, end - pos, p, n))) {
+				size_t at = (size_t)(hit - text);
+				if (at > pos)
+					frags_push(&tmp, pos, at - pos, -1);
+				frags_push(&tmp, at, n, id);
+				pos = at + n;
+			}
+			if (pos < end)
+				frags_push(&tmp, pos, end - pos, -1);
+		}
+		frags_t sw = *out;
+		*out = tmp;
+		tmp = sw;
+	}
+	free(tmp.v);
+}
+
+/* llama.cpp's SentencePiece session: symbols are UTF-8 groups by lead byte
+ * alone (unicode_len_utf8), merged while the concatenation of two
+ * neighbours is a piece (best score, leftmost first), whether or not each
+ * is itself a piece; a final symbol that is no piece becomes its bytes. */
+static int encode_spm_lc(const tokenizer_t *t, const char *text, size_t len,
+			 bool prefix, work_t *w)
+{
+	char *s = w->buf;
+	size_t n = 0;
+	if (prefix) {
+		memcpy(s, "\xE2\x96\x81", 3);
+		n = 3;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == ' ') {
+			memcpy(s + n, "\xE2\x96\x81", 3);
+			n += 3;
+		} else {
+			s[n++] = text[i];
+		}
+	}
+	/* symbol i: offset w->prev2[i]... kept in id (offset) and out arrays */
+	int32_t *off = w->id, *sl = w->sl;
+	int32_t ns = 0;
+	for (size_t i = 0; i < n;) {
+		static const uint8_t lead_len[16] = {1, 1, 1, 1, 1, 1, 1, 1,
+						     1, 1, 1, 1, 2, 2, 3, 4};
+		size_t k = lead_len[(unsigned char)s[i] >> 4];
+		if (k > n - i)
+			k = n - i;
+		off[ns] = (int32_t)i;
+		sl[ns++] = (int32_t)k;
+		i += k;
+	}
+	link_symbols(w, ns);
+	w->heap_n = 0;
+#define SPM_TRY(l_, r_)                                                        \
+	do {                                                                   \
+		int32_t m_ = tok_find2(t, s + off[l_], (size_t)(sl[l_] + sl[r_]), \
+				       NULL, 0);                               \
+		if (m_ >= 0)                                                   \
+			heap_push(w, (heap_ent_t){~float_order(t->score[m_]),  \
+				  (l_), (r_), sl[l_], sl[r_], m_});             \
+	} while (0)
+	for (int32_t i = 0; i + 1 < ns; i++)
+		SPM_TRY(i, i + 1);
+	while (w->heap_n > 0) {
+		heap_ent_t e = heap_pop(w);
+		int32_t l = e.left, r = e.right;
+		if (sl[l] != e.idl || sl[r] != e.idr || w->next[l] != r)
+			continue;
+		sl[l] += sl[r];
+		sl[r] = 0;
+		int32_t nx = w->next[r];
+		w->next[l] = nx;
+		if (nx >= 0)
+			w->prev[nx] = l;
+		w->next[r] = -1;
+		if (w->prev[l] >= 0)
+			SPM_TRY(w->prev[l], l);
+		if (nx >= 0)
+			SPM_TRY(l, nx);
+	}
+#undef SPM_TRY
+	for (int32_t i = ns > 0 ? 0 : -1; i >= 0; i = w->next[i]) {
+		int32_t id = tok_find2(t, s + off[i], (size_t)sl[i], NULL, 0);
+		if (id >= 0) {
+			emit(w, id);
+			continue;
+		}
+		for (int32_t j = 0; j < sl[i]; j++) {
+			int32_t b = t->byte_tok[(unsigned char)s[off[i] + j]];
+			if (b < 0 && t->unk < 0)
+				return err_set("tokenizer: byte %d of the text has no "
+					       "piece, byte piece or <unk>",
+					       off[i] + j);
+			emit(w, b >= 0 ? b : t->unk);
+		}
+	}
+	return 0;
+}
+
+/* The text as llama.cpp's unicode_cpts_from_utf8 + unicode_cpt_to_utf8
+ * give it back: a lead byte whose continuation bytes are missing, a stray
+ * continuation byte or F8..FF becomes U+FFFD (EF BF BD) and decoding goes
+ * on at the next byte; overlong forms come back in their shortest form; a
+ * 4-byte form above U+10FFFF (on which llama.cpp throws) becomes U+FFFD.
+ * Writes at most 3 len bytes to out; returns the length. */
+static size_t lc_utf8_clean(const char *text, size_t len, char *out)
+{
+	const unsigned char *u = (const unsigned char *)text;
+	size_t k = 0;
+	for (size_t i = 0; i < len;) {
+		unsigned c = u[i];
+		size_t need = !(c & 0x80) ? 1 : !(c & 0x40) ? 0 : !(c & 0x20) ? 2
+			      : !(c & 0x10) ? 3 : !(c & 0x08) ? 4 : 0;
+		bool ok = need > 0 && i + need <= len;
+		for (size_t j = 1; ok && j < need; j++)
+			ok = (u[i + j] & 0xC0) == 0x80;
+		uint32_t cp = 0xFFFD;
+		if (ok) {
+			cp = need == 1 ? c : c & (0x7Fu >> need);
+			for (size_t j = 1; j < need; j++)
+				cp = cp << 6 | (u[i + j] & 0x3Fu);
+			if (cp > 0x10FFFF)
+				cp = 0xFFFD;
+			i += need;
+		} else {
+			i++;
+		}
+		k += utf8_encode(cp, out + k);
+	}
+	return k;
+}
+
+int64_t tokenizer_tokenize(const tokenizer_t *t, const char *text, size_t len,
+			   bool add_special, bool parse_special, int32_t *ids,
+			   int64_t max)
+{
+	if (!text && len > 0)
+		return err_set("tokenizer_tokenize: NULL text");
+	if (max < 0 || (max > 0 && !ids))
+		return err_set("tokenizer_tokenize: bad output buffer");
+	if (len > (size_t)INT32_MAX / 8)
+		return err_set("tokenizer_tokenize: text of %zu bytes is too long",
+			       len);
+	work_t w = {0};
+	/* gpt2: the cleaned text is at most 3 bytes per input byte */
+	size_t nsym = 3 * len + 3;
+	w.id = xmalloc(nsym * sizeof *w.id);
+	w.sl = xmalloc(nsym * sizeof *w.sl);
+	w.prev = xmalloc(nsym * sizeof *w.prev);
+	w.next = xmalloc(nsym * sizeof *w.next);
+	w.heap = xmalloc(3 * nsym * sizeof *w.heap);
+	w.buf = xmalloc(9 * len + 8);
+	char *clean = xmalloc(3 * len + 1);
+	w.out = ids;
+	w.max = max;
+	frags_t f = {0};
+	int rc = 0;
+	if (len > 0)
+		lc_partition(t, text, len, parse_special, &f);
+	if (add_special && t->add_bos && t->bos >= 0)
+		emit(&w, t->bos);
+	pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+	chunks_t c = {0}, tmp = {0};
+	bool prev_special = true;
+	for (size_t i = 0; i < f.n && rc == 0; i++) {
+		if (f.v[i].id >= 0) {
+			emit(&w, f.v[i].id);
+			prev_special = true;
+			continue;
+		}
+		if (t->kind == TOKENIZER_LLAMA) {
+			rc = encode_spm_lc(t, text + f.v[i].off, f.v[i].len,
+					   prev_special && !t->no_space_prefix, &w);
+		} else if (!md) {
+			rc = err_set("tokenizer: pcre2_match_data_create failed");
+		} else {
+			size_t k = lc_utf8_clean(text + f.v[i].off, f.v[i].len,
+						 clean);
+			rc = encode_segment(t, clean, k, &w, md, &c, &tmp);
+		}
+		prev_special = false;
+	}
+	if (rc == 0 && add_special && t->add_eos && t->eos >= 0)
+		emit(&w, t->eos);
+	free(c.v);
+	free(tmp.v);
+	pcre2_match_data_free(md);
+	free(f.v);
+	free(clean);
+	free(w.id);
+	free(w.sl);
 	free(w.prev);
 	free(w.next);
 	free(w.heap);

@@ -267,9 +267,9 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 	int32_t first = s->g && (gang_requested(s->g) & ~1u) && FIRST_BATCH < bmax
 				? FIRST_BATCH
 				: bmax;
-	int32_t pos = 0;
+	int32_t pos = s->pos; /* n_cached */
 	while (pos < end && !s->stopped) {
-		int32_t most = pos == 0 ? first : bmax;
+		int32_t most = pos == s->pos ? first : bmax;
 		int32_t nb = end - pos < most ? end - pos : most;
 		bool last = pos + nb == n_prompt;
 		if (p->before_token)
@@ -344,6 +344,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 	r->n_prompt = n_prompt;
 	r->stop = STOP_LENGTH;
 	s.t0 = s.t_prefill = time_now_ns();
+	s.pos = p->n_cached > 0 && p->n_cached < n_prompt ? (int32_t)p->n_cached : 0;
 	if (g)
 		gang_begin(g);
 	int32_t bmax = forward_batch_max(f);
@@ -380,7 +381,9 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
-			if (next == eos || next == bos) {
+			if (next == eos || next == bos ||
+			    (p->stop_at_control &&
+			     tokenizer_type(m->tok, next) == TOKENIZER_TYPE_CONTROL)) {
 				r->stop = STOP_EOS;
 				n--; /* the end marker is not part of the text */
 				break;

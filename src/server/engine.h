@@ -49,6 +49,12 @@ typedef struct engine_params {
 	 * before the first one, which is not emitted (STOP_STRING). */
 	const char *const *stop;
 	int n_stop;
+	/* Positions 0..n_cached-1 of the prompt ids are already in f's KV
+	 * cache (an earlier generation on the same f fed those very ids):
+	 * the prompt is computed from n_cached on (less than n_prompt). */
+	int64_t n_cached;
+	bool stop_at_control; /* any control token ends the generation (the
+				 end-of-turn tokens of chat templates) */
 } engine_params_t;
 
 typedef struct engine_result {

@@ -383,8 +383,8 @@ static void parse_chat(server_t *s, json_t *root, server_job_t *j,
 	if (chat_template_kind(s->chat) == CHAT_NONE) {
 		REPLY_ERR(out, 400, "messages", "no_chat_template",
 			  "model '%s' has no chat template egang can apply (its "
-			  "tokenizer.chat_template is absent or not ChatML, Llama 2, "
-			  "Llama 3 or Zephyr, and its vocabulary has no <|im_start|>); "
+			  "tokenizer.chat_template is absent or not ChatML, Qwen3, Llama 2, "
+			  "Llama 3, Gemma 3 or Zephyr, and its vocabulary has no <|im_start|>); "
 			  "use /v1/completions", s->cfg.model_id);
 		return;
 	}
