@@ -650,6 +650,74 @@ static void test_guard(void **state)
 	control_close(cw);
 }
 
+/* ---- per-record settings at a switch (issue 20 item 7) ---- */
+
+/* The record in force sets the gang's keep spin and acquire mode at the
+ * next token after a switch, not only at gang_init. */
+static void test_settings_at_switch(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "keep.ini",
+					  "[warm]\nkeep_ms = 7\nacquire = preempt\n"
+					  "[cold]\nkeep_ms = 0\nacquire = polite\n"),
+			 0);
+	int warm = policy_lib_find(&lib, "warm"), cold = policy_lib_find(&lib, "cold");
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-keep", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	int cpus[3];
+	assert_true(test_cpus(cpus) >= 2);
+	/* the gang starts with record 0's settings (keep 0, polite) */
+	gang_config_t gc = {.cpus = cpus, .n_cpus = 2, .pin = false,
+			    .keep_us = policy_keep_us(&lib, 0)};
+	gang_t *g = gang_init(&gc);
+	assert_non_null(g);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, g);
+	gang_stats_t st;
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	/* a switch mid-generation: the next token runs under warm's */
+	control_write_index(cw, (uint32_t)warm);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0); /* not before the token boundary */
+	policy_rt_before_token(&rt, 1);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 7000);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_PREEMPT);
+	/* a generation end keeps warm's mask (keep_ms != 0) */
+	policy_rt_generation_end(&rt, 0.001, 1, 0);
+	assert_int_equal(gang_requested(g), 3u);
+	/* back to cold: keep 0 and polite again, and its generation end
+	 * drops the request to the leader */
+	control_write_index(cw, (uint32_t)cold);
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	policy_rt_generation_end(&rt, 0.001, 1, 0);
+	assert_int_equal(gang_requested(g), 1u);
+	/* the built-in latency record: 50 ms keep, preempt */
+	control_write_index(cw, 2);
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 50000);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_PREEMPT);
+	/* an invalid index selects record 0, and record 0's settings */
+	control_write_index(cw, 1000);
+	policy_rt_before_token(&rt, 1);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	gang_free(g);
+	control_close(cw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_loader_accepts),
 		cmocka_unit_test(test_control_file),
 		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_settings_at_switch),
 		cmocka_unit_test(test_invalid_index_inert),
 		cmocka_unit_test(test_model_bit_exact),
 	};

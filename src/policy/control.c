@@ -157,6 +157,7 @@ void policy_rt_init(policy_rt_t *rt, const policy_lib_t *lib,
 	rt->n_slots = g ? gang_n_slots(g) : lib->n_slots;
 	assert(rt->n_slots == lib->n_slots);
 	rt->acquire = -1;
+	rt->keep_ms = -1;
 	knee_init(&rt->knee, rt->n_slots);
 	TSTORE(cw->n_policies, (uint32_t)lib->n);
 	TSTORE(cw->n_slots, (uint32_t)rt->n_slots);
@@ -221,9 +222,15 @@ void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
 		TSTORE(cw->tenant_width, (uint32_t)rt->n_slots - w);
 		rt->mask = mask;
 	}
+	/* the record's own settings apply from this token: the acquire mode
+	 * (workers at their next wake) and the keep spin (each worker the
+	 * next time it stops being requested) */
 	if (rt->g && (int)rec->acquire != rt->acquire)
 		gang_set_acquire(rt->g, rec->acquire);
 	rt->acquire = (int)rec->acquire;
+	if (rt->g && (int64_t)rec->keep_ms != rt->keep_ms)
+		gang_set_keep(rt->g, rec->keep_ms * 1000u);
+	rt->keep_ms = (int64_t)rec->keep_ms;
 	TSTORE(cw->tokens, rt->tokens);
 	if (changed) {
 		TSTORE(cw->applied_raw, raw);

@@ -42,9 +42,11 @@
  * until a controller writes an index other than the one that was in force
  * (rewriting the same value does not lift it: write another first).
  * keep_ms: with keep_ms = 0 the requested mask is cut to the leader at the
- * end of a generation; otherwise it is left set (the gang's own keep spin,
- * gang_config.keep_us, is fixed at gang_init: callers take it from the
- * initial record with policy_keep_us(); a later switch does not change it).
+ * end of a generation; otherwise it is left set. The record in force also
+ * sets the gang's keep spin (gang_set_keep: keep_ms * 1000 us) and its
+ * acquire mode (gang_set_acquire) at the first token it runs, so after a
+ * switch both are the new record's from the next token on (callers still
+ * seed gang_config.keep_us from the initial record with policy_keep_us()).
  *
  * Synchronization table:
  *   control_open/close            any thread, any process.
@@ -131,6 +133,7 @@ typedef struct policy_rt {
 	uint32_t breaches;       /* consecutive guard breaches */
 	uint32_t mask;           /* last requested mask (0: none yet) */
 	int acquire;             /* last acquire mode (-1: none yet) */
+	int64_t keep_ms;         /* last keep applied (-1: none yet) */
 	knee_state_t knee;
 	uint64_t t_token;        /* start of the last token (knee) */
 	uint64_t tokens, invalid, fallbacks, applied, generations;
