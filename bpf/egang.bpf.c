@@ -59,6 +59,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "egang_scx.h"
+#include "egang_kguard.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -81,12 +82,37 @@ extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
 
 /* ---- maps shared with user space (layout in egang_scx.h) ---- */
 
+/* one page that user space maps as the control word's index */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, u32);
 } policy_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, EGANG_SLOTS);
+	__type(key, u32);
+	__type(value, u64);
+} first_ns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct egang_kguard);
+} kguard SEC(".maps");
+
+/* when a gang thread became runnable (0: not waiting) */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, u64);
+} kg_stamp SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -192,6 +218,10 @@ static __always_inline struct egang_krec *enter(u32 cb)
 	if (slot >= EGANG_SLOTS)
 		return NULL;
 	count(&xfer, slot * EGANG_CB_COUNT + cb);
+	/* the first transfer since user space zeroed the slot's word */
+	u64 *f = bpf_map_lookup_elem(&first_ns, &slot);
+	if (f && !*f)
+		*f = bpf_ktime_get_ns();
 	return bpf_map_lookup_elem(&krec, &slot);
 }
 
@@ -310,6 +340,106 @@ EGANG_POLICY(latency, EGANG_KIND_LATENCY)
 EGANG_POLICY(share, EGANG_KIND_SHARE)
 EGANG_POLICY(static_set, EGANG_KIND_STATIC)
 
+
+/* ---- the in-kernel guard (rules in egang_kguard.h) ---- */
+
+#define KG_WINDOW_DFL_NS 100000000ull /* 100 ms when the record names none */
+
+/* Marks p runnable now (only_unset: unless it already waits). Gang
+ * threads only: the bound is on the gang's service. */
+static __always_inline void kg_mark(struct task_struct *p, bool only_unset)
+{
+	if (!is_gang(p))
+		return;
+	u64 *t = bpf_task_storage_get(&kg_stamp, p, 0,
+				      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t && (!only_unset || !*t))
+		*t = bpf_ktime_get_ns();
+}
+
+/* The window's end: the first CPU past it takes it (one compare-and-swap
+ * of win_start), computes the p99 of its waits, empties the histogram and
+ * judges it (kg_judge); a fallback is a compare-and-swap of the index
+ * from the breaching record to 0, so a controller's write in between
+ * wins. Races accepted: a wait counted while another CPU empties the
+ * histogram may land in either window. */
+static __always_inline void kg_window(u64 now)
+{
+	u32 k = 0;
+	struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
+	u32 *ip = bpf_map_lookup_elem(&policy_index, &k);
+	if (!g || !ip)
+		return;
+	u64 start = g->win_start;
+	if (!start) {
+		__sync_val_compare_and_swap(&g->win_start, 0, now);
+		return;
+	}
+	u32 idx = *ip;
+	struct egang_krec *r = idx < EGANG_SLOTS ? bpf_map_lookup_elem(&krec, &idx) : NULL;
+	u64 len = r && r->kguard_window_ns ? r->kguard_window_ns : KG_WINDOW_DFL_NS;
+	if (now - start < len)
+		return;
+	if (__sync_val_compare_and_swap(&g->win_start, start, now) != start)
+		return; /* another CPU ends this window */
+	u64 n = 0;
+	for (u32 b = 0; b < EGANG_KG_BUCKETS; b++)
+		n += g->hist[b];
+	u64 need = n - n / 100; /* nearest rank: ceil(0.99 n) */
+	u64 cum = 0, p99 = 0;
+	for (u32 b = 0; b < EGANG_KG_BUCKETS; b++) {
+		cum += g->hist[b];
+		if (n && !p99 && cum >= need)
+			p99 = kg_bucket_max(b);
+		g->hist[b] = 0;
+	}
+	struct kg_state st = {.index = g->win_index, .breaches = g->breaches};
+	enum kg_verdict v = kg_judge(&st, idx, r ? r->kguard_wait_ns : 0,
+				     r ? r->kguard_windows : 0, p99, n);
+	g->win_index = st.index;
+	g->breaches = st.breaches;
+	g->windows++;
+	g->last_p99_ns = p99;
+	g->last_n = n;
+	if (v != KG_SKIP)
+		g->judged++;
+	if (v == KG_BREACH || v == KG_FALLBACK)
+		g->breached++;
+	if (v == KG_FALLBACK && __sync_val_compare_and_swap(ip, idx, 0) == idx) {
+		g->fallbacks++;
+		g->why_index = idx;
+		g->why_windows = r ? r->kguard_windows : 0;
+		g->why_p99_ns = p99;
+		g->why_bound_ns = r ? r->kguard_wait_ns : 0;
+		g->why_at_ns = now;
+	}
+}
+
+SEC("struct_ops/egang_runnable")
+void BPF_PROG(egang_runnable, struct task_struct *p, u64 enq_flags)
+{
+	kg_mark(p, false);
+}
+
+SEC("struct_ops/egang_running")
+void BPF_PROG(egang_running, struct task_struct *p)
+{
+	u64 now = bpf_ktime_get_ns();
+	if (is_gang(p)) {
+		u64 *t = bpf_task_storage_get(&kg_stamp, p, 0, 0);
+		if (t && *t) {
+			u64 wait = now > *t ? now - *t : 0;
+			*t = 0;
+			u32 k = 0;
+			struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
+			u32 b = kg_bucket(wait);
+			if (g && b < EGANG_KG_BUCKETS)
+				__sync_fetch_and_add(&g->hist[b], 1);
+		}
+	}
+	kg_window(now);
+}
+
 /* ---- the scheduler: read the index, tail-call, else the default ---- */
 
 SEC("struct_ops/egang_select_cpu")
@@ -328,6 +458,7 @@ s32 BPF_PROG(egang_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_fla
 SEC("struct_ops/egang_enqueue")
 void BPF_PROG(egang_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	kg_mark(p, true); /* put back after its slice: it waits from now */
 	u32 idx = read_index();
 	bpf_tail_call(ctx, &enq_progs, idx);
 	count_fall(idx, EGANG_CB_ENQUEUE);
@@ -374,6 +505,8 @@ struct sched_ext_ops egang_ops = {
 	.select_cpu = (void *)egang_select_cpu,
 	.enqueue = (void *)egang_enqueue,
 	.dispatch = (void *)egang_dispatch,
+	.runnable = (void *)egang_runnable,
+	.running = (void *)egang_running,
 	.init = (void *)egang_init,
 	.exit = (void *)egang_exit,
 	.flags = SCX_OPS_SWITCH_PARTIAL,

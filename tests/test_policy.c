@@ -138,6 +138,11 @@ static void test_loader_refuses(void **state)
 		{"[a]\nguard_ttft_p99_ms = nan\n", "2: [a] guard_ttft_p99_ms: 'nan'"},
 		{"[a]\nguard_queue_depth = 0\n", "2: [a] guard_queue_depth: '0' is out of range"},
 		{"[a]\nguard_checks = 2\n", "2: [a] guard_checks: set without guard_ttft_p99_ms"},
+		{"[a]\nkguard_wait_p99_us = 0\n", "2: [a] kguard_wait_p99_us: '0' is out of range"},
+		{"[a]\nkguard_wait_p99_us = 10000001\n", "2: [a] kguard_wait_p99_us: '10000001'"},
+		{"[a]\nkguard_windows = 2\n", "2: [a] kguard_windows: set without kguard_wait_p99_us"},
+		{"[a]\nkguard_wait_p99_us = 5\nkguard_window_ms = 9\n", "3: [a] kguard_window_ms: '9' is out of range"},
+		{"[a]\nkguard_wait_p99_us = 5\nkguard_windows = 1001\n", "3: [a] kguard_windows: '1001' is out of range"},
 		{"[a]\nguard_queue_depth = 2\nguard_checks = 0\n", "3: [a] guard_checks: '0' is out of range"},
 		{"[a]\nwidth = all\nwidth = knee\n", "3: [a] width: set twice (line 2)"},
 		{"[a]\ncores = x\n", "2: [a] cores: 'x' is not a slot list"},
@@ -197,7 +202,8 @@ static void test_loader_accepts(void **state)
 		"[q]\n"
 		"reserved = 2-3\n"
 		"guard_queue_depth = 4\n"
-		"guard_checks = 5\n";
+		"guard_checks = 5\n"
+		"kguard_wait_p99_us = 2000\n";
 	assert_int_equal(policy_lib_parse(&lib, "t.ini", text), 0);
 	assert_int_equal(lib.n, lib.n_builtin + 3);
 	const policy_t *p = &lib.rec[policy_lib_find(&lib, "fast")];
@@ -218,6 +224,9 @@ static void test_loader_accepts(void **state)
 	p = &lib.rec[policy_lib_find(&lib, "q")];
 	assert_int_equal(policy_next_mask(p, &ks, 4), 0x3);
 	assert_int_equal(p->guard_checks, 5);
+	assert_int_equal(p->kguard_wait_p99_us, 2000);
+	assert_int_equal(p->kguard_windows, 3);     /* the default */
+	assert_int_equal(p->kguard_window_ms, 100); /* the default */
 	/* the knee never leaves [min_width, max_width] */
 	p = &lib.rec[policy_lib_find(&lib, "fast")];
 	for (int t = 0; t < 200; t++) {

@@ -589,10 +589,10 @@ static int controller_start(run_t *u)
 	 * period; the bandit and the agent start the load at their first
 	 * write. seq_cst loads, stronger than needed: a value test only. */
 	uint64_t give_up = u->t0 + 60000000000ull;
-	while (atomic_load(&u->cw->w->index) == UINT32_MAX &&
+	while (atomic_load(u->cw->index) == UINT32_MAX &&
 	       time_now_ns() < give_up && waitpid(u->ctl, NULL, WNOHANG) == 0)
 		usleep(500);
-	if (atomic_load(&u->cw->w->index) == UINT32_MAX)
+	if (atomic_load(u->cw->index) == UINT32_MAX)
 		return err_set("the controller wrote no index (see %s)", u->ctl_log);
 	u->t0 = time_now_ns();
 	if (u->arm == SWITCHING_ARM_ORACLE)

@@ -24,7 +24,9 @@ static const char scx_help[] =
 	"              name); it takes effect at each CPU's next callback\n"
 	"  unload      detach the scheduler, remove the pins, print its exit reason\n"
 	"  bench       cost of one index write (map update), alternating two\n"
-	"              populated slots: min, median, p99, max in ns\n"
+	"              populated slots: min, median, p99, max in ns; then store to\n"
+	"              first transfer (write -> first callback into the new\n"
+	"              slot) by a store into the mmapped index and by a map update\n"
 	"  exec -- CMD run CMD in SCHED_EXT (its threads inherit the class);\n"
 	"              with --gang its threads are the gang for the policies\n"
 	"\n"
@@ -35,7 +37,10 @@ static const char scx_help[] =
 	"                       (inert by construction: it falls through to the\n"
 	"                       default scheduling, counted as fall-throughs)\n"
 	"      --gang           exec: name CMD's threads the gang\n"
-	"      --reps N         bench: writes (default 10000)\n"
+	"      --reps N         bench: writes (default 10000; 2000 at most for\n"
+	"                       store to first transfer)\n"
+	"      --yielders N     bench: threads in SCHED_EXT yielding in a loop\n"
+	"                       while it measures (default 2; 0..64)\n"
 	"  -q, --quiet          no confirmation lines\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -45,7 +50,7 @@ static const char scx_help[] =
 typedef struct scx_opts {
 	const char *policies, *policy;
 	bool force, gang;
-	int64_t reps;
+	int64_t reps, yielders;
 	cli_cpus_t cpus;
 	policy_lib_t lib;
 	char **cmd; /* exec: the command and its arguments */
@@ -75,6 +80,22 @@ static int do_bench(scx_opts_t *o)
 	       b.reps, b.a, b.b, (unsigned long long)b.min,
 	       (unsigned long long)b.p50, (unsigned long long)b.p99,
 	       (unsigned long long)b.max);
+	/* store to first transfer, both paths, the same load */
+	for (int by_update = 0; by_update < 2; by_update++) {
+		scx_first_t f;
+		int reps = o->reps < 2000 ? (int)o->reps : 2000;
+		if (scx_bench_first(reps, by_update, (int)o->yielders, &f) < 0)
+			return fail("bench", EXIT_FAIL);
+		printf("scx store-to-first-transfer (%s, slots %d<->%d, %lld "
+		       "yielders): %d switches, %d misses; write median %llu ns; "
+		       "to first transfer min %llu ns, median %llu ns, p90 %llu ns, "
+		       "p99 %llu ns, max %llu ns\n",
+		       by_update ? "map update" : "store into the mmapped index",
+		       f.a, f.b, (long long)o->yielders, f.reps, f.misses,
+		       (unsigned long long)f.write_p50, (unsigned long long)f.min,
+		       (unsigned long long)f.p50, (unsigned long long)f.p90,
+		       (unsigned long long)f.p99, (unsigned long long)f.max);
+	}
 	return EXIT_OK;
 }
 
@@ -204,7 +225,7 @@ int cmd_scx(int argc, char **argv)
 	const scx_action_t *a = find_action(argc, argv);
 	if (!a)
 		return EXIT_INPUT;
-	static scx_opts_t o = {.reps = 10000};
+	static scx_opts_t o = {.reps = 10000, .yielders = 2};
 	const cli_opt_t opts[] = {
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_STR("policies", 0, &o.policies),
@@ -212,6 +233,7 @@ int cmd_scx(int argc, char **argv)
 		OPT_FLAG("force", 0, &o.force),
 		OPT_FLAG("gang", 0, &o.gang),
 		OPT_INT("reps", 0, &o.reps, 1, 10000000),
+		OPT_INT("yielders", 0, &o.yielders, 0, 64),
 		CLI_END,
 	};
 	/* argv[1] is the action; options end at the first operand, so that

@@ -25,7 +25,9 @@
  *
  * ---- The runtime (policy_rt_t, leader thread only) ----------------------
  * policy_rt_before_token(), called from the engine's before_token hook:
- *   1. raw = load(index) (relaxed: the index carries no data with it; the
+ *   1. raw = load(index) (the file's, or the sched_ext scheduler's page
+ *      when one was provided: control_set_index_provider below; relaxed:
+ *      the index carries no data with it; the
  *      records it names were validated before the word was published);
  *   2. record = raw < library size ? raw : 0 (and invalid_reads += 1);
  *      while the guard's fallback holds (below), record = 0;
@@ -96,6 +98,9 @@ typedef struct control_word {
 	_Atomic uint32_t tenant_width;            /* n_slots - gang_width */
 	_Atomic uint32_t queue_depth;
 	_Atomic uint32_t leader_pid;
+	/* 1 while the leader reads its index from the sched_ext scheduler's
+	 * page (control_set_index_provider) rather than from `index` above */
+	_Atomic uint32_t index_external;
 } control_word_t;
 
 _Static_assert(sizeof(control_word_t) <= CONTROL_SIZE, "control word > file");
@@ -104,8 +109,24 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 
 typedef struct control {
 	control_word_t *w; /* mapped MAP_SHARED */
+	_Atomic uint32_t *index; /* the index: &w->index, or the provider's */
 	int fd;
 } control_t;
+
+/* ---- one index for the gang and the kernel (DESIGN.md section 4) ----
+ * A higher layer (the sched_ext backend, registered by the CLI) may
+ * provide another home for the index: a page it shares with the kernel's
+ * scheduler (a BPF_F_MMAPABLE array map). control_open asks the provider
+ * once per open; when it returns a word, that word is the index for every
+ * reader and writer in this process (control_write_index, the leader's
+ * policy_rt_before_token), so one store switches the gang and the kernel
+ * policy. NULL (no scheduler loaded) leaves the file's own index. The
+ * provider's word must stay mapped for the life of the process. */
+typedef _Atomic uint32_t *(*control_index_fn)(void);
+void control_set_index_provider(control_index_fn fn);
+/* The index word of a control word opened in this process (&w->index if
+ * it was opened without a provided index, or not opened here). */
+_Atomic uint32_t *control_index_of(control_word_t *w);
 
 /* $XDG_RUNTIME_DIR/egang-control, else /dev/shm/egang-control-$UID. */
 const char *control_default_path(char *buf, size_t cap);
@@ -123,6 +144,7 @@ void control_write_index(control_t *c, uint32_t index);
 typedef struct policy_rt {
 	const policy_lib_t *lib; /* frozen: never changes after init */
 	control_word_t *cw;
+	_Atomic uint32_t *index; /* control_index_of(cw): read once per token */
 	gang_t *g;               /* NULL: serial, nothing to request */
 	int n_slots;
 	uint32_t raw;            /* the index read at the last token */

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,12 +38,17 @@ void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
 {
 	memset(out, 0, sizeof *out);
 	uint32_t all = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+	/* the in-kernel guard's bound (bpf/egang_kguard.h) */
+	out->kguard_wait_ns = (uint64_t)p->kguard_wait_p99_us * 1000;
+	out->kguard_windows = p->kguard_windows;
+	out->kguard_window_ns = (uint64_t)p->kguard_window_ms * 1000000;
 	/* A knee record's width is measured and capped in user space; if it
 	 * asks nothing else of the kernel (polite, no reserved cores) its slot
 	 * stays empty: the default scheduling is already what it needs. A knee
 	 * record that preempts (latency) has a kernel form. */
 	if (p->width == WIDTH_KNEE && p->acquire != GANG_ACQUIRE_PREEMPT &&
 	    !p->reserved_mask) {
+		memset(out, 0, sizeof *out);
 		out->kind = EGANG_KIND_NONE;
 		return;
 	}
@@ -144,6 +152,25 @@ const char *scx_exit_name(int64_t kind)
 	}
 }
 
+void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
+		      FILE *out)
+{
+	fprintf(out, "kguard_windows=%llu\nkguard_judged=%llu\nkguard_breached=%llu\n"
+		"kguard_breaches_now=%u\nkguard_last_p99_us=%.1f\nkguard_last_waits=%llu\n"
+		"kguard_fallbacks=%llu\n", (unsigned long long)g->windows,
+		(unsigned long long)g->judged, (unsigned long long)g->breached,
+		g->breaches, (double)g->last_p99_ns / 1e3,
+		(unsigned long long)g->last_n, (unsigned long long)g->fallbacks);
+	if (g->fallbacks)
+		fprintf(out, "kguard_reason=index %u (%s): run-queue wait p99 "
+			"%.1f us > bound %.1f us in %u consecutive windows; the "
+			"kernel stored index 0\n", g->why_index,
+			lib && g->why_index < (uint32_t)lib->n
+				? lib->rec[g->why_index].name : "?",
+			(double)g->why_p99_ns / 1e3, (double)g->why_bound_ns / 1e3,
+			g->why_windows);
+}
+
 int scx_print_status(const policy_lib_t *lib, FILE *out)
 {
 	char state[64], ops[128];
@@ -187,6 +214,10 @@ int scx_print_status(const policy_lib_t *lib, FILE *out)
 	}
 	fprintf(out, "transfers=%llu\nfallthroughs=%llu\n", (unsigned long long)tx,
 		(unsigned long long)tf);
+	struct egang_kguard g;
+	if (scx_read_kguard(&g) < 0)
+		return -1;
+	scx_print_kguard(&g, lib, out);
 	return 0;
 }
 
@@ -264,7 +295,7 @@ bool scx_built(void) { return true; }
 
 static const char *const pin_names[] = {
 	"policy_index", "gang", "krec", "xfer", "fall", "exit_rec",
-	"sel_progs", "enq_progs", "dsp_progs"};
+	"sel_progs", "enq_progs", "dsp_progs", "first_ns", "kguard"};
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -541,6 +572,163 @@ out:
 	return rc;
 }
 
+/* ---- the index page and store-to-first-transfer ---- */
+
+/* name's pinned map mapped shared (len bytes, a page at least); NULL +
+ * err_get(). The mapping holds its own reference to the map. */
+static void *map_pinned(const char *name, size_t len)
+{
+	int fd = pin_open(name);
+	if (fd < 0)
+		return NULL;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return err_set("mmap of %s/%s: %s (a scheduler loaded by an egang "
+			       "without the mmapable index?)", EGANG_SCX_PIN, name,
+			       strerror(e)),
+		       NULL;
+	return m;
+}
+
+_Atomic uint32_t *scx_index_page(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static _Atomic uint32_t *page;
+	pthread_mutex_lock(&lock);
+	if (!page && scx_loaded()) {
+		page = map_pinned("policy_index", (size_t)sysconf(_SC_PAGESIZE));
+		if (!page)
+			log_error("scx: %s; the control word keeps its own index",
+				  err_get());
+	}
+	_Atomic uint32_t *p = page;
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+int scx_read_kguard(struct egang_kguard *g)
+{
+	int fd = pin_open("kguard");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	int rc = bpf_map_lookup_elem(fd, &zero, g);
+	close(fd);
+	return rc ? err_sys("bpf_map_lookup_elem(kguard)") : 0;
+}
+
+static _Atomic bool yield_stop;
+
+/* A thread in SCHED_EXT that yields in a loop: every yield is a callback
+ * (the task goes back through ops.enqueue). */
+static void *yielder(void *arg)
+{
+	(void)arg;
+	if (scx_enter(0) < 0)
+		return NULL;
+	/* relaxed: a stop flag, nothing travels with it */
+	while (!atomic_load_explicit(&yield_stop, memory_order_relaxed))
+		sched_yield();
+	return NULL;
+}
+
+int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
+{
+	static scx_counts_t c;
+	if (reps < 1 || yielders < 0 || yielders > 64)
+		return err_set("scx bench: %d writes, %d yielders", reps, yielders);
+	if (scx_read(&c) < 0)
+		return -1;
+	memset(out, 0, sizeof *out);
+	out->a = out->b = -1;
+	for (int s = 0; s < EGANG_SLOTS && out->b < 0; s++)
+		if (c.krec[s].kind != EGANG_KIND_NONE) {
+			if (out->a < 0)
+				out->a = s;
+			else
+				out->b = s;
+		}
+	if (out->b < 0)
+		return err_set("scx bench: two slots with a kernel form are needed");
+	_Atomic uint32_t *idx = scx_index_page();
+	_Atomic uint64_t *first = map_pinned("first_ns", (size_t)sysconf(_SC_PAGESIZE));
+	int fd = pin_open("policy_index");
+	uint64_t *lat = calloc((size_t)reps, sizeof *lat);
+	uint64_t *wr = calloc((size_t)reps, sizeof *wr);
+	pthread_t th[64];
+	int nth = 0, rc = -1;
+	if (!idx || !first || fd < 0 || !lat || !wr) {
+		if (!lat || !wr)
+			err_sys("scx bench: calloc");
+		goto out;
+	}
+	atomic_store(&yield_stop, false);
+	for (; nth < yielders; nth++)
+		if (pthread_create(&th[nth], NULL, yielder, NULL)) {
+			err_set("scx bench: pthread_create failed");
+			goto out;
+		}
+	usleep(20000); /* the yielders are in SCHED_EXT and running */
+	int n = 0;
+	for (int i = 0; i < reps; i++) {
+		uint32_t to = (uint32_t)(i & 1 ? out->a : out->b);
+		/* relaxed: ordered before the index write by that write's
+		 * release (store path) or by the system call (update path),
+		 * so no callback that reads the new index sees the old word */
+		atomic_store_explicit(&first[to], 0, memory_order_relaxed);
+		uint64_t t0 = time_now_ns();
+		if (by_update) {
+			uint32_t zero = 0;
+			if (bpf_map_update_elem(fd, &zero, &to, BPF_ANY)) {
+				err_sys("bpf_map_update_elem(policy_index)");
+				goto out;
+			}
+		} else {
+			/* THE store (control_write_index's, release) */
+			atomic_store_explicit(idx, to, memory_order_release);
+		}
+		uint64_t t1 = time_now_ns(), f;
+		/* relaxed: polling a word the BPF side writes once */
+		while (!(f = atomic_load_explicit(&first[to], memory_order_relaxed)) &&
+		       time_now_ns() - t0 < 200000000ull)
+			;
+		if (!f) {
+			out->misses++;
+			continue;
+		}
+		wr[n] = t1 - t0;
+		lat[n++] = f > t0 ? f - t0 : 0;
+	}
+	if (!n) {
+		err_set("scx bench: no transfer followed any of %d writes (is "
+			"anything running in SCHED_EXT?)", reps);
+		goto out;
+	}
+	out->reps = n;
+	out->write_p50 = stats_quantile_u64(wr, (size_t)n, 0.5);
+	out->p50 = stats_quantile_u64(lat, (size_t)n, 0.5); /* sorts lat */
+	out->p90 = stats_quantile_u64(lat, (size_t)n, 0.9);
+	out->p99 = stats_quantile_u64(lat, (size_t)n, 0.99);
+	out->min = lat[0];
+	out->max = lat[n - 1];
+	rc = 0;
+out:
+	atomic_store(&yield_stop, true);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	if (idx)
+		atomic_store_explicit(idx, c.index, memory_order_release); /* restore */
+	if (first)
+		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
+	if (fd >= 0)
+		close(fd);
+	free(lat);
+	free(wr);
+	return rc;
+}
+
 #else
 /* ==== a build without libbpf >= 1.4 / the BPF toolchain ==== */
 #define NO_SCX "this build has no sched_ext support (rebuild with `make SCX=1`: " \
@@ -556,4 +744,10 @@ int scx_unload(struct egang_exit *ex) { return err_set(NO_SCX); }
 int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }
 int scx_set_gang(uint32_t tgid) { return err_set(NO_SCX); }
 int scx_read(scx_counts_t *c) { return err_set(NO_SCX); }
+_Atomic uint32_t *scx_index_page(void) { return NULL; }
+int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
+{
+	return err_set(NO_SCX);
+}
+int scx_read_kguard(struct egang_kguard *g) { return err_set(NO_SCX); }
 #endif

@@ -18,6 +18,7 @@
 #ifndef EGANG_SCX_SCX_H
 #define EGANG_SCX_SCX_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +95,36 @@ typedef struct scx_bench {
 	uint64_t min, p50, p99, max; /* ns */
 } scx_bench_t;
 int scx_bench_switch(int reps, scx_bench_t *b);
+
+/* ---- one index (DESIGN.md 4) ----
+ * The loaded scheduler's index as a word of this process's memory (the
+ * BPF_F_MMAPABLE policy_index map's page, mapped once and kept for the
+ * life of the process), or NULL when no scheduler is loaded (or this build
+ * has none). The CLI gives it to control_set_index_provider, so the control
+ * word's index IS this word: `policy set`, the controllers and the leader's
+ * guard write it with one store, the leader and the BPF callbacks read it. */
+_Atomic uint32_t *scx_index_page(void);
+
+/* Store to first transfer: reps switches alternating between two
+ * populated slots, each by one path: a store into the index page
+ * (`store`) or one map update through a kept fd (`update`). The time
+ * from just before the write to the bpf_ktime of the first transfer into
+ * the new slot (first_ns), polled; `yielders` threads in SCHED_EXT that
+ * call sched_yield in a loop keep callbacks coming (0: rely on the load
+ * already there). Nearest-rank percentiles; misses: no transfer in
+ * 200 ms. The index in force before is restored. */
+typedef struct scx_first {
+	int reps, a, b, misses;
+	uint64_t write_p50;                  /* the write alone */
+	uint64_t min, p50, p90, p99, max;    /* store to first transfer, ns */
+} scx_first_t;
+int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out);
+
+/* The in-kernel guard's counters and reason (bpf/egang_kguard.h). */
+int scx_read_kguard(struct egang_kguard *g);
+/* Its key=value lines (kguard_*; kguard_reason= once it has fallen back). */
+void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
+		      FILE *out);
 
 /* Puts thread (or process) tid in SCHED_EXT with sched_setattr(2); 0 = the
  * caller. Threads it creates afterwards inherit the class. */
