@@ -106,13 +106,21 @@ struct {
 	__type(value, struct egang_kguard);
 } kguard SEC(".maps");
 
-/* when a gang thread became runnable (0: not waiting) */
+/* when a task became runnable / started running (0: not) */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, u64);
+	__type(value, struct egang_tstamp);
 } kg_stamp SEC(".maps");
+
+/* acquire latency vs tenant stints, cumulative until user space zeroes it */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct egang_acq);
+} acq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -351,10 +359,10 @@ static __always_inline void kg_mark(struct task_struct *p, bool only_unset)
 {
 	if (!is_gang(p))
 		return;
-	u64 *t = bpf_task_storage_get(&kg_stamp, p, 0,
-				      BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (t && (!only_unset || !*t))
-		*t = bpf_ktime_get_ns();
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t && (!only_unset || !t->runnable_at))
+		t->runnable_at = bpf_ktime_get_ns();
 }
 
 /* The window's end: the first CPU past it takes it (one compare-and-swap
@@ -421,23 +429,52 @@ void BPF_PROG(egang_runnable, struct task_struct *p, u64 enq_flags)
 	kg_mark(p, false);
 }
 
+/* A gang thread: its wait since kg_mark into this window's histogram and
+ * the cumulative one; a tenant: the start of its stint. */
 SEC("struct_ops/egang_running")
 void BPF_PROG(egang_running, struct task_struct *p)
 {
 	u64 now = bpf_ktime_get_ns();
-	if (is_gang(p)) {
-		u64 *t = bpf_task_storage_get(&kg_stamp, p, 0, 0);
-		if (t && *t) {
-			u64 wait = now > *t ? now - *t : 0;
-			*t = 0;
-			u32 k = 0;
-			struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
-			u32 b = kg_bucket(wait);
-			if (g && b < EGANG_KG_BUCKETS)
-				__sync_fetch_and_add(&g->hist[b], 1);
-		}
+	u32 k = 0;
+	bool gang_thread = is_gang(p);
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0,
+		gang_thread ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t && gang_thread && t->runnable_at) {
+		u64 wait = now > t->runnable_at ? now - t->runnable_at : 0;
+		t->runnable_at = 0;
+		struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
+		struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
+		u32 b = kg_bucket(wait);
+		if (g && b < EGANG_KG_BUCKETS)
+			__sync_fetch_and_add(&g->hist[b], 1);
+		if (a && b < EGANG_KG_BUCKETS)
+			__sync_fetch_and_add(&a->wait[b], 1);
+	} else if (t && !gang_thread) {
+		t->running_at = now;
 	}
 	kg_window(now);
+}
+
+/* A tenant leaves its CPU still runnable (its slice ended, or it was
+ * preempted): the stint's length, to set against the slice it was given. */
+SEC("struct_ops/egang_stopping")
+void BPF_PROG(egang_stopping, struct task_struct *p, bool runnable)
+{
+	if (is_gang(p))
+		return;
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0, 0);
+	if (!t || !t->running_at)
+		return;
+	u64 now = bpf_ktime_get_ns();
+	u64 ran = now > t->running_at ? now - t->running_at : 0;
+	t->running_at = 0;
+	if (!runnable)
+		return; /* it blocked: its own choice, not the scheduler's */
+	u32 k = 0;
+	struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
+	u32 b = kg_bucket(ran);
+	if (a && b < EGANG_KG_BUCKETS)
+		__sync_fetch_and_add(&a->stint[b], 1);
 }
 
 /* ---- the scheduler: read the index, tail-call, else the default ---- */
@@ -476,6 +513,44 @@ void BPF_PROG(egang_dispatch, s32 cpu, struct task_struct *prev)
 		scx_bpf_consume(DSQ_TENANT);
 }
 
+/* ---- Gate 1 (AKTS): loaded, verified and JIT-compiled, never attached ----
+ * The dispatcher as above without its tail call, and a plain struct_ops
+ * program with no index at all, so `egang scx progs` can set their JIT
+ * image sizes next to egang_select_cpu's (the cost of the tail call). */
+SEC("struct_ops/g1_notail")
+s32 BPF_PROG(g1_notail, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	u32 idx = read_index();
+	count_fall(idx, EGANG_CB_SELECT);
+	bool idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (idle)
+		scx_bpf_dispatch(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
+	return cpu;
+}
+
+SEC("struct_ops/g1_plain")
+s32 BPF_PROG(g1_plain, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	bool idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (idle)
+		scx_bpf_dispatch(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
+	return cpu;
+}
+
+SEC(".struct_ops.link")
+struct sched_ext_ops g1_notail_shadow = {
+	.select_cpu = (void *)g1_notail,
+	.name = "egang_g1_notail",
+};
+
+SEC(".struct_ops.link")
+struct sched_ext_ops g1_plain_shadow = {
+	.select_cpu = (void *)g1_plain,
+	.name = "egang_g1_plain",
+};
+
 SEC("struct_ops.s/egang_init")
 s32 BPF_PROG(egang_init)
 {
@@ -507,6 +582,7 @@ struct sched_ext_ops egang_ops = {
 	.dispatch = (void *)egang_dispatch,
 	.runnable = (void *)egang_runnable,
 	.running = (void *)egang_running,
+	.stopping = (void *)egang_stopping,
 	.init = (void *)egang_init,
 	.exit = (void *)egang_exit,
 	.flags = SCX_OPS_SWITCH_PARTIAL,

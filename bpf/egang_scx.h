@@ -9,7 +9,11 @@
  *                 space zeroed it (the store-to-first-transfer figure)
  *   kguard        ARRAY[1] struct egang_kguard: the in-kernel guard
  *                 (egang_kguard.h) and its reason
- *   kg_stamp      TASK_STORAGE u64: when a gang thread became runnable
+ *   kg_stamp      TASK_STORAGE struct egang_tstamp: when a task became
+ *                 runnable / started running
+ *   acq           ARRAY[1] struct egang_acq: cumulative histograms of the
+ *                 gang's run-queue waits (its acquire latency) and of the
+ *                 tenants' stints; user space zeroes it to start a phase
  *   gang          ARRAY[1] u32       tgid whose threads are the gang
  *   krec          ARRAY[EGANG_SLOTS] struct egang_krec, by library index
  *   xfer          PERCPU_ARRAY[EGANG_SLOTS * EGANG_CB_COUNT] u64 transfers,
@@ -75,6 +79,20 @@ struct egang_kguard {
 struct egang_exit {
 	__s64 kind; /* enum scx_exit_kind: 0 none, 1 done, 2 unregistered... */
 	__s64 exit_code;
+};
+
+/* Per task (task storage): 0 = not waiting / not running. */
+struct egang_tstamp {
+	__u64 runnable_at; /* gang threads: became runnable (kg_mark) */
+	__u64 running_at;  /* tenants: started running */
+};
+
+/* Acquire latency against tenant stints (polite vs preempt; buckets as
+ * egang_kguard.h's). */
+struct egang_acq {
+	__u64 wait[EGANG_KG_BUCKETS];  /* gang: runnable -> running */
+	__u64 stint[EGANG_KG_BUCKETS]; /* tenants: running -> stopping while
+					  still runnable (slice end or preempted) */
 };
 
 #endif

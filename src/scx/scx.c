@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "base/stats.h"
+#include "../../bpf/egang_kguard.h"
 
 /* ---- the kernel form of a record (always built: pure, unit-tested) ---- */
 
@@ -149,6 +150,44 @@ const char *scx_exit_name(int64_t kind)
 	case 1025: return "error raised by BPF";
 	case 1026: return "runnable task stall";
 	default: return "?";
+	}
+}
+
+/* The q-quantile of a bucket histogram (nearest rank, the bucket's upper
+ * bound, egang_kguard.h), 0 when empty; *n gets the count. */
+static uint64_t hist_quantile(const __u64 *h, double q, uint64_t *n)
+{
+	uint64_t t = 0, c = 0;
+	for (int b = 0; b < KG_BUCKETS; b++)
+		t += h[b];
+	*n = t;
+	if (!t)
+		return 0;
+	uint64_t need = (uint64_t)((double)t * q);
+	if ((double)need < (double)t * q)
+		need++;
+	if (!need)
+		need = 1;
+	for (int b = 0; b < KG_BUCKETS; b++)
+		if ((c += h[b]) >= need)
+			return kg_bucket_max((uint32_t)b);
+	return kg_bucket_max(KG_BUCKETS - 1);
+}
+
+void scx_print_acq(const struct egang_acq *a, FILE *out)
+{
+	static const double qs[] = {0.1, 0.5, 0.9, 0.99, 1.0};
+	static const char *const qn[] = {"p10", "p50", "p90", "p99", "max"};
+	const __u64 *h[2] = {a->wait, a->stint};
+	const char *what[2] = {"gang_wait", "tenant_stint"};
+	for (int i = 0; i < 2; i++) {
+		uint64_t n;
+		hist_quantile(h[i], 0.5, &n);
+		fprintf(out, "%s n=%llu", what[i], (unsigned long long)n);
+		for (int k = 0; k < 5; k++)
+			fprintf(out, " %s_us=%.1f", qn[k],
+				(double)hist_quantile(h[i], qs[k], &n) / 1e3);
+		fputc('\n', out);
 	}
 }
 
@@ -295,7 +334,7 @@ bool scx_built(void) { return true; }
 
 static const char *const pin_names[] = {
 	"policy_index", "gang", "krec", "xfer", "fall", "exit_rec",
-	"sel_progs", "enq_progs", "dsp_progs", "first_ns", "kguard"};
+	"sel_progs", "enq_progs", "dsp_progs", "first_ns", "kguard", "acq"};
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -368,6 +407,7 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 			       strerror(errno));
 	}
 	libbpf_set_print(libbpf_quiet);
+	uint64_t t_open = time_now_ns();
 	struct egang_bpf *s = egang_bpf__open();
 	struct bpf_link *link = NULL;
 	if (!s) {
@@ -375,10 +415,27 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 		goto fail;
 	}
 	/* every program, the policies' included, is verified here */
+	uint64_t t_load = time_now_ns();
 	if (egang_bpf__load(s)) {
 		err_set("loading the BPF scheduler: %s (the verifier's log is above)",
 			strerror(errno));
 		goto fail;
+	}
+	uint64_t t_loaded = time_now_ns();
+	/* Gate 1 (AKTS): the dispatcher with its tail call, without it, and a
+	 * plain program; the two variants are freed with the skeleton below
+	 * (nothing references them), so their sizes are read now */
+	struct bpf_program *g1[3] = {s->progs.egang_select_cpu, s->progs.g1_notail,
+				     s->progs.g1_plain};
+	for (int i = 0; i < 3; i++) {
+		struct bpf_prog_info info;
+		uint32_t len = sizeof info;
+		memset(&info, 0, sizeof info);
+		if (!bpf_prog_get_info_by_fd(bpf_program__fd(g1[i]), &info, &len))
+			log_info("scx: gate1 %s jited_bytes=%u xlated_bytes=%u "
+				 "verified_insns=%u", bpf_program__name(g1[i]),
+				 info.jited_prog_len, info.xlated_prog_len,
+				 info.verified_insns);
 	}
 	struct bpf_program *progs[EGANG_KIND_COUNT][EGANG_CB_COUNT] = {
 		[EGANG_KIND_ELASTIC] = {s->progs.elastic_select_cpu,
@@ -440,6 +497,11 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 	bpf_link__disconnect(link); /* the pin keeps it attached */
 	bpf_link__destroy(link);
 	egang_bpf__destroy(s);
+	/* the code path's cost (AKTS 4.1): verify + JIT of every program */
+	log_info("scx: open %.1f ms, load (verify + JIT of every program) %.1f ms, "
+		 "fill + pin + attach %.1f ms", (double)(t_load - t_open) / 1e6,
+		 (double)(t_loaded - t_load) / 1e6,
+		 (double)(time_now_ns() - t_loaded) / 1e6);
 	return 0;
 fail:
 	if (link)
@@ -608,6 +670,47 @@ _Atomic uint32_t *scx_index_page(void)
 	return p;
 }
 
+int scx_print_progs(FILE *out)
+{
+	uint32_t id = 0;
+	int n = 0;
+	while (!bpf_prog_get_next_id(id, &id)) {
+		int fd = bpf_prog_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		struct bpf_prog_info info;
+		uint32_t len = sizeof info;
+		memset(&info, 0, sizeof info);
+		if (!bpf_prog_get_info_by_fd(fd, &info, &len) &&
+		    info.type == BPF_PROG_TYPE_STRUCT_OPS) {
+			fprintf(out, "prog id=%u name=%s jited_bytes=%u xlated_bytes=%u "
+				"verified_insns=%u\n", info.id, info.name,
+				info.jited_prog_len, info.xlated_prog_len,
+				info.verified_insns);
+			n++;
+		}
+		close(fd);
+	}
+	if (!n)
+		return err_set("no struct_ops program is loaded (egang scx load)");
+	return 0;
+}
+
+int scx_acq(struct egang_acq *a, bool reset)
+{
+	int fd = pin_open("acq");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	int rc = bpf_map_lookup_elem(fd, &zero, a);
+	if (!rc && reset) {
+		static const struct egang_acq empty;
+		rc = bpf_map_update_elem(fd, &zero, &empty, BPF_ANY);
+	}
+	close(fd);
+	return rc ? err_sys("bpf map acq") : 0;
+}
+
 int scx_read_kguard(struct egang_kguard *g)
 {
 	int fd = pin_open("kguard");
@@ -634,33 +737,60 @@ static void *yielder(void *arg)
 	return NULL;
 }
 
-int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
+/* The percentiles of n samples (sorts lat). */
+static void first_stats(scx_first_t *o, uint64_t *lat, uint64_t *wr, int n)
+{
+	o->reps = n;
+	if (!n)
+		return;
+	o->write_p50 = stats_quantile_u64(wr, (size_t)n, 0.5);
+	o->p50 = stats_quantile_u64(lat, (size_t)n, 0.5); /* sorts lat */
+	o->p90 = stats_quantile_u64(lat, (size_t)n, 0.9);
+	o->p99 = stats_quantile_u64(lat, (size_t)n, 0.99);
+	o->min = lat[0];
+	o->max = lat[n - 1];
+}
+
+/* Two populated slots of c into a, b; -1 if there are not two. */
+static int two_slots(const scx_counts_t *c, int *a, int *b)
+{
+	*a = *b = -1;
+	for (int s = 0; s < EGANG_SLOTS && *b < 0; s++)
+		if (c->krec[s].kind != EGANG_KIND_NONE) {
+			if (*a < 0)
+				*a = s;
+			else
+				*b = s;
+		}
+	return *b < 0 ? err_set("scx bench: two slots with a kernel form are "
+				"needed") : 0;
+}
+
+int scx_bench_first(int reps, int yielders, scx_first_t out[2])
 {
 	static scx_counts_t c;
 	if (reps < 1 || yielders < 0 || yielders > 64)
 		return err_set("scx bench: %d writes, %d yielders", reps, yielders);
 	if (scx_read(&c) < 0)
 		return -1;
-	memset(out, 0, sizeof *out);
-	out->a = out->b = -1;
-	for (int s = 0; s < EGANG_SLOTS && out->b < 0; s++)
-		if (c.krec[s].kind != EGANG_KIND_NONE) {
-			if (out->a < 0)
-				out->a = s;
-			else
-				out->b = s;
-		}
-	if (out->b < 0)
-		return err_set("scx bench: two slots with a kernel form are needed");
+	memset(out, 0, 2 * sizeof *out);
+	int sa, sb;
+	if (two_slots(&c, &sa, &sb) < 0)
+		return -1;
+	out[0].a = out[1].a = sa;
+	out[0].b = out[1].b = sb;
 	_Atomic uint32_t *idx = scx_index_page();
 	_Atomic uint64_t *first = map_pinned("first_ns", (size_t)sysconf(_SC_PAGESIZE));
 	int fd = pin_open("policy_index");
-	uint64_t *lat = calloc((size_t)reps, sizeof *lat);
-	uint64_t *wr = calloc((size_t)reps, sizeof *wr);
+	uint64_t *buf = calloc((size_t)reps * 4, sizeof *buf);
+	uint64_t *lat[2] = {buf, buf ? buf + reps : NULL};
+	uint64_t *wr[2] = {buf ? buf + 2 * (size_t)reps : NULL,
+			   buf ? buf + 3 * (size_t)reps : NULL};
+	int n[2] = {0, 0};
 	pthread_t th[64];
 	int nth = 0, rc = -1;
-	if (!idx || !first || fd < 0 || !lat || !wr) {
-		if (!lat || !wr)
+	if (!idx || !first || fd < 0 || !buf) {
+		if (!buf)
 			err_sys("scx bench: calloc");
 		goto out;
 	}
@@ -671,15 +801,17 @@ int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
 			goto out;
 		}
 	usleep(20000); /* the yielders are in SCHED_EXT and running */
-	int n = 0;
-	for (int i = 0; i < reps; i++) {
-		uint32_t to = (uint32_t)(i & 1 ? out->a : out->b);
+	/* the paths interleave in pairs (store, store, update, update, ...)
+	 * so both see the same load; the target alternates every switch */
+	for (int i = 0; i < 2 * reps; i++) {
+		int path = (i >> 1) & 1;
+		uint32_t to = (uint32_t)(i & 1 ? sa : sb);
 		/* relaxed: ordered before the index write by that write's
 		 * release (store path) or by the system call (update path),
 		 * so no callback that reads the new index sees the old word */
 		atomic_store_explicit(&first[to], 0, memory_order_relaxed);
 		uint64_t t0 = time_now_ns();
-		if (by_update) {
+		if (path) {
 			uint32_t zero = 0;
 			if (bpf_map_update_elem(fd, &zero, &to, BPF_ANY)) {
 				err_sys("bpf_map_update_elem(policy_index)");
@@ -695,24 +827,19 @@ int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
 		       time_now_ns() - t0 < 200000000ull)
 			;
 		if (!f) {
-			out->misses++;
+			out[path].misses++;
 			continue;
 		}
-		wr[n] = t1 - t0;
-		lat[n++] = f > t0 ? f - t0 : 0;
+		wr[path][n[path]] = t1 - t0;
+		lat[path][n[path]++] = f > t0 ? f - t0 : 0;
 	}
-	if (!n) {
-		err_set("scx bench: no transfer followed any of %d writes (is "
-			"anything running in SCHED_EXT?)", reps);
+	if (!n[0] || !n[1]) {
+		err_set("scx bench: no transfer followed the writes of a path (is "
+			"anything running in SCHED_EXT?)");
 		goto out;
 	}
-	out->reps = n;
-	out->write_p50 = stats_quantile_u64(wr, (size_t)n, 0.5);
-	out->p50 = stats_quantile_u64(lat, (size_t)n, 0.5); /* sorts lat */
-	out->p90 = stats_quantile_u64(lat, (size_t)n, 0.9);
-	out->p99 = stats_quantile_u64(lat, (size_t)n, 0.99);
-	out->min = lat[0];
-	out->max = lat[n - 1];
+	for (int p = 0; p < 2; p++)
+		first_stats(&out[p], lat[p], wr[p], n[p]);
 	rc = 0;
 out:
 	atomic_store(&yield_stop, true);
@@ -724,8 +851,7 @@ out:
 		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
 	if (fd >= 0)
 		close(fd);
-	free(lat);
-	free(wr);
+	free(buf);
 	return rc;
 }
 
@@ -745,9 +871,11 @@ int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }
 int scx_set_gang(uint32_t tgid) { return err_set(NO_SCX); }
 int scx_read(scx_counts_t *c) { return err_set(NO_SCX); }
 _Atomic uint32_t *scx_index_page(void) { return NULL; }
-int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out)
+int scx_bench_first(int reps, int yielders, scx_first_t out[2])
 {
 	return err_set(NO_SCX);
 }
 int scx_read_kguard(struct egang_kguard *g) { return err_set(NO_SCX); }
+int scx_print_progs(FILE *out) { return err_set(NO_SCX); }
+int scx_acq(struct egang_acq *a, bool reset) { return err_set(NO_SCX); }
 #endif

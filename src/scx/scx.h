@@ -105,9 +105,9 @@ int scx_bench_switch(int reps, scx_bench_t *b);
  * guard write it with one store, the leader and the BPF callbacks read it. */
 _Atomic uint32_t *scx_index_page(void);
 
-/* Store to first transfer: reps switches alternating between two
- * populated slots, each by one path: a store into the index page
- * (`store`) or one map update through a kept fd (`update`). The time
+/* Store to first transfer: 2 * reps switches alternating between two
+ * populated slots, by two paths interleaved in pairs: a store into the
+ * index page (out[0]) and one map update through a kept fd (out[1]). The time
  * from just before the write to the bpf_ktime of the first transfer into
  * the new slot (first_ns), polled; `yielders` threads in SCHED_EXT that
  * call sched_yield in a loop keep callbacks coming (0: rely on the load
@@ -118,7 +118,22 @@ typedef struct scx_first {
 	uint64_t write_p50;                  /* the write alone */
 	uint64_t min, p50, p90, p99, max;    /* store to first transfer, ns */
 } scx_first_t;
-int scx_bench_first(int reps, bool by_update, int yielders, scx_first_t *out);
+int scx_bench_first(int reps, int yielders, scx_first_t out[2]);
+
+/* Every loaded struct_ops program (egang's and the policies'): id, name
+ * (15 characters, the kernel's cut), JIT image bytes, translated bytes,
+ * instructions verified; what `bpftool prog show` reads (bpf_prog_info).
+ * The Gate 1 variants (g1_notail, g1_plain) are freed once loaded and
+ * measured: `egang scx load` prints their sizes ("scx: gate1 ..."). */
+int scx_print_progs(FILE *out);
+
+/* The gang's acquire latency (runnable -> running) and the tenants'
+ * stints (running -> stopping while runnable) since the last reset; with
+ * reset, zeroes them after reading. */
+int scx_acq(struct egang_acq *a, bool reset);
+/* "gang_wait n=N p10_us=.. p50_us=.. p90_us=.. p99_us=.. max_us=.." and
+ * the same for tenant_stint (bucket upper bounds: within 25%). */
+void scx_print_acq(const struct egang_acq *a, FILE *out);
 
 /* The in-kernel guard's counters and reason (bpf/egang_kguard.h). */
 int scx_read_kguard(struct egang_kguard *g);
