@@ -54,9 +54,10 @@ _Atomic uint32_t *control_index_of(control_word_t *w)
 	return idx;
 }
 
-/* c's index from the provider, if it gives one and a table row is free */
-static void bind_index(control_t *c)
+void control_bind_index(control_t *c)
 {
+	if (c->index != &c->w->index)
+		return; /* bound already */
 	_Atomic uint32_t *idx = index_provider ? index_provider() : NULL;
 	if (!idx)
 		return;
@@ -170,7 +171,7 @@ control_t *control_open(const char *path, bool create)
 	c->w = w;
 	c->index = &w->index;
 	c->fd = fd;
-	bind_index(c);
+	control_bind_index(c);
 	return c;
 }
 

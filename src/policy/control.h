@@ -124,6 +124,10 @@ typedef struct control {
  * provider's word must stay mapped for the life of the process. */
 typedef _Atomic uint32_t *(*control_index_fn)(void);
 void control_set_index_provider(control_index_fn fn);
+/* Asks the provider again (control_open does it once): for a process that
+ * loads the scheduler after opening the word (`serve --backend scx`);
+ * before any policy_rt_init on the word. No-op when bound already. */
+void control_bind_index(control_t *c);
 /* The index word of a control word opened in this process (&w->index if
  * it was opened without a provided index, or not opened here). */
 _Atomic uint32_t *control_index_of(control_word_t *w);
