@@ -89,6 +89,7 @@ static const char bench_help[] =
 	"  membw       read bandwidth with 1..n cores (the limit for decode)\n"
 	"  matvec      GB/s of the matvec kernels per type, in L2 and from memory\n"
 	"  knobs       a scalar scheduler knob's cost against the index store\n"
+	"  agent       the agent controller over fixed telemetry regimes\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 static const struct {
@@ -107,6 +108,7 @@ static const struct {
 	{"switching", cmd_bench_switching},
 	{"membw", cmd_bench_membw},
 	{"knobs", cmd_bench_knobs},
+	{"agent", cmd_bench_agent},
 	{"matvec", cmd_bench_matvec},
 };
 
