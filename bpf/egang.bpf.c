@@ -5,8 +5,11 @@
  * `egang serve --backend scx`): the gang's threads (those of the process
  * whose tgid user space wrote into `gang`) and the tenants egang launches.
  * Its three scheduling callbacks read one integer, the policy index (map
- * `policy_index`, one u32, written by `egang scx set N` with a single map
- * update) and tail-call into one BPF_MAP_TYPE_PROG_ARRAY per callback
+ * `policy_index`, one u32 in a BPF_F_MMAPABLE page that user space maps as
+ * the control word's index, so `egang policy set`, a controller or the
+ * leader's guard switch the gang and these programs with one store; `egang
+ * scx set N` writes it with a map update) and tail-call into one
+ * BPF_MAP_TYPE_PROG_ARRAY per callback
  * (`sel_progs`, `enq_progs`, `dsp_progs`), slot = index in egang's policy
  * library. Every slot whose record has a kernel form holds the program of
  * that record's kind (elastic, latency, share = throughput, static); its
@@ -50,6 +53,11 @@
  *            Long slices (throughput).
  *   static   the gang goes first on its K CPUs only; tenants prefer the
  *            other CPUs.
+ * The in-kernel guard (egang_kguard.h) runs in ops.runnable, ops.enqueue
+ * and ops.running, outside the tail calls: it measures the gang threads'
+ * run-queue wait and may store 0 into the index itself. ops.stopping
+ * measures the tenants' stints (acquire latency against slices, `scx
+ * waits`).
  * Races accepted: the index is read once per callback; a write lands at the
  * next callback on each CPU. The slot number passes to the target through
  * a per-CPU scratch word, safe because a callback runs to its end on one CPU
