@@ -727,6 +727,50 @@ static void test_settings_at_switch(void **state)
 	control_close(cw);
 }
 
+/* ---- the index provided by another layer (the sched_ext page) ---- */
+
+static _Atomic uint32_t fake_page[16];
+static _Atomic uint32_t *fake_provider(void) { return &fake_page[0]; }
+
+/* With a provider, one store by a writer is what the leader reads, and the
+ * file's own index is not touched; control_close unbinds. */
+static void test_index_provider(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-provider", test_tmpdir());
+	control_set_index_provider(fake_provider);
+	control_t *leader = control_open(path, true);
+	control_t *writer = control_open(path, false);
+	assert_non_null(leader);
+	assert_non_null(writer);
+	assert_ptr_equal(writer->index, &fake_page[0]);
+	assert_ptr_equal(control_index_of(leader->w), &fake_page[0]);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, leader->w, NULL);
+	assert_int_equal(atomic_load(&leader->w->index_external), 1);
+	control_write_index(writer, 2);
+	assert_int_equal(atomic_load(&fake_page[0]), 2);
+	assert_int_equal(atomic_load(&leader->w->index), 0); /* the file's */
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, 2);
+	/* a store by anyone else into the page (the kernel's guard) too */
+	atomic_store(&fake_page[0], 0);
+	policy_rt_before_token(&rt, 1);
+	assert_int_equal(rt.effective, 0);
+	control_close(writer);
+	control_close(leader);
+	/* without a provider: the file's index, as before */
+	control_set_index_provider(NULL);
+	control_t *plain = control_open(path, false);
+	assert_non_null(plain);
+	assert_ptr_equal(plain->index, &plain->w->index);
+	assert_ptr_equal(control_index_of(plain->w), &plain->w->index);
+	control_close(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -737,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_control_file),
 		cmocka_unit_test(test_guard),
 		cmocka_unit_test(test_settings_at_switch),
+		cmocka_unit_test(test_index_provider),
 		cmocka_unit_test(test_invalid_index_inert),
 		cmocka_unit_test(test_model_bit_exact),
 	};

@@ -91,6 +91,9 @@ static void test_build_without_scx(void **state)
 	static scx_counts_t c;
 	assert_int_equal(scx_read(&c), -1);
 	assert_int_equal(scx_unload(NULL), -1);
+	assert_null(scx_index_page()); /* the control word keeps its index */
+	scx_first_t f[2];
+	assert_int_equal(scx_bench_first(10, 0, f), -1);
 #endif
 }
 
