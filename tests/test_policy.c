@@ -739,6 +739,9 @@ static void test_index_provider(void **state)
 	(void)state;
 	static policy_lib_t lib;
 	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "g.ini",
+					  "[g]\nguard_queue_depth = 1\nguard_checks = 1\n"),
+			 0);
 	char path[256];
 	snprintf(path, sizeof path, "%s/cw-provider", test_tmpdir());
 	control_set_index_provider(fake_provider);
@@ -760,6 +763,21 @@ static void test_index_provider(void **state)
 	atomic_store(&fake_page[0], 0);
 	policy_rt_before_token(&rt, 1);
 	assert_int_equal(rt.effective, 0);
+	/* the leader's guard falls back by storing 0 into the shared index */
+	int gi = policy_lib_find(&lib, "g");
+	control_write_index(writer, (uint32_t)gi);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, gi);
+	policy_rt_generation_end(&rt, 0.001, 1, 5);
+	assert_int_equal(atomic_load(&fake_page[0]), 0); /* the kernel sees 0 */
+	assert_int_equal(atomic_load(&leader->w->fallback), 1);
+	policy_rt_before_token(&rt, 1);
+	assert_int_equal(rt.effective, 0);
+	assert_int_equal(atomic_load(&leader->w->fallback), 1); /* holds */
+	control_write_index(writer, (uint32_t)gi); /* a controller re-arms it */
+	policy_rt_before_token(&rt, 2);
+	assert_int_equal(rt.effective, gi);
+	assert_int_equal(atomic_load(&leader->w->fallback), 0);
 	control_close(writer);
 	control_close(leader);
 	/* without a provider: the file's index, as before */

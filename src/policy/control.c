@@ -348,6 +348,20 @@ void policy_rt_generation_end(policy_rt_t *rt, double ttft_s,
 		return;
 	rt->fallback = true;
 	rt->fallback_raw = rt->raw;
+	if (rt->index != &cw->index) {
+		/* the index is the sched_ext scheduler's too: the fallback is a
+		 * store of 0 there, so the kernel policy falls back with the
+		 * gang (from the breaching value only: a controller's write in
+		 * between wins). acq_rel: pairs with nothing that carries
+		 * data; the value alone matters, as for every index store */
+		uint32_t expect = rt->raw;
+		if (atomic_compare_exchange_strong_explicit(rt->index, &expect, 0u,
+							    memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			rt->raw = 0;
+			rt->fallback_raw = 0; /* holds until another index */
+		}
+	}
 	set_effective(rt, 0); /* the next token requests record 0's mask */
 	TSTORE(cw->fallback, 1u);
 	TSTORE(cw->guard_fallbacks, ++rt->fallbacks);

@@ -42,7 +42,11 @@
  * checks, the leader falls back to record 0 by itself, counts it in
  * guard_fallbacks and sets `fallback` in the telemetry. The fallback holds
  * until a controller writes an index other than the one that was in force
- * (rewriting the same value does not lift it: write another first).
+ * (rewriting the same value does not lift it: write another first). When
+ * the index is the sched_ext scheduler's page (control_set_index_provider)
+ * the fallback also stores 0 into it (compare-and-swap from the breaching
+ * value), so the kernel policy falls back with the gang; the fallback then
+ * holds until any index other than 0 is written.
  * keep_ms: with keep_ms = 0 the requested mask is cut to the leader at the
  * end of a generation; otherwise it is left set. The record in force also
  * sets the gang's keep spin (gang_set_keep: keep_ms * 1000 us) and its
