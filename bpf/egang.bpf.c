@@ -388,6 +388,8 @@ static __always_inline void kg_window(u64 now)
 		return;
 	u64 start = g->win_start;
 	if (!start) {
+		/* full-barrier CAS (the BPF atomics are): the first window's
+		 * start, one CPU wins; it orders nothing else */
 		__sync_val_compare_and_swap(&g->win_start, 0, now);
 		return;
 	}
@@ -396,6 +398,9 @@ static __always_inline void kg_window(u64 now)
 	u64 len = r && r->kguard_window_ns ? r->kguard_window_ns : KG_WINDOW_DFL_NS;
 	if (now - start < len)
 		return;
+	/* the CAS elects the one CPU that ends this window (pairs with the
+	 * same CAS on the others); the histogram and state below are then
+	 * its alone until the next window's end (races accepted above) */
 	if (__sync_val_compare_and_swap(&g->win_start, start, now) != start)
 		return; /* another CPU ends this window */
 	u64 n = 0;
@@ -421,6 +426,9 @@ static __always_inline void kg_window(u64 now)
 		g->judged++;
 	if (v == KG_BREACH || v == KG_FALLBACK)
 		g->breached++;
+	/* the fallback store: a CAS from the breaching index, so a
+	 * controller's store in between (user space, through the mapped
+	 * page) wins; only the value travels, nothing is ordered with it */
 	if (v == KG_FALLBACK && __sync_val_compare_and_swap(ip, idx, 0) == idx) {
 		g->fallbacks++;
 		g->why_index = idx;
@@ -453,6 +461,8 @@ void BPF_PROG(egang_running, struct task_struct *p)
 		struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
 		struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
 		u32 b = kg_bucket(wait);
+		/* atomic adds: callbacks on every CPU count into one
+		 * histogram; counts only, nothing ordered with them */
 		if (g && b < EGANG_KG_BUCKETS)
 			__sync_fetch_and_add(&g->hist[b], 1);
 		if (a && b < EGANG_KG_BUCKETS)
@@ -482,7 +492,7 @@ void BPF_PROG(egang_stopping, struct task_struct *p, bool runnable)
 	struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
 	u32 b = kg_bucket(ran);
 	if (a && b < EGANG_KG_BUCKETS)
-		__sync_fetch_and_add(&a->stint[b], 1);
+		__sync_fetch_and_add(&a->stint[b], 1); /* a count, as above */
 }
 
 /* ---- the scheduler: read the index, tail-call, else the default ---- */
