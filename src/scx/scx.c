@@ -794,6 +794,8 @@ int scx_bench_first(int reps, int yielders, scx_first_t out[2])
 			err_sys("scx bench: calloc");
 		goto out;
 	}
+	/* seq_cst, stronger than needed: a flag the yielders poll relaxed;
+	 * pthread_create orders it before they start */
 	atomic_store(&yield_stop, false);
 	for (; nth < yielders; nth++)
 		if (pthread_create(&th[nth], NULL, yielder, NULL)) {
@@ -818,7 +820,9 @@ int scx_bench_first(int reps, int yielders, scx_first_t out[2])
 				goto out;
 			}
 		} else {
-			/* THE store (control_write_index's, release) */
+			/* THE store (control_write_index's, release): the
+			 * callbacks read it with a plain load; only the value
+			 * travels, the release orders first[to] = 0 before it */
 			atomic_store_explicit(idx, to, memory_order_release);
 		}
 		uint64_t t1 = time_now_ns(), f;
@@ -842,11 +846,14 @@ int scx_bench_first(int reps, int yielders, scx_first_t out[2])
 		first_stats(&out[p], lat[p], wr[p], n[p]);
 	rc = 0;
 out:
+	/* seq_cst, stronger than needed: the yielders stop at their next
+	 * relaxed poll; pthread_join waits for them */
 	atomic_store(&yield_stop, true);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
+	/* the index in force before; release as control_write_index's */
 	if (idx)
-		atomic_store_explicit(idx, c.index, memory_order_release); /* restore */
+		atomic_store_explicit(idx, c.index, memory_order_release);
 	if (first)
 		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
 	if (fd >= 0)
