@@ -49,6 +49,26 @@ field() { # field SLOT KEY: a number from `egang scx status`
 		grep "^$2=" | cut -d= -f2
 }
 
+# the switching experiment on the kernel path (SCX_SWITCHING=1 only: it
+# is a figure, minutes under TCG, not a CI test): serve --backend scx,
+# antagonists in SCHED_EXT, the oracle and the bandit writing the one index
+switching() {
+	ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
+	ifconfig lo 2>&1 | head -n 2 | sed "s/^/INFO: lo: /"
+	timeout ${SCX_SWITCHING_S:-900} egang bench switching --backend scx \
+		-m /models/stories260K.bin -z /models/tok512.bin --arms oracle,bandit \
+		--reps 1 --phase-seconds 6,3,6 --rates 1,6,1 --max-tokens 16 \
+		--burns-per-core 1 --drain-seconds 60 --out /tmp/sw > /tmp/sw.txt 2>&1
+	echo "INFO: bench switching exit $?"
+	grep '^bench switching' /tmp/sw.txt | sed 's/^/FIGURE: (under QEMU TCG emulation) /'
+	check "switching (scx): summary lines" grep -q 'arm oracle.*backend=scx' /tmp/sw.txt
+	tail -n 5 /tmp/sw.txt | sed 's/^/INFO: /'
+	for f in switching.csv timeline.csv requests.csv; do
+		echo "BEGIN-FILE: $f"; cat /tmp/sw/$f 2>/dev/null; echo "END-FILE: $f"
+	done
+	[ -s /tmp/sw/switching.csv ] || tail -n 20 /tmp/sw/logs/* 2>/dev/null | sed 's/^/INFO: log: /'
+}
+
 echo "INFO: guest $(uname -r), $(nproc) CPUs, $(grep -c processor /proc/cpuinfo) in cpuinfo"
 [ "$(nproc)" -ge 4 ] && pass "4 CPUs online" || fail "only $(nproc) CPUs online"
 if [ ! -f $STATE ]; then
@@ -69,6 +89,11 @@ if ! egang scx load --policies $KG > /tmp/load.txt 2>&1; then
 fi
 check "state enabled after load" [ "$(cat $STATE)" = enabled ]
 check "root/ops names egang" [ "$(cat /sys/kernel/sched_ext/root/ops)" = egang ]
+if [ -n "${SCX_ONLY_SWITCHING:-}" ]; then
+	switching
+	egang scx unload > /dev/null 2>&1
+	finish
+fi
 egang scx status | sed 's/^/INFO: /'
 sed 's/^/FIGURE: (under QEMU TCG emulation) /' /tmp/load.txt
 
@@ -207,22 +232,8 @@ sed 's/^/FIGURE: (under QEMU TCG emulation, no tenants) /' /tmp/bench2.txt
 check "store to first transfer without tenants" \
 	[ "$(grep -c 'store-to-first-transfer' /tmp/bench2.txt)" = 2 ]
 
-# the switching experiment on the kernel path (SCX_SWITCHING=1 only: it
-# is a figure, minutes under TCG, not a CI test): serve --backend scx,
-# antagonists in SCHED_EXT, the oracle and the bandit writing the one index
 if [ -n "${SCX_SWITCHING:-}" ]; then
-	ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
-	timeout ${SCX_SWITCHING_S:-900} egang bench switching --backend scx \
-		-m /models/stories260K.bin -z /models/tok512.bin --arms oracle,bandit \
-		--reps 1 --phase-seconds 6,3,6 --rates 1,6,1 --max-tokens 16 \
-		--burns-per-core 1 --drain-seconds 60 --out /tmp/sw > /tmp/sw.txt 2>&1
-	echo "INFO: bench switching exit $?"
-	grep '^bench switching' /tmp/sw.txt | sed 's/^/FIGURE: (under QEMU TCG emulation) /'
-	check "switching (scx): summary lines" grep -q 'arm oracle.*backend=scx' /tmp/sw.txt
-	tail -n 5 /tmp/sw.txt | sed 's/^/INFO: /'
-	for f in switching.csv timeline.csv requests.csv; do
-		echo "BEGIN-FILE: $f"; cat /tmp/sw/$f 2>/dev/null; echo "END-FILE: $f"
-	done
+	switching
 fi
 egang scx status | sed 's/^/INFO: /'
 
