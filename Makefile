@@ -156,9 +156,9 @@ $(B)/bpf/vmlinux.h: $(VMLINUX_BTF)
 	@echo "  BTF $<"
 	$(Q)$(BPFTOOL) btf dump file $< format c > $@.tmp && mv $@.tmp $@
 
-$(B)/bpf/egang.bpf.o: bpf/egang.bpf.c bpf/egang_scx.h $(B)/bpf/vmlinux.h
+$(B)/bpf/egang.bpf.o: bpf/egang.bpf.c bpf/egang_scx.h bpf/egang_kguard.h $(B)/bpf/vmlinux.h
 	@echo "  BPF $<"
-	$(Q)$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror \
+	$(Q)$(BPF_CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall -Werror \
 		-I$(B)/bpf -Ibpf -c $< -o $@
 
 # bpftool 7.5 writes the libbpf 1.5 skeleton field map->link (auto-attach of

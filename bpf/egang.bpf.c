@@ -5,8 +5,11 @@
  * `egang serve --backend scx`): the gang's threads (those of the process
  * whose tgid user space wrote into `gang`) and the tenants egang launches.
  * Its three scheduling callbacks read one integer, the policy index (map
- * `policy_index`, one u32, written by `egang scx set N` with a single map
- * update) and tail-call into one BPF_MAP_TYPE_PROG_ARRAY per callback
+ * `policy_index`, one u32 in a BPF_F_MMAPABLE page that user space maps as
+ * the control word's index, so `egang policy set`, a controller or the
+ * leader's guard switch the gang and these programs with one store; `egang
+ * scx set N` writes it with a map update) and tail-call into one
+ * BPF_MAP_TYPE_PROG_ARRAY per callback
  * (`sel_progs`, `enq_progs`, `dsp_progs`), slot = index in egang's policy
  * library. Every slot whose record has a kernel form holds the program of
  * that record's kind (elastic, latency, share = throughput, static); its
@@ -50,6 +53,11 @@
  *            Long slices (throughput).
  *   static   the gang goes first on its K CPUs only; tenants prefer the
  *            other CPUs.
+ * The in-kernel guard (egang_kguard.h) runs in ops.runnable, ops.enqueue
+ * and ops.running, outside the tail calls: it measures the gang threads'
+ * run-queue wait and may store 0 into the index itself. ops.stopping
+ * measures the tenants' stints (acquire latency against slices, `scx
+ * waits`).
  * Races accepted: the index is read once per callback; a write lands at the
  * next callback on each CPU. The slot number passes to the target through
  * a per-CPU scratch word, safe because a callback runs to its end on one CPU
@@ -59,6 +67,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "egang_scx.h"
+#include "egang_kguard.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -81,12 +90,45 @@ extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
 
 /* ---- maps shared with user space (layout in egang_scx.h) ---- */
 
+/* one page that user space maps as the control word's index */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, u32);
 } policy_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, EGANG_SLOTS);
+	__type(key, u32);
+	__type(value, u64);
+} first_ns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct egang_kguard);
+} kguard SEC(".maps");
+
+/* when a task became runnable / started running (0: not) */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct egang_tstamp);
+} kg_stamp SEC(".maps");
+
+/* acquire latency vs tenant stints, cumulative until user space zeroes it */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct egang_acq);
+} acq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -192,6 +234,10 @@ static __always_inline struct egang_krec *enter(u32 cb)
 	if (slot >= EGANG_SLOTS)
 		return NULL;
 	count(&xfer, slot * EGANG_CB_COUNT + cb);
+	/* the first transfer since user space zeroed the slot's word */
+	u64 *f = bpf_map_lookup_elem(&first_ns, &slot);
+	if (f && !*f)
+		*f = bpf_ktime_get_ns();
 	return bpf_map_lookup_elem(&krec, &slot);
 }
 
@@ -310,6 +356,145 @@ EGANG_POLICY(latency, EGANG_KIND_LATENCY)
 EGANG_POLICY(share, EGANG_KIND_SHARE)
 EGANG_POLICY(static_set, EGANG_KIND_STATIC)
 
+
+/* ---- the in-kernel guard (rules in egang_kguard.h) ---- */
+
+#define KG_WINDOW_DFL_NS 100000000ull /* 100 ms when the record names none */
+
+/* Marks p runnable now (only_unset: unless it already waits). Gang
+ * threads only: the bound is on the gang's service. */
+static __always_inline void kg_mark(struct task_struct *p, bool only_unset)
+{
+	if (!is_gang(p))
+		return;
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0,
+						      BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t && (!only_unset || !t->runnable_at))
+		t->runnable_at = bpf_ktime_get_ns();
+}
+
+/* The window's end: the first CPU past it takes it (one compare-and-swap
+ * of win_start), computes the p99 of its waits, empties the histogram and
+ * judges it (kg_judge); a fallback is a compare-and-swap of the index
+ * from the breaching record to 0, so a controller's write in between
+ * wins. Races accepted: a wait counted while another CPU empties the
+ * histogram may land in either window. */
+static __always_inline void kg_window(u64 now)
+{
+	u32 k = 0;
+	struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
+	u32 *ip = bpf_map_lookup_elem(&policy_index, &k);
+	if (!g || !ip)
+		return;
+	u64 start = g->win_start;
+	if (!start) {
+		/* full-barrier CAS (the BPF atomics are): the first window's
+		 * start, one CPU wins; it orders nothing else */
+		__sync_val_compare_and_swap(&g->win_start, 0, now);
+		return;
+	}
+	u32 idx = *ip;
+	struct egang_krec *r = idx < EGANG_SLOTS ? bpf_map_lookup_elem(&krec, &idx) : NULL;
+	u64 len = r && r->kguard_window_ns ? r->kguard_window_ns : KG_WINDOW_DFL_NS;
+	if (now - start < len)
+		return;
+	/* the CAS elects the one CPU that ends this window (pairs with the
+	 * same CAS on the others); the histogram and state below are then
+	 * its alone until the next window's end (races accepted above) */
+	if (__sync_val_compare_and_swap(&g->win_start, start, now) != start)
+		return; /* another CPU ends this window */
+	u64 n = 0;
+	for (u32 b = 0; b < EGANG_KG_BUCKETS; b++)
+		n += g->hist[b];
+	u64 need = n - n / 100; /* nearest rank: ceil(0.99 n) */
+	u64 cum = 0, p99 = 0;
+	for (u32 b = 0; b < EGANG_KG_BUCKETS; b++) {
+		cum += g->hist[b];
+		if (n && !p99 && cum >= need)
+			p99 = kg_bucket_max(b);
+		g->hist[b] = 0;
+	}
+	struct kg_state st = {.index = g->win_index, .breaches = g->breaches};
+	enum kg_verdict v = kg_judge(&st, idx, r ? r->kguard_wait_ns : 0,
+				     r ? r->kguard_windows : 0, p99, n);
+	g->win_index = st.index;
+	g->breaches = st.breaches;
+	g->windows++;
+	g->last_p99_ns = p99;
+	g->last_n = n;
+	if (v != KG_SKIP)
+		g->judged++;
+	if (v == KG_BREACH || v == KG_FALLBACK)
+		g->breached++;
+	/* the fallback store: a CAS from the breaching index, so a
+	 * controller's store in between (user space, through the mapped
+	 * page) wins; only the value travels, nothing is ordered with it */
+	if (v == KG_FALLBACK && __sync_val_compare_and_swap(ip, idx, 0) == idx) {
+		g->fallbacks++;
+		g->why_index = idx;
+		g->why_windows = r ? r->kguard_windows : 0;
+		g->why_p99_ns = p99;
+		g->why_bound_ns = r ? r->kguard_wait_ns : 0;
+		g->why_at_ns = now;
+	}
+}
+
+SEC("struct_ops/egang_runnable")
+void BPF_PROG(egang_runnable, struct task_struct *p, u64 enq_flags)
+{
+	kg_mark(p, false);
+}
+
+/* A gang thread: its wait since kg_mark into this window's histogram and
+ * the cumulative one; a tenant: the start of its stint. */
+SEC("struct_ops/egang_running")
+void BPF_PROG(egang_running, struct task_struct *p)
+{
+	u64 now = bpf_ktime_get_ns();
+	u32 k = 0;
+	bool gang_thread = is_gang(p);
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0,
+		gang_thread ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t && gang_thread && t->runnable_at) {
+		u64 wait = now > t->runnable_at ? now - t->runnable_at : 0;
+		t->runnable_at = 0;
+		struct egang_kguard *g = bpf_map_lookup_elem(&kguard, &k);
+		struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
+		u32 b = kg_bucket(wait);
+		/* atomic adds: callbacks on every CPU count into one
+		 * histogram; counts only, nothing ordered with them */
+		if (g && b < EGANG_KG_BUCKETS)
+			__sync_fetch_and_add(&g->hist[b], 1);
+		if (a && b < EGANG_KG_BUCKETS)
+			__sync_fetch_and_add(&a->wait[b], 1);
+	} else if (t && !gang_thread) {
+		t->running_at = now;
+	}
+	kg_window(now);
+}
+
+/* A tenant leaves its CPU still runnable (its slice ended, or it was
+ * preempted): the stint's length, to set against the slice it was given. */
+SEC("struct_ops/egang_stopping")
+void BPF_PROG(egang_stopping, struct task_struct *p, bool runnable)
+{
+	if (is_gang(p))
+		return;
+	struct egang_tstamp *t = bpf_task_storage_get(&kg_stamp, p, 0, 0);
+	if (!t || !t->running_at)
+		return;
+	u64 now = bpf_ktime_get_ns();
+	u64 ran = now > t->running_at ? now - t->running_at : 0;
+	t->running_at = 0;
+	if (!runnable)
+		return; /* it blocked: its own choice, not the scheduler's */
+	u32 k = 0;
+	struct egang_acq *a = bpf_map_lookup_elem(&acq, &k);
+	u32 b = kg_bucket(ran);
+	if (a && b < EGANG_KG_BUCKETS)
+		__sync_fetch_and_add(&a->stint[b], 1); /* a count, as above */
+}
+
 /* ---- the scheduler: read the index, tail-call, else the default ---- */
 
 SEC("struct_ops/egang_select_cpu")
@@ -328,6 +513,7 @@ s32 BPF_PROG(egang_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_fla
 SEC("struct_ops/egang_enqueue")
 void BPF_PROG(egang_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	kg_mark(p, true); /* put back after its slice: it waits from now */
 	u32 idx = read_index();
 	bpf_tail_call(ctx, &enq_progs, idx);
 	count_fall(idx, EGANG_CB_ENQUEUE);
@@ -344,6 +530,44 @@ void BPF_PROG(egang_dispatch, s32 cpu, struct task_struct *prev)
 	if (!scx_bpf_consume(DSQ_GANG))
 		scx_bpf_consume(DSQ_TENANT);
 }
+
+/* ---- Gate 1 (AKTS): loaded, verified and JIT-compiled, never attached ----
+ * The dispatcher as above without its tail call, and a plain struct_ops
+ * program with no index at all, so `egang scx progs` can set their JIT
+ * image sizes next to egang_select_cpu's (the cost of the tail call). */
+SEC("struct_ops/g1_notail")
+s32 BPF_PROG(g1_notail, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	u32 idx = read_index();
+	count_fall(idx, EGANG_CB_SELECT);
+	bool idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (idle)
+		scx_bpf_dispatch(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
+	return cpu;
+}
+
+SEC("struct_ops/g1_plain")
+s32 BPF_PROG(g1_plain, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	bool idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (idle)
+		scx_bpf_dispatch(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
+	return cpu;
+}
+
+SEC(".struct_ops.link")
+struct sched_ext_ops g1_notail_shadow = {
+	.select_cpu = (void *)g1_notail,
+	.name = "egang_g1_notail",
+};
+
+SEC(".struct_ops.link")
+struct sched_ext_ops g1_plain_shadow = {
+	.select_cpu = (void *)g1_plain,
+	.name = "egang_g1_plain",
+};
 
 SEC("struct_ops.s/egang_init")
 s32 BPF_PROG(egang_init)
@@ -374,6 +598,9 @@ struct sched_ext_ops egang_ops = {
 	.select_cpu = (void *)egang_select_cpu,
 	.enqueue = (void *)egang_enqueue,
 	.dispatch = (void *)egang_dispatch,
+	.runnable = (void *)egang_runnable,
+	.running = (void *)egang_running,
+	.stopping = (void *)egang_stopping,
 	.init = (void *)egang_init,
 	.exit = (void *)egang_exit,
 	.flags = SCX_OPS_SWITCH_PARTIAL,

@@ -1,6 +1,19 @@
 /* egang_scx.h: the layout shared by the BPF scheduler (bpf/egang.bpf.c) and
  * its loader (src/scx/scx.c). Maps:
- *   policy_index  ARRAY[1] u32       the index in force (one map update)
+ *   policy_index  ARRAY[1] u32, BPF_F_MMAPABLE: the index in force. User
+ *                 space maps its page (scx_map_index) and the control word
+ *                 uses it as its index: a switch is one store for the
+ *                 gang's leader and for these programs (DESIGN.md 4)
+ *   first_ns      ARRAY[EGANG_SLOTS] u64, BPF_F_MMAPABLE: bpf_ktime (=
+ *                 CLOCK_MONOTONIC) of a slot's first transfer since user
+ *                 space zeroed it (the store-to-first-transfer figure)
+ *   kguard        ARRAY[1] struct egang_kguard: the in-kernel guard
+ *                 (egang_kguard.h) and its reason
+ *   kg_stamp      TASK_STORAGE struct egang_tstamp: when a task became
+ *                 runnable / started running
+ *   acq           ARRAY[1] struct egang_acq: cumulative histograms of the
+ *                 gang's run-queue waits (its acquire latency) and of the
+ *                 tenants' stints; user space zeroes it to start a phase
  *   gang          ARRAY[1] u32       tgid whose threads are the gang
  *   krec          ARRAY[EGANG_SLOTS] struct egang_krec, by library index
  *   xfer          PERCPU_ARRAY[EGANG_SLOTS * EGANG_CB_COUNT] u64 transfers,
@@ -40,12 +53,46 @@ struct egang_krec {
 	__u64 gang_slice_ns;
 	__u64 tenant_slice_ns;
 	__u32 kind;           /* enum egang_kind */
-	__u32 pad;
+	/* the in-kernel guard (egang_kguard.h): 0 = none */
+	__u32 kguard_windows;     /* consecutive breached windows to fall back */
+	__u64 kguard_wait_ns;     /* bound on the gang's run-queue wait p99 */
+	__u64 kguard_window_ns;   /* window length */
+};
+
+#define EGANG_KG_BUCKETS 128 /* = KG_BUCKETS */
+
+/* The in-kernel guard's state and what it did (one per scheduler). */
+struct egang_kguard {
+	__u64 win_start;          /* bpf_ktime of this window's start */
+	__u32 win_index;          /* kg_state.index */
+	__u32 breaches;           /* kg_state.breaches */
+	__u64 windows;            /* windows ended */
+	__u64 judged, breached;   /* windows judged, breached */
+	__u64 fallbacks;          /* times the guard stored 0 */
+	__u64 last_p99_ns, last_n;/* the last window's p99 and its waits */
+	/* the reason of the last fallback */
+	__u32 why_index, why_windows;
+	__u64 why_p99_ns, why_bound_ns, why_at_ns;
+	__u64 hist[EGANG_KG_BUCKETS]; /* this window's waits */
 };
 
 struct egang_exit {
 	__s64 kind; /* enum scx_exit_kind: 0 none, 1 done, 2 unregistered... */
 	__s64 exit_code;
+};
+
+/* Per task (task storage): 0 = not waiting / not running. */
+struct egang_tstamp {
+	__u64 runnable_at; /* gang threads: became runnable (kg_mark) */
+	__u64 running_at;  /* tenants: started running */
+};
+
+/* Acquire latency against tenant stints (polite vs preempt; buckets as
+ * egang_kguard.h's). */
+struct egang_acq {
+	__u64 wait[EGANG_KG_BUCKETS];  /* gang: runnable -> running */
+	__u64 stint[EGANG_KG_BUCKETS]; /* tenants: running -> stopping while
+					  still runnable (slice end or preempted) */
 };
 
 #endif

@@ -62,3 +62,22 @@ if [[ $(nproc) -ge 2 ]]; then
 else
 	skip "bench coschedule" "needs 2 CPUs"
 fi
+
+# ---- bench agent (AKTS 4.2 harness) and bench knobs (AKTS 4.1) ----
+expect_exit "agent missing -m" 2 "bench agent: -m/--model is required" "$EGANG" bench agent
+expect_exit "agent bad --decisions" 2 "--decisions: 0 is out of range" "$EGANG" bench agent -m $TMP/m.gguf --decisions 0
+"$EGANG" bench agent -m $TMP/m.gguf --decisions 10 > $TMP/agent.out 2>&1; rc=$?
+n=$(grep -c '^bench agent: regime ' $TMP/agent.out)
+if [[ $rc -eq 0 && $n -eq 5 ]] && grep -q 'decisions 10 valid [0-9]* .* chance 14.3%' $TMP/agent.out &&
+   [[ $(grep '^bench agent: answers' $TMP/agent.out | grep -o '=[0-9]*' | tr -d = | awk '{s += $1} END {print s}') -eq 10 ]]; then
+	pass "bench agent: 10 decisions, 5 regimes, 7 choices, answers add up"
+else fail "bench agent: 10 decisions" "rc=$rc $(tail -3 $TMP/agent.out)"; fi
+"$EGANG" bench agent -m $TMP/m.gguf --decisions 4 --two-choice > $TMP/agent2.out 2>&1
+if grep -q 'variant two-choice decisions 4 .* chance 50.0%' $TMP/agent2.out; then
+	pass "bench agent --two-choice: two choices"
+else fail "bench agent --two-choice" "$(tail -2 $TMP/agent2.out)"; fi
+"$EGANG" bench knobs --reps 50 > $TMP/knobs.out 2>&1; rc=$?
+if [[ $rc -eq 0 && $(grep -c '^knob ' $TMP/knobs.out) -eq 6 ]] &&
+   grep -q '^knob index store  *reps=50 median_ns=' $TMP/knobs.out; then
+	pass "bench knobs: six knobs, the index store timed"
+else fail "bench knobs" "rc=$rc $(cat $TMP/knobs.out)"; fi

@@ -138,6 +138,11 @@ static void test_loader_refuses(void **state)
 		{"[a]\nguard_ttft_p99_ms = nan\n", "2: [a] guard_ttft_p99_ms: 'nan'"},
 		{"[a]\nguard_queue_depth = 0\n", "2: [a] guard_queue_depth: '0' is out of range"},
 		{"[a]\nguard_checks = 2\n", "2: [a] guard_checks: set without guard_ttft_p99_ms"},
+		{"[a]\nkguard_wait_p99_us = 0\n", "2: [a] kguard_wait_p99_us: '0' is out of range"},
+		{"[a]\nkguard_wait_p99_us = 10000001\n", "2: [a] kguard_wait_p99_us: '10000001'"},
+		{"[a]\nkguard_windows = 2\n", "2: [a] kguard_windows: set without kguard_wait_p99_us"},
+		{"[a]\nkguard_wait_p99_us = 5\nkguard_window_ms = 9\n", "3: [a] kguard_window_ms: '9' is out of range"},
+		{"[a]\nkguard_wait_p99_us = 5\nkguard_windows = 1001\n", "3: [a] kguard_windows: '1001' is out of range"},
 		{"[a]\nguard_queue_depth = 2\nguard_checks = 0\n", "3: [a] guard_checks: '0' is out of range"},
 		{"[a]\nwidth = all\nwidth = knee\n", "3: [a] width: set twice (line 2)"},
 		{"[a]\ncores = x\n", "2: [a] cores: 'x' is not a slot list"},
@@ -197,7 +202,8 @@ static void test_loader_accepts(void **state)
 		"[q]\n"
 		"reserved = 2-3\n"
 		"guard_queue_depth = 4\n"
-		"guard_checks = 5\n";
+		"guard_checks = 5\n"
+		"kguard_wait_p99_us = 2000\n";
 	assert_int_equal(policy_lib_parse(&lib, "t.ini", text), 0);
 	assert_int_equal(lib.n, lib.n_builtin + 3);
 	const policy_t *p = &lib.rec[policy_lib_find(&lib, "fast")];
@@ -218,6 +224,9 @@ static void test_loader_accepts(void **state)
 	p = &lib.rec[policy_lib_find(&lib, "q")];
 	assert_int_equal(policy_next_mask(p, &ks, 4), 0x3);
 	assert_int_equal(p->guard_checks, 5);
+	assert_int_equal(p->kguard_wait_p99_us, 2000);
+	assert_int_equal(p->kguard_windows, 3);     /* the default */
+	assert_int_equal(p->kguard_window_ms, 100); /* the default */
 	/* the knee never leaves [min_width, max_width] */
 	p = &lib.rec[policy_lib_find(&lib, "fast")];
 	for (int t = 0; t < 200; t++) {
@@ -650,6 +659,136 @@ static void test_guard(void **state)
 	control_close(cw);
 }
 
+/* ---- per-record settings at a switch (issue 20 item 7) ---- */
+
+/* The record in force sets the gang's keep spin and acquire mode at the
+ * next token after a switch, not only at gang_init. */
+static void test_settings_at_switch(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "keep.ini",
+					  "[warm]\nkeep_ms = 7\nacquire = preempt\n"
+					  "[cold]\nkeep_ms = 0\nacquire = polite\n"),
+			 0);
+	int warm = policy_lib_find(&lib, "warm"), cold = policy_lib_find(&lib, "cold");
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-keep", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	int cpus[3];
+	assert_true(test_cpus(cpus) >= 2);
+	/* the gang starts with record 0's settings (keep 0, polite) */
+	gang_config_t gc = {.cpus = cpus, .n_cpus = 2, .pin = false,
+			    .keep_us = policy_keep_us(&lib, 0)};
+	gang_t *g = gang_init(&gc);
+	assert_non_null(g);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, g);
+	gang_stats_t st;
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	/* a switch mid-generation: the next token runs under warm's */
+	control_write_index(cw, (uint32_t)warm);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0); /* not before the token boundary */
+	policy_rt_before_token(&rt, 1);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 7000);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_PREEMPT);
+	/* a generation end keeps warm's mask (keep_ms != 0) */
+	policy_rt_generation_end(&rt, 0.001, 1, 0);
+	assert_int_equal(gang_requested(g), 3u);
+	/* back to cold: keep 0 and polite again, and its generation end
+	 * drops the request to the leader */
+	control_write_index(cw, (uint32_t)cold);
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	policy_rt_generation_end(&rt, 0.001, 1, 0);
+	assert_int_equal(gang_requested(g), 1u);
+	/* the built-in latency record: 50 ms keep, preempt */
+	control_write_index(cw, 2);
+	policy_rt_before_token(&rt, 0);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 50000);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_PREEMPT);
+	/* an invalid index selects record 0, and record 0's settings */
+	control_write_index(cw, 1000);
+	policy_rt_before_token(&rt, 1);
+	gang_stats(g, &st);
+	assert_int_equal(st.keep_us, 0);
+	assert_int_equal(st.acquire, GANG_ACQUIRE_POLITE);
+	gang_free(g);
+	control_close(cw);
+}
+
+/* ---- the index provided by another layer (the sched_ext page) ---- */
+
+static _Atomic uint32_t fake_page[16];
+static _Atomic uint32_t *fake_provider(void) { return &fake_page[0]; }
+
+/* With a provider, one store by a writer is what the leader reads, and the
+ * file's own index is not touched; control_close unbinds. */
+static void test_index_provider(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "g.ini",
+					  "[g]\nguard_queue_depth = 1\nguard_checks = 1\n"),
+			 0);
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-provider", test_tmpdir());
+	control_set_index_provider(fake_provider);
+	control_t *leader = control_open(path, true);
+	control_t *writer = control_open(path, false);
+	assert_non_null(leader);
+	assert_non_null(writer);
+	assert_ptr_equal(writer->index, &fake_page[0]);
+	assert_ptr_equal(control_index_of(leader->w), &fake_page[0]);
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, leader->w, NULL);
+	assert_int_equal(atomic_load(&leader->w->index_external), 1);
+	control_write_index(writer, 2);
+	assert_int_equal(atomic_load(&fake_page[0]), 2);
+	assert_int_equal(atomic_load(&leader->w->index), 0); /* the file's */
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, 2);
+	/* a store by anyone else into the page (the kernel's guard) too */
+	atomic_store(&fake_page[0], 0);
+	policy_rt_before_token(&rt, 1);
+	assert_int_equal(rt.effective, 0);
+	/* the leader's guard falls back by storing 0 into the shared index */
+	int gi = policy_lib_find(&lib, "g");
+	control_write_index(writer, (uint32_t)gi);
+	policy_rt_before_token(&rt, 0);
+	assert_int_equal(rt.effective, gi);
+	policy_rt_generation_end(&rt, 0.001, 1, 5);
+	assert_int_equal(atomic_load(&fake_page[0]), 0); /* the kernel sees 0 */
+	assert_int_equal(atomic_load(&leader->w->fallback), 1);
+	policy_rt_before_token(&rt, 1);
+	assert_int_equal(rt.effective, 0);
+	assert_int_equal(atomic_load(&leader->w->fallback), 1); /* holds */
+	control_write_index(writer, (uint32_t)gi); /* a controller re-arms it */
+	policy_rt_before_token(&rt, 2);
+	assert_int_equal(rt.effective, gi);
+	assert_int_equal(atomic_load(&leader->w->fallback), 0);
+	control_close(writer);
+	control_close(leader);
+	/* without a provider: the file's index, as before */
+	control_set_index_provider(NULL);
+	control_t *plain = control_open(path, false);
+	assert_non_null(plain);
+	assert_ptr_equal(plain->index, &plain->w->index);
+	assert_ptr_equal(control_index_of(plain->w), &plain->w->index);
+	control_close(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +798,8 @@ int main(void)
 		cmocka_unit_test(test_loader_accepts),
 		cmocka_unit_test(test_control_file),
 		cmocka_unit_test(test_guard),
+		cmocka_unit_test(test_settings_at_switch),
+		cmocka_unit_test(test_index_provider),
 		cmocka_unit_test(test_invalid_index_inert),
 		cmocka_unit_test(test_model_bit_exact),
 	};

@@ -3,11 +3,14 @@
  * sched_ext kernel under QEMU by `make test-scx` (tests/scx/):
  *  - every built-in record's kernel form: kind, the gang's and the
  *    tenants' CPU sets through the --cores mapping, slices;
- *  - a build without SCX=1 refuses every kernel call with one message. */
+ *  - a build without SCX=1 refuses every kernel call with one message;
+ *  - the in-kernel guard's arithmetic and rules (bpf/egang_kguard.h, the
+ *    same code the BPF scheduler runs): buckets, hold-off, re-arm. */
 #include "testutil.h"
 
 #include "policy/policy.h"
 #include "scx/scx.h"
+#include "../bpf/egang_kguard.h"
 
 static void test_builtin_kernel_forms(void **state)
 {
@@ -88,7 +91,97 @@ static void test_build_without_scx(void **state)
 	static scx_counts_t c;
 	assert_int_equal(scx_read(&c), -1);
 	assert_int_equal(scx_unload(NULL), -1);
+	assert_null(scx_index_page()); /* the control word keeps its index */
+	scx_first_t f[2];
+	assert_int_equal(scx_bench_first(10, 0, f), -1);
 #endif
+}
+
+/* The histogram's buckets: every wait falls in a bucket whose bounds hold
+ * it, bucket maxima rise, and a quantile is known within 25%. */
+static void test_kguard_buckets(void **state)
+{
+	(void)state;
+	uint64_t prev = 0;
+	for (uint32_t b = 0; b < KG_BUCKETS - 1; b++) {
+		uint64_t hi = kg_bucket_max(b);
+		if (b)
+			assert_true(hi > prev);
+		assert_int_equal(kg_bucket(hi), b);
+		assert_int_equal(kg_bucket(hi + 1), b + 1);
+		if (hi >= 16)
+			assert_true((double)(hi + 1) / (double)(prev + 1) <= 1.25 + 1e-9);
+		prev = hi;
+	}
+	assert_int_equal(kg_log2(1), 0);
+	assert_int_equal(kg_log2(1ull << 40), 40);
+	assert_int_equal(kg_log2((1ull << 40) - 1), 39);
+	assert_int_equal(kg_bucket(UINT64_MAX), KG_BUCKETS - 1);
+	uint64_t w = 1500000; /* 1.5 ms */
+	assert_true(kg_bucket_max(kg_bucket(w)) >= w);
+	assert_true(kg_bucket_max(kg_bucket(w)) < w * 5 / 4);
+}
+
+/* The rules R1..R5 of egang_kguard.h. */
+static void test_kguard_rules(void **state)
+{
+	(void)state;
+	struct kg_state s = {0};
+	const uint64_t bound = 1000000, hi = 5000000, lo = 10000;
+	/* R1: the first window under index 7 is not judged */
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_SKIP);
+	/* R4: two breaches, then a good window restarts the count */
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, lo, 100), KG_OK);
+	/* R3: a window with too few waits is neither breach nor reset */
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, KG_MIN_SAMPLES - 1), KG_SKIP);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	/* R1: a switch away and back resets the count (hold-off) */
+	assert_int_equal(kg_judge(&s, 8, bound, 3, hi, 100), KG_SKIP);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_SKIP);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	/* the third consecutive breach falls back to 0 */
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_FALLBACK);
+	/* R2: under 0 nothing is judged, however bad (no oscillation) */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(kg_judge(&s, 0, bound, 3, hi, 100), KG_SKIP);
+	/* a record without a bound is never judged */
+	assert_int_equal(kg_judge(&s, 5, 0, 3, hi, 100), KG_SKIP);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(kg_judge(&s, 5, 0, 3, hi, 100), KG_SKIP);
+	/* R5: a controller writes 7 again: re-armed, hold-off first */
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_SKIP);
+	assert_int_equal(kg_judge(&s, 7, bound, 3, hi, 100), KG_BREACH);
+	/* windows = 1: the first judged breach falls back */
+	struct kg_state t = {0};
+	assert_int_equal(kg_judge(&t, 9, bound, 1, hi, 100), KG_SKIP);
+	assert_int_equal(kg_judge(&t, 9, bound, 1, hi, 100), KG_FALLBACK);
+}
+
+/* A record's kernel guard reaches its kernel form. */
+static void test_kguard_krec(void **state)
+{
+	(void)state;
+	static policy_lib_t lib;
+	int cpus[2] = {0, 1};
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(policy_lib_parse(&lib, "k.ini",
+					  "[g]\nreserved = 1\nkguard_wait_p99_us = 1500\n"
+					  "kguard_windows = 2\nkguard_window_ms = 50\n"),
+			 0);
+	struct egang_krec r;
+	scx_krec_from_policy(&lib.rec[policy_lib_find(&lib, "g")], cpus, 2, &r);
+	assert_int_equal(r.kind, EGANG_KIND_SHARE);
+	assert_int_equal(r.kguard_wait_ns, 1500000);
+	assert_int_equal(r.kguard_windows, 2);
+	assert_int_equal(r.kguard_window_ns, 50000000);
+	for (int i = 0; i < lib.n_builtin; i++) {
+		scx_krec_from_policy(&lib.rec[i], cpus, 2, &r);
+		assert_int_equal(r.kguard_wait_ns, 0); /* built-ins have none */
+	}
 }
 
 int main(void)
@@ -97,6 +190,9 @@ int main(void)
 		cmocka_unit_test(test_builtin_kernel_forms),
 		cmocka_unit_test(test_cores_mapping),
 		cmocka_unit_test(test_build_without_scx),
+		cmocka_unit_test(test_kguard_buckets),
+		cmocka_unit_test(test_kguard_rules),
+		cmocka_unit_test(test_kguard_krec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,7 @@ static void *controller_main(void *arg)
 	while (atomic_load_explicit(&w->tokens, memory_order_relaxed) < 16)
 		sleep_us(200);
 	/* relaxed: this thread is the only writer of index */
-	uint32_t cur = atomic_load_explicit(&w->index, memory_order_relaxed);
+	uint32_t cur = atomic_load_explicit(c->cw->index, memory_order_relaxed);
 	for (int i = 0; i < c->n_switches; i++) {
 		sleep_us(1000 + rng_next(&r) % 2000);
 		uint32_t v = (cur + 1 + (uint32_t)(rng_next(&r) % (c->n_policies - 1))) %

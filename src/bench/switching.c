@@ -190,7 +190,10 @@ static int burners_start(burners_t *b, const cfg_t *c, double max_s)
 		snprintf(cpu, sizeof cpu, "%d", c->cpus[k % c->n_cpus]);
 		char *args[] = {"egang", "burn", "--seconds", "0", "--report-ms", "50",
 				"--cores", cpu, NULL};
-		b->pid[b->n] = spawn(c, args, p[1], -1);
+		/* --backend scx: the same burner, in SCHED_EXT */
+		char *sargs[] = {"egang", "scx", "exec", "--", self_exe, "burn",
+				 "--seconds", "0", "--report-ms", "50", "--cores", cpu, NULL};
+		b->pid[b->n] = spawn(c, c->scx ? sargs : args, p[1], -1);
 		close(p[1]);
 		if (b->pid[b->n] < 0) {
 			close(p[0]);
@@ -490,6 +493,7 @@ static int server_start(run_t *u)
 			 "--control", u->ctl_path, "--policy", (char *)init,
 			 "--max-queue", "100000", "--max-conns", "10000",
 			 "--timeout", "600", "--cores", u->cores,
+			 "--backend", c->scx ? "scx" : "user",
 			 c->tok ? "-z" : NULL, (char *)c->tok, NULL};
 	u->srv = spawn(c, sargs, lfd, lfd);
 	close(lfd);
@@ -589,10 +593,10 @@ static int controller_start(run_t *u)
 	 * period; the bandit and the agent start the load at their first
 	 * write. seq_cst loads, stronger than needed: a value test only. */
 	uint64_t give_up = u->t0 + 60000000000ull;
-	while (atomic_load(&u->cw->w->index) == UINT32_MAX &&
+	while (atomic_load(u->cw->index) == UINT32_MAX &&
 	       time_now_ns() < give_up && waitpid(u->ctl, NULL, WNOHANG) == 0)
 		usleep(500);
-	if (atomic_load(&u->cw->w->index) == UINT32_MAX)
+	if (atomic_load(u->cw->index) == UINT32_MAX)
 		return err_set("the controller wrote no index (see %s)", u->ctl_log);
 	u->t0 = time_now_ns();
 	if (u->arm == SWITCHING_ARM_ORACLE)
@@ -800,7 +804,7 @@ static int write_plot(const cfg_t *c)
 		"set terminal pngcairo size 1000,700 noenhanced\n"
 		"set output '%s/switching.png'\n"
 		"set datafile separator ','\n"
-		"set multiplot layout 2,1 title 'egang policy switching: oracle arm, "
+		"set multiplot layout 2,1 title 'egang policy switching%s: oracle arm, "
 		"repetition 1 (steady %g/s, burst %g/s, steady %g/s)'\n"
 		"set grid\nset key top left\n"
 		"set object 1 rect from %g, graph 0 to %g, graph 1 fc rgb '#eeeeee' behind\n"
@@ -824,8 +828,8 @@ static int write_plot(const cfg_t *c)
 		"'' using (strcol(1) eq 'oracle' && $2==1 && strcol(3) eq 'tenant' ? $4 : 1/0):5 "
 		"with lines lw 2 lc rgb '#cc0000' title 'oracle'\n"
 		"unset multiplot\n",
-		c->out, c->rate[0], c->rate[1], c->rate[2], a, b2, total_phase_s(c),
-		c->out, c->out);
+		c->out, c->scx ? " (sched_ext backend)" : "", c->rate[0], c->rate[1],
+		c->rate[2], a, b2, total_phase_s(c), c->out, c->out);
 	fclose(f);
 	char cmd[8600];
 	snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", path);

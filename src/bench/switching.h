@@ -77,6 +77,11 @@ typedef struct switching_config {
 	int64_t seed;
 	int cpus[GANG_MAX_SLOTS];
 	int n_cpus;
+	/* the sched_ext backend: `serve --backend scx` (it loads egang's
+	 * scheduler, whose index is the control word's: the controllers
+	 * switch kernel policies with the same store) and the antagonists in
+	 * SCHED_EXT (`scx exec`) */
+	bool scx;
 } switching_config_t;
 
 /* The defaults of every field but model, tok and the CPUs. */

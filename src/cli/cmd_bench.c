@@ -88,6 +88,8 @@ static const char bench_help[] =
 	"              steady/burst/steady load, fixed vs switched policies\n"
 	"  membw       read bandwidth with 1..n cores (the limit for decode)\n"
 	"  matvec      GB/s of the matvec kernels per type, in L2 and from memory\n"
+	"  knobs       a scalar scheduler knob's cost against the index store\n"
+	"  agent       the agent controller over fixed telemetry regimes\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 static const struct {
@@ -105,6 +107,8 @@ static const struct {
 	{"switch", cmd_bench_switch_cost}, /* the name before switch-cost */
 	{"switching", cmd_bench_switching},
 	{"membw", cmd_bench_membw},
+	{"knobs", cmd_bench_knobs},
+	{"agent", cmd_bench_agent},
 	{"matvec", cmd_bench_matvec},
 };
 

@@ -14,5 +14,7 @@ int cmd_bench_switch_cost(int argc, char **argv); /* cmd_bench_switch_cost.c */
 int cmd_bench_switching(int argc, char **argv);  /* cmd_bench_switching.c */
 int cmd_bench_membw(int argc, char **argv);      /* cmd_bench_membw.c */
 int cmd_bench_matvec(int argc, char **argv);
+int cmd_bench_knobs(int argc, char **argv);      /* cmd_bench_knobs.c */
+int cmd_bench_agent(int argc, char **argv);      /* cmd_bench_agent.c */
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "bench/switching.h"
 #include "cli/cli.h"
+#include "scx/scx.h"
 #include "cli/cmd_bench.h"
 
 static const char switching_help[] =
@@ -44,6 +45,11 @@ static const char switching_help[] =
 	"      --drain-seconds S   wait at most S for the backlog (default 10)\n"
 	"      --seed N            arrivals (default 1; repetition r uses N + r)\n"
 	"      --out DIR           output folder (default switching-out)\n"
+	"      --backend B         user (default), or scx: `serve --backend scx`\n"
+	"                          and the antagonists in SCHED_EXT, so the\n"
+	"                          controllers switch kernel policies through the\n"
+	"                          one index (needs egang's scheduler: root, a\n"
+	"                          sched_ext kernel, make SCX=1)\n"
 	"  -q, --quiet             no progress lines (summary lines stay)\n"
 	"  -h, --help              this text\n";
 
@@ -124,7 +130,7 @@ static void print_arm(const switching_config_t *c, const switching_summary_t *s,
 		      (unsigned long long)x->fallbacks, x->drain_max_s);
 	if (x->ctl[0])
 		snprintf(line + k, sizeof line - (size_t)k, " [last control: %s]", x->ctl);
-	printf("%s\n", line);
+	printf("%s%s\n", line, c->scx ? " backend=scx" : "");
 }
 
 static void print_summary(const switching_config_t *c, const switching_summary_t *s)
@@ -155,6 +161,8 @@ int cmd_bench_switching(int argc, char **argv)
 	int64_t reps = c.reps, max_tokens = c.max_tokens, burns = c.burns,
 		period_ms = c.period_ms;
 	cli_cpus_t cpus = {0};
+	static const char *const backends[] = {"user", "scx", NULL};
+	int backend = 0;
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &c.model, .required = true),
 		OPT_STR("tokenizer", 'z', &c.tok),
@@ -169,6 +177,7 @@ int cmd_bench_switching(int argc, char **argv)
 		OPT_FLOAT("drain-seconds", 0, &c.drain_s, 0, 3600),
 		OPT_INT("seed", 0, &c.seed, 0, INT64_MAX / 2),
 		OPT_STR("out", 0, &out),
+		OPT_CHOICE("backend", 0, &backend, backends),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench switching", .help = switching_help,
@@ -181,6 +190,12 @@ int cmd_bench_switching(int argc, char **argv)
 	    (rates && three("--rates", rates, 0.01, 10000, c.rate) < 0))
 		return EXIT_INPUT;
 	c.out = out;
+	c.scx = backend == 1;
+	if (c.scx && !scx_built()) {
+		log_error("bench switching: --backend scx: this build has no "
+			  "sched_ext support (rebuild with `make SCX=1`)");
+		return EXIT_FAIL;
+	}
 	c.reps = (int)reps;
 	c.max_tokens = (int)max_tokens;
 	c.burns = (int)burns;

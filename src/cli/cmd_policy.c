@@ -1,5 +1,6 @@
 /* egang policy: list / show the policy library, set the index in the
  * control word, print its telemetry (src/policy/policy.h, control.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "cli/cli.h"
 #include "policy/control.h"
 #include "policy/policy.h"
+#include "scx/scx.h"
 #include "server/engine_open.h"
 
 static const char policy_help[] =
@@ -30,9 +32,9 @@ static const char policy_help[] =
 	"  -q, --quiet          set: no confirmation line\n"
 	"  -h, --help           this text\n";
 
-static void print_status(const control_word_t *w, const char *path)
+static void print_status(const control_t *cw, const char *path)
 {
-	control_word_t *c = (control_word_t *)w;
+	control_word_t *c = cw->w;
 #define LD(f) (unsigned long long)atomic_load_explicit(&c->f, memory_order_relaxed)
 	/* relaxed loads: each field stands alone (control.h) */
 	printf("control=%s\nindex=%llu\neffective=%llu\nfallback=%llu\n"
@@ -41,12 +43,15 @@ static void print_status(const control_word_t *w, const char *path)
 	       "applied_raw=%llu\nqueue_depth=%llu\nttft_p50_us=%llu\n"
 	       "ttft_p99_us=%llu\ndecode_tok_s=%.3f\ngang_width=%llu\n"
 	       "tenant_width=%llu\nleader_pid=%llu\n",
-	       path, LD(index), LD(effective), LD(fallback), LD(n_policies),
+	       path, (unsigned long long)atomic_load_explicit(cw->index,
+		memory_order_relaxed), LD(effective), LD(fallback), LD(n_policies),
 	       LD(n_slots), LD(tokens), LD(generations), LD(invalid_reads),
 	       LD(guard_fallbacks), LD(applied_seq), LD(applied_raw),
 	       LD(queue_depth), LD(ttft_p50_us), LD(ttft_p99_us),
 	       (double)LD(decode_mtok_s) / 1e3, LD(gang_width), LD(tenant_width),
 	       LD(leader_pid));
+	printf("index_home=%s\n", cw->index != &c->index ? "sched_ext"
+	       : LD(index_external) ? "file (the leader reads sched_ext's!)" : "file");
 #undef LD
 }
 
@@ -72,8 +77,12 @@ static int do_status(policy_opts_t *o, const char *arg)
 	control_t *cw = open_word(o->control, false);
 	if (!cw)
 		return EXIT_INPUT;
-	print_status(cw->w, o->control);
+	print_status(cw, o->control);
 	control_close(cw);
+	/* the kernel's guard, when egang's sched_ext scheduler is loaded */
+	struct egang_kguard g;
+	if (scx_loaded() && scx_read_kguard(&g) == 0)
+		scx_print_kguard(&g, NULL, stdout);
 	return EXIT_OK;
 }
 
@@ -81,7 +90,7 @@ static int do_status(policy_opts_t *o, const char *arg)
 static void list_row(const policy_lib_t *lib, int i)
 {
 	const policy_t *p = &lib->rec[i];
-	char slots[64] = "", guard[96] = "-";
+	char slots[64] = "", guard[160] = "-";
 	uint32_t all = lib->n_slots >= 32 ? ~0u : (1u << lib->n_slots) - 1;
 	if (p->width == WIDTH_STATIC)
 		cpumask_format(p->static_mask, slots, sizeof slots);
@@ -96,6 +105,12 @@ static void list_row(const policy_lib_t *lib, int i)
 			k += snprintf(guard + k, sizeof guard - (size_t)k,
 				      "queue<=%u ", p->guard_queue_depth);
 		snprintf(guard + k, sizeof guard - (size_t)k, "x%u", p->guard_checks);
+	}
+	if (p->kguard_wait_p99_us) {
+		size_t k = strcmp(guard, "-") ? strlen(guard) : 0;
+		snprintf(guard + k, sizeof guard - k, "%skernel:wait_p99<=%uus x%u/%ums",
+			 k ? " " : "", p->kguard_wait_p99_us, p->kguard_windows,
+			 p->kguard_window_ms);
 	}
 	printf("%5d  %-16s %-7s %-7s %-8s %7u  %s%s\n", i, p->name,
 	       policy_width_name(p->width), slots, policy_acquire_name(p->acquire),
@@ -155,11 +170,26 @@ static int do_set(policy_opts_t *o, const char *arg)
 		control_close(cw);
 		return EXIT_INPUT;
 	}
+	/* relaxed: hints; a leader that reads the sched_ext scheduler's index
+	 * would never see a write to the file's */
+	pid_t leader = (pid_t)atomic_load_explicit(&cw->w->leader_pid, memory_order_relaxed);
+	if (cw->index == &cw->w->index &&
+	    atomic_load_explicit(&cw->w->index_external, memory_order_relaxed) &&
+	    leader > 0 && kill(leader, 0) == 0) {
+		log_error("policy set: the leader (pid %d) reads the sched_ext "
+			  "scheduler's index, which this process cannot map (a "
+			  "build without SCX=1, or the scheduler was unloaded)",
+			  (int)leader);
+		control_close(cw);
+		return EXIT_FAIL;
+	}
+	bool external = cw->index != &cw->w->index;
 	control_write_index(cw, value);
 	control_close(cw);
 	if (!log_quiet)
-		fprintf(stderr, "policy index %u (%s) written to %s\n", value,
-			idx >= 0 ? lib->rec[idx].name : "no record: inert", o->control);
+		fprintf(stderr, "policy index %u (%s) written to %s%s\n", value,
+			idx >= 0 ? lib->rec[idx].name : "no record: inert", o->control,
+			external ? " (its index: the sched_ext scheduler's page)" : "");
 	return EXIT_OK;
 }
 

@@ -13,7 +13,7 @@
 #include "server/engine_open.h"
 
 static const char scx_help[] =
-	"usage: egang scx load|status|set P|unload|bench|exec [options] [-- CMD ARGS]\n"
+	"usage: egang scx load|status|set P|unload|bench|progs|waits|exec [options] [-- CMD ARGS]\n"
 	"\n"
 	"  load        load and verify the BPF scheduler and every policy program,\n"
 	"              fill the tail-call arrays from the library, attach it in\n"
@@ -24,7 +24,14 @@ static const char scx_help[] =
 	"              name); it takes effect at each CPU's next callback\n"
 	"  unload      detach the scheduler, remove the pins, print its exit reason\n"
 	"  bench       cost of one index write (map update), alternating two\n"
-	"              populated slots: min, median, p99, max in ns\n"
+	"              populated slots: min, median, p99, max in ns; then store to\n"
+	"              first transfer (write -> first callback into the new\n"
+	"              slot) by a store into the mmapped index and by a map update\n"
+	"  progs       every loaded struct_ops program: JIT image and translated\n"
+	"              sizes (Gate 1's variants are printed by load)\n"
+	"  waits       the gang's acquire latency (runnable -> running) and the\n"
+	"              tenants' stints (running -> preempted or slice end) since\n"
+	"              the last --reset: n, p10, p50, p90, p99, max in us\n"
 	"  exec -- CMD run CMD in SCHED_EXT (its threads inherit the class);\n"
 	"              with --gang its threads are the gang for the policies\n"
 	"\n"
@@ -35,7 +42,11 @@ static const char scx_help[] =
 	"                       (inert by construction: it falls through to the\n"
 	"                       default scheduling, counted as fall-throughs)\n"
 	"      --gang           exec: name CMD's threads the gang\n"
-	"      --reps N         bench: writes (default 10000)\n"
+	"      --reset          waits: zero the histograms after reading\n"
+	"      --reps N         bench: writes (default 10000; 2000 at most for\n"
+	"                       store to first transfer)\n"
+	"      --yielders N     bench: threads in SCHED_EXT yielding in a loop\n"
+	"                       while it measures (default 2; 0..64)\n"
 	"  -q, --quiet          no confirmation lines\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -44,8 +55,8 @@ static const char scx_help[] =
 
 typedef struct scx_opts {
 	const char *policies, *policy;
-	bool force, gang;
-	int64_t reps;
+	bool force, gang, reset;
+	int64_t reps, yielders;
 	cli_cpus_t cpus;
 	policy_lib_t lib;
 	char **cmd; /* exec: the command and its arguments */
@@ -75,7 +86,39 @@ static int do_bench(scx_opts_t *o)
 	       b.reps, b.a, b.b, (unsigned long long)b.min,
 	       (unsigned long long)b.p50, (unsigned long long)b.p99,
 	       (unsigned long long)b.max);
+	/* store to first transfer, both paths, the same load */
+	scx_first_t ff[2];
+	if (scx_bench_first(o->reps < 2000 ? (int)o->reps : 2000, (int)o->yielders,
+			    ff) < 0)
+		return fail("bench", EXIT_FAIL);
+	for (int by_update = 0; by_update < 2; by_update++) {
+		const scx_first_t f = ff[by_update];
+		printf("scx store-to-first-transfer (%s, slots %d<->%d, %lld "
+		       "yielders): %d switches, %d misses; write median %llu ns; "
+		       "to first transfer min %llu ns, median %llu ns, p90 %llu ns, "
+		       "p99 %llu ns, max %llu ns\n",
+		       by_update ? "map update" : "store into the mmapped index",
+		       f.a, f.b, (long long)o->yielders, f.reps, f.misses,
+		       (unsigned long long)f.write_p50, (unsigned long long)f.min,
+		       (unsigned long long)f.p50, (unsigned long long)f.p90,
+		       (unsigned long long)f.p99, (unsigned long long)f.max);
+	}
 	return EXIT_OK;
+}
+
+static int do_waits(scx_opts_t *o)
+{
+	static struct egang_acq a;
+	if (scx_acq(&a, o->reset) < 0)
+		return fail("waits", EXIT_FAIL);
+	scx_print_acq(&a, stdout);
+	return EXIT_OK;
+}
+
+static int do_progs(scx_opts_t *o)
+{
+	(void)o;
+	return scx_print_progs(stdout) < 0 ? fail("progs", EXIT_FAIL) : EXIT_OK;
 }
 
 static int do_exec(scx_opts_t *o)
@@ -142,6 +185,8 @@ static const scx_action_t actions[] = {
 	{"set", "the policy (an index or a name)", false, "force", do_set},
 	{"unload", NULL, false, NULL, do_unload},
 	{"bench", NULL, false, NULL, do_bench},
+	{"progs", NULL, false, NULL, do_progs},
+	{"waits", NULL, false, "reset", do_waits},
 	{"exec", "the command (egang scx exec [--gang] -- CMD)", true, "gang", do_exec},
 };
 
@@ -167,7 +212,8 @@ static const char *stray_flag(const scx_action_t *a, const scx_opts_t *o)
 	const struct {
 		const char *name;
 		bool given;
-	} f[] = {{"force", o->force}, {"gang", o->gang}, {"policy", o->policy != NULL}};
+	} f[] = {{"force", o->force}, {"gang", o->gang}, {"policy", o->policy != NULL},
+	    {"reset", o->reset}};
 	for (size_t i = 0; i < EG_ARRAY_LEN(f); i++)
 		if (f[i].given && (!a->flag || strcmp(a->flag, f[i].name)))
 			return f[i].name;
@@ -204,14 +250,16 @@ int cmd_scx(int argc, char **argv)
 	const scx_action_t *a = find_action(argc, argv);
 	if (!a)
 		return EXIT_INPUT;
-	static scx_opts_t o = {.reps = 10000};
+	static scx_opts_t o = {.reps = 10000, .yielders = 2};
 	const cli_opt_t opts[] = {
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_STR("policies", 0, &o.policies),
 		OPT_STR("policy", 0, &o.policy),
 		OPT_FLAG("force", 0, &o.force),
 		OPT_FLAG("gang", 0, &o.gang),
+		OPT_FLAG("reset", 0, &o.reset),
 		OPT_INT("reps", 0, &o.reps, 1, 10000000),
+		OPT_INT("yielders", 0, &o.yielders, 0, 64),
 		CLI_END,
 	};
 	/* argv[1] is the action; options end at the first operand, so that

@@ -285,10 +285,15 @@ int cmd_serve(int argc, char **argv)
 	}
 	control_write_index(e->cw, (uint32_t)index);
 	bool scx_ours = false;
-	if (o.backend && scx_setup(e, index, &scx_ours) < 0)
+	if (o.backend && scx_setup(e, index, &scx_ours) < 0) {
 		status = EXIT_FAIL;
-	else
+	} else {
+		/* the scheduler may have been loaded just now: from here the
+		 * control word's index is its page (one store for both) */
+		if (o.backend)
+			control_bind_index(e->cw);
 		status = serve(&o, e, index);
+	}
 	/* the scheduler this server loaded goes with it */
 	if (scx_ours && scx_unload(NULL) < 0)
 		log_error("--backend scx: %s", err_get());

@@ -6,6 +6,8 @@
 
 #include "cli/cli.h"
 #include "kernels/kernels.h"
+#include "policy/control.h"
+#include "scx/scx.h"
 
 typedef struct command {
 	const char *name;
@@ -69,6 +71,10 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
+	/* with egang's sched_ext scheduler loaded, a control word's index is
+	 * the scheduler's page: one store switches both (DESIGN.md 4) */
+	if (scx_built())
+		control_set_index_provider(scx_index_page);
 	for (size_t i = 0; i < EG_ARRAY_LEN(commands); i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;

@@ -113,11 +113,13 @@ struct gang {
 	 * the latch. */
 	const wave_plan_t *plan;
 
+	/* spin before sleeping once not requested: set by gang_set_keep (any
+	 * thread), read by each worker as it goes idle */
+	_Atomic uint64_t keep_ns;
 	/* leader-only state */
 	_Alignas(EG_CACHELINE) uint32_t tag;
 	uint32_t last_mask;
 	uint64_t spin_ns; /* spin before sleeping while requested */
-	uint64_t keep_ns; /* spin before sleeping once not requested */
 	int n;
 	bool pin;
 	/* the class polite acquire runs in: SCHED_OTHER, or SCHED_EXT when
@@ -492,7 +494,10 @@ static void *worker_main(void *arg)
 		 * worker that was just in use spins keep_ns first (a policy's
 		 * "keep cores warm"); by default it sleeps at once, so its core
 		 * goes back to the OS the moment it is not needed. */
-		wait_for(g, idle_done, &a, &g->doorbell, &g->sleepers, g->keep_ns);
+		/* relaxed: pairs with gang_set_keep's store; only the value
+		 * travels (the length of one spin) */
+		wait_for(g, idle_done, &a, &g->doorbell, &g->sleepers,
+			 atomic_load_explicit(&g->keep_ns, memory_order_relaxed));
 		if (atomic_load_explicit(&g->stop, memory_order_relaxed))
 			break;
 		while ((atomic_load_explicit(&g->hold, memory_order_relaxed) & bit) &&
@@ -589,7 +594,7 @@ gang_t *gang_init(const gang_config_t *cfg)
 	g->n = cfg->n_cpus;
 	g->pin = cfg->pin;
 	g->spin_ns = (uint64_t)(cfg->spin_us ? cfg->spin_us : 200) * 1000;
-	g->keep_ns = (uint64_t)cfg->keep_us * 1000;
+	atomic_init(&g->keep_ns, (uint64_t)cfg->keep_us * 1000);
 	g->count_preempt = cfg->count_preempt;
 	atomic_store(&g->acquire, cfg->acquire);
 	/* workers inherit the creating thread's class (pthread_create) */
@@ -695,6 +700,14 @@ void gang_set_acquire(gang_t *g, gang_acquire_t mode)
 	atomic_store_explicit(&g->acquire, (uint32_t)mode, memory_order_relaxed);
 }
 
+void gang_set_keep(gang_t *g, uint32_t keep_us)
+{
+	/* relaxed: pairs with the worker's load as it goes idle; a worker
+	 * already spinning finishes the spin it started */
+	atomic_store_explicit(&g->keep_ns, (uint64_t)keep_us * 1000,
+			      memory_order_relaxed);
+}
+
 /* The sync word's arrival count holds every participant. */
 _Static_assert(GANG_MAX_SLOTS <= 0xffff, "arrivals must fit sync's 16 bits");
 
@@ -781,6 +794,8 @@ void gang_stats(const gang_t *gc, gang_stats_t *out)
 	out->last_mask = LATCH_MASK(atomic_load(&g->latch));
 	out->sleepers = atomic_load(&g->sleepers);
 	out->raise_denied = atomic_load(&g->raise_denied);
+	out->keep_us = (uint32_t)(atomic_load(&g->keep_ns) / 1000);
+	out->acquire = atomic_load(&g->acquire);
 	for (int i = 0; i < g->n; i++) {
 		out->participation[i] = atomic_load(&g->slots[i].participation);
 		out->chunks[i] = atomic_load(&g->slots[i].chunks);

@@ -123,6 +123,8 @@ typedef struct gang_stats {
 	uint32_t raise_denied;       /* SCHED_FIFO or nice -20 refused
 					(acquire preempt) */
 	uint32_t last_mask;        /* mask of the last token */
+	uint32_t keep_us;          /* the keep spin now (gang_set_keep) */
+	uint32_t acquire;          /* gang_acquire_t now (gang_set_acquire) */
 	uint32_t sleepers;         /* workers asleep on the futex right now */
 } gang_stats_t;
 
@@ -185,6 +187,9 @@ void gang_stats_print(const gang_t *g, FILE *f);
 /* Sets the acquire mode (any thread; workers apply it at their next wake,
  * the leader at its next gang_begin). */
 void gang_set_acquire(gang_t *g, gang_acquire_t mode);
+/* Sets gang_config.keep_us (any thread; a worker reads it each time it
+ * stops being requested). */
+void gang_set_keep(gang_t *g, uint32_t keep_us);
 
 /* Testing hook: slots in mask stop before their next ack (held as if the
  * OS never ran them) until released with another call. */

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,60 @@ const char *control_default_path(char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "/dev/shm/egang-control-%u", (unsigned)geteuid());
 	return buf;
+}
+
+/* ---- the index's home (control.h) ---- */
+
+static control_index_fn index_provider;
+/* the words opened in this process whose index lives elsewhere */
+#define BOUND_MAX 16
+static struct {
+	control_word_t *w;
+	_Atomic uint32_t *index;
+} bound[BOUND_MAX];
+static pthread_mutex_t bound_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void control_set_index_provider(control_index_fn fn)
+{
+	index_provider = fn;
+}
+
+_Atomic uint32_t *control_index_of(control_word_t *w)
+{
+	_Atomic uint32_t *idx = &w->index;
+	pthread_mutex_lock(&bound_lock);
+	for (int i = 0; i < BOUND_MAX; i++)
+		if (bound[i].w == w)
+			idx = bound[i].index;
+	pthread_mutex_unlock(&bound_lock);
+	return idx;
+}
+
+void control_bind_index(control_t *c)
+{
+	if (c->index != &c->w->index)
+		return; /* bound already */
+	_Atomic uint32_t *idx = index_provider ? index_provider() : NULL;
+	if (!idx)
+		return;
+	pthread_mutex_lock(&bound_lock);
+	for (int i = 0; i < BOUND_MAX; i++)
+		if (!bound[i].w) {
+			bound[i].w = c->w;
+			bound[i].index = idx;
+			c->index = idx;
+			break;
+		}
+	pthread_mutex_unlock(&bound_lock);
+}
+
+static void unbind_index(control_t *c)
+{
+	pthread_mutex_lock(&bound_lock);
+	for (int i = 0; i < BOUND_MAX; i++)
+		if (bound[i].w == c->w)
+			bound[i].w = NULL;
+	pthread_mutex_unlock(&bound_lock);
 }
 
 control_t *control_open(const char *path, bool create)
@@ -114,7 +169,9 @@ control_t *control_open(const char *path, bool create)
 		return err_sys("malloc"), NULL;
 	}
 	c->w = w;
+	c->index = &w->index;
 	c->fd = fd;
+	control_bind_index(c);
 	return c;
 }
 
@@ -122,6 +179,7 @@ void control_close(control_t *c)
 {
 	if (!c)
 		return;
+	unbind_index(c);
 	munmap(c->w, CONTROL_SIZE);
 	close(c->fd);
 	free(c);
@@ -133,7 +191,7 @@ void control_write_index(control_t *c, uint32_t index)
 	 * self-contained); pairs with the leader's relaxed load, which is
 	 * enough because no data travels with the index. Stronger than
 	 * needed, and free on x86 (a plain mov). */
-	atomic_store_explicit(&c->w->index, index, memory_order_release);
+	atomic_store_explicit(c->index, index, memory_order_release);
 }
 
 /* ---- the runtime ---- */
@@ -153,17 +211,20 @@ void policy_rt_init(policy_rt_t *rt, const policy_lib_t *lib,
 	memset(rt, 0, sizeof *rt);
 	rt->lib = lib;
 	rt->cw = cw;
+	rt->index = control_index_of(cw);
 	rt->g = g;
 	rt->n_slots = g ? gang_n_slots(g) : lib->n_slots;
 	assert(rt->n_slots == lib->n_slots);
 	rt->acquire = -1;
+	rt->keep_ms = -1;
 	knee_init(&rt->knee, rt->n_slots);
 	TSTORE(cw->n_policies, (uint32_t)lib->n);
 	TSTORE(cw->n_slots, (uint32_t)rt->n_slots);
 	TSTORE(cw->leader_pid, (uint32_t)getpid());
+	TSTORE(cw->index_external, rt->index != &cw->index ? 1u : 0u);
 	/* the record named now is reported as in force before the first
 	 * token (it is applied there); relaxed: see policy_rt_before_token */
-	uint32_t raw = atomic_load_explicit(&cw->index, memory_order_relaxed);
+	uint32_t raw = atomic_load_explicit(rt->index, memory_order_relaxed);
 	rt->effective = raw < (uint32_t)lib->n ? raw : 0;
 	TSTORE(cw->effective, rt->effective);
 	TSTORE(cw->fallback, 0u);
@@ -184,7 +245,7 @@ void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
 	/* THE load of the token. relaxed: pairs with control_write_index's
 	 * store only for the value itself; no other data depends on it (the
 	 * library is immutable and private to this process). */
-	uint32_t raw = atomic_load_explicit(&cw->index, memory_order_relaxed);
+	uint32_t raw = atomic_load_explicit(rt->index, memory_order_relaxed);
 	uint64_t now = time_now_ns();
 	const policy_t *rec = &rt->lib->rec[rt->effective];
 	/* the knee learns from the token that just ended (not across the gap
@@ -221,9 +282,15 @@ void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
 		TSTORE(cw->tenant_width, (uint32_t)rt->n_slots - w);
 		rt->mask = mask;
 	}
+	/* the record's own settings apply from this token: the acquire mode
+	 * (workers at their next wake) and the keep spin (each worker the
+	 * next time it stops being requested) */
 	if (rt->g && (int)rec->acquire != rt->acquire)
 		gang_set_acquire(rt->g, rec->acquire);
 	rt->acquire = (int)rec->acquire;
+	if (rt->g && (int64_t)rec->keep_ms != rt->keep_ms)
+		gang_set_keep(rt->g, rec->keep_ms * 1000u);
+	rt->keep_ms = (int64_t)rec->keep_ms;
 	TSTORE(cw->tokens, rt->tokens);
 	if (changed) {
 		TSTORE(cw->applied_raw, raw);
@@ -281,6 +348,20 @@ void policy_rt_generation_end(policy_rt_t *rt, double ttft_s,
 		return;
 	rt->fallback = true;
 	rt->fallback_raw = rt->raw;
+	if (rt->index != &cw->index) {
+		/* the index is the sched_ext scheduler's too: the fallback is a
+		 * store of 0 there, so the kernel policy falls back with the
+		 * gang (from the breaching value only: a controller's write in
+		 * between wins). acq_rel: pairs with nothing that carries
+		 * data; the value alone matters, as for every index store */
+		uint32_t expect = rt->raw;
+		if (atomic_compare_exchange_strong_explicit(rt->index, &expect, 0u,
+							    memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			rt->raw = 0;
+			rt->fallback_raw = 0; /* holds until another index */
+		}
+	}
 	set_effective(rt, 0); /* the next token requests record 0's mask */
 	TSTORE(cw->fallback, 1u);
 	TSTORE(cw->guard_fallbacks, ++rt->fallbacks);

@@ -25,7 +25,9 @@
  *
  * ---- The runtime (policy_rt_t, leader thread only) ----------------------
  * policy_rt_before_token(), called from the engine's before_token hook:
- *   1. raw = load(index) (relaxed: the index carries no data with it; the
+ *   1. raw = load(index) (the file's, or the sched_ext scheduler's page
+ *      when one was provided: control_set_index_provider below; relaxed:
+ *      the index carries no data with it; the
  *      records it names were validated before the word was published);
  *   2. record = raw < library size ? raw : 0 (and invalid_reads += 1);
  *      while the guard's fallback holds (below), record = 0;
@@ -40,11 +42,17 @@
  * checks, the leader falls back to record 0 by itself, counts it in
  * guard_fallbacks and sets `fallback` in the telemetry. The fallback holds
  * until a controller writes an index other than the one that was in force
- * (rewriting the same value does not lift it: write another first).
+ * (rewriting the same value does not lift it: write another first). When
+ * the index is the sched_ext scheduler's page (control_set_index_provider)
+ * the fallback also stores 0 into it (compare-and-swap from the breaching
+ * value), so the kernel policy falls back with the gang; the fallback then
+ * holds until any index other than 0 is written.
  * keep_ms: with keep_ms = 0 the requested mask is cut to the leader at the
- * end of a generation; otherwise it is left set (the gang's own keep spin,
- * gang_config.keep_us, is fixed at gang_init: callers take it from the
- * initial record with policy_keep_us(); a later switch does not change it).
+ * end of a generation; otherwise it is left set. The record in force also
+ * sets the gang's keep spin (gang_set_keep: keep_ms * 1000 us) and its
+ * acquire mode (gang_set_acquire) at the first token it runs, so after a
+ * switch both are the new record's from the next token on (callers still
+ * seed gang_config.keep_us from the initial record with policy_keep_us()).
  *
  * Synchronization table:
  *   control_open/close            any thread, any process.
@@ -94,6 +102,9 @@ typedef struct control_word {
 	_Atomic uint32_t tenant_width;            /* n_slots - gang_width */
 	_Atomic uint32_t queue_depth;
 	_Atomic uint32_t leader_pid;
+	/* 1 while the leader reads its index from the sched_ext scheduler's
+	 * page (control_set_index_provider) rather than from `index` above */
+	_Atomic uint32_t index_external;
 } control_word_t;
 
 _Static_assert(sizeof(control_word_t) <= CONTROL_SIZE, "control word > file");
@@ -102,8 +113,28 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 
 typedef struct control {
 	control_word_t *w; /* mapped MAP_SHARED */
+	_Atomic uint32_t *index; /* the index: &w->index, or the provider's */
 	int fd;
 } control_t;
+
+/* ---- one index for the gang and the kernel (DESIGN.md section 4) ----
+ * A higher layer (the sched_ext backend, registered by the CLI) may
+ * provide another home for the index: a page it shares with the kernel's
+ * scheduler (a BPF_F_MMAPABLE array map). control_open asks the provider
+ * once per open; when it returns a word, that word is the index for every
+ * reader and writer in this process (control_write_index, the leader's
+ * policy_rt_before_token), so one store switches the gang and the kernel
+ * policy. NULL (no scheduler loaded) leaves the file's own index. The
+ * provider's word must stay mapped for the life of the process. */
+typedef _Atomic uint32_t *(*control_index_fn)(void);
+void control_set_index_provider(control_index_fn fn);
+/* Asks the provider again (control_open does it once): for a process that
+ * loads the scheduler after opening the word (`serve --backend scx`);
+ * before any policy_rt_init on the word. No-op when bound already. */
+void control_bind_index(control_t *c);
+/* The index word of a control word opened in this process (&w->index if
+ * it was opened without a provided index, or not opened here). */
+_Atomic uint32_t *control_index_of(control_word_t *w);
 
 /* $XDG_RUNTIME_DIR/egang-control, else /dev/shm/egang-control-$UID. */
 const char *control_default_path(char *buf, size_t cap);
@@ -121,6 +152,7 @@ void control_write_index(control_t *c, uint32_t index);
 typedef struct policy_rt {
 	const policy_lib_t *lib; /* frozen: never changes after init */
 	control_word_t *cw;
+	_Atomic uint32_t *index; /* control_index_of(cw): read once per token */
 	gang_t *g;               /* NULL: serial, nothing to request */
 	int n_slots;
 	uint32_t raw;            /* the index read at the last token */
@@ -131,6 +163,7 @@ typedef struct policy_rt {
 	uint32_t breaches;       /* consecutive guard breaches */
 	uint32_t mask;           /* last requested mask (0: none yet) */
 	int acquire;             /* last acquire mode (-1: none yet) */
+	int64_t keep_ms;         /* last keep applied (-1: none yet) */
 	knee_state_t knee;
 	uint64_t t_token;        /* start of the last token (knee) */
 	uint64_t tokens, invalid, fallbacks, applied, generations;

@@ -21,7 +21,8 @@ void controller_snap_read(control_word_t *w, controller_snap_t *s)
 	*s = (controller_snap_t){
 		.generations = LD(generations), .ttft_p50_us = LD(ttft_p50_us),
 		.ttft_p99_us = LD(ttft_p99_us), .decode_mtok_s = LD(decode_mtok_s),
-		.index = LD(index), .fallback = LD(fallback),
+		.index = atomic_load_explicit(control_index_of(w), memory_order_relaxed),
+		.fallback = LD(fallback),
 		.n_policies = LD(n_policies), .n_slots = LD(n_slots),
 		.tenant_width = LD(tenant_width), .queue_depth = LD(queue_depth),
 	};

@@ -228,6 +228,24 @@ int policy_validate(const policy_t *p, int n_slots, const char **field)
 		return field_err(field, "guard_queue_depth"),
 		       err_set("guard_queue_depth: %u is out of range [1, 1000000]",
 			       p->guard_queue_depth);
+	if (p->kguard_wait_p99_us > POLICY_KGUARD_WAIT_MAX)
+		return field_err(field, "kguard_wait_p99_us"),
+		       err_set("kguard_wait_p99_us: %u is out of range [1, %d]",
+			       p->kguard_wait_p99_us, POLICY_KGUARD_WAIT_MAX);
+	if (p->kguard_wait_p99_us && (p->kguard_windows < 1 || p->kguard_windows > 1000))
+		return field_err(field, "kguard_windows"),
+		       err_set("kguard_windows: %u is out of range [1, 1000]",
+			       p->kguard_windows);
+	if (p->kguard_wait_p99_us &&
+	    (p->kguard_window_ms < 10 || p->kguard_window_ms > 60000))
+		return field_err(field, "kguard_window_ms"),
+		       err_set("kguard_window_ms: %u is out of range [10, 60000]",
+			       p->kguard_window_ms);
+	if (!p->kguard_wait_p99_us && (p->kguard_windows || p->kguard_window_ms))
+		return field_err(field, p->kguard_windows ? "kguard_windows"
+							  : "kguard_window_ms"),
+		       err_set("%s: set without kguard_wait_p99_us",
+			       p->kguard_windows ? "kguard_windows" : "kguard_window_ms");
 	bool guarded = p->guard_ttft_p99_ms > 0 || p->guard_queue_depth > 0;
 	if (guarded && (p->guard_checks < 1 || p->guard_checks > 1000))
 		return field_err(field, "guard_checks"),
@@ -264,6 +282,10 @@ void policy_print(const policy_t *p, int n_slots, FILE *f)
 		fprintf(f, "guard_queue_depth = %u\n", p->guard_queue_depth);
 	if (p->guard_checks)
 		fprintf(f, "guard_checks = %u\n", p->guard_checks);
+	if (p->kguard_wait_p99_us)
+		fprintf(f, "kguard_wait_p99_us = %u\nkguard_windows = %u\n"
+			"kguard_window_ms = %u\n", p->kguard_wait_p99_us,
+			p->kguard_windows, p->kguard_window_ms);
 }
 
 /* ---- the library ---- */
@@ -355,12 +377,16 @@ typedef enum ini_key {
 	KEY_GUARD_TTFT,
 	KEY_GUARD_QUEUE,
 	KEY_GUARD_CHECKS,
+	KEY_KGUARD_WAIT,
+	KEY_KGUARD_WINDOWS,
+	KEY_KGUARD_WINDOW_MS,
 	KEY_COUNT
 } ini_key_t;
 
 static const char *const key_names[KEY_COUNT] = {
 	"width", "min_width", "max_width", "cores", "reserved", "acquire",
-	"keep_ms", "guard_ttft_p99_ms", "guard_queue_depth", "guard_checks"};
+	"keep_ms", "guard_ttft_p99_ms", "guard_queue_depth", "guard_checks",
+	"kguard_wait_p99_us", "kguard_windows", "kguard_window_ms"};
 
 typedef struct ini_rec {
 	policy_t p;
@@ -471,6 +497,23 @@ static int ini_set(ini_rec_t *r, int n_slots, ini_key_t k, const char *v)
 			return err_set("guard_checks: '%s' is out of range [1, 1000]", v);
 		p->guard_checks = (uint32_t)x;
 		return 0;
+	case KEY_KGUARD_WAIT:
+		if (parse_uint(v, POLICY_KGUARD_WAIT_MAX, &x) < 0 || x < 1)
+			return err_set("kguard_wait_p99_us: '%s' is out of range "
+				       "[1, %d]", v, POLICY_KGUARD_WAIT_MAX);
+		p->kguard_wait_p99_us = (uint32_t)x;
+		return 0;
+	case KEY_KGUARD_WINDOWS:
+		if (parse_uint(v, 1000, &x) < 0 || x < 1)
+			return err_set("kguard_windows: '%s' is out of range [1, 1000]", v);
+		p->kguard_windows = (uint32_t)x;
+		return 0;
+	case KEY_KGUARD_WINDOW_MS:
+		if (parse_uint(v, 60000, &x) < 0 || x < 10)
+			return err_set("kguard_window_ms: '%s' is out of range "
+				       "[10, 60000]", v);
+		p->kguard_window_ms = (uint32_t)x;
+		return 0;
 	default:
 		assert(0);
 		return -1;
@@ -491,6 +534,12 @@ static int ini_close(policy_lib_t *lib, int n_old, ini_rec_t *r, const char *pat
 	policy_t *p = &r->p;
 	if ((p->guard_ttft_p99_ms > 0 || p->guard_queue_depth) && !p->guard_checks)
 		p->guard_checks = 3;
+	if (p->kguard_wait_p99_us) {
+		if (!p->kguard_windows)
+			p->kguard_windows = 3;
+		if (!p->kguard_window_ms)
+			p->kguard_window_ms = 100;
+	}
 	const char *field;
 	if (policy_validate(p, lib->n_slots, &field) < 0) {
 		int line = r->line;

@@ -61,6 +61,14 @@
  *   guard_queue_depth = N  1..1000000: service bound on the queue depth
  *   guard_checks = N       1..1000 consecutive breaches before the fallback
  *                          (default 3; needs a guard bound)
+ *   kguard_wait_p99_us = N 1..10000000: the in-kernel guard's bound on the
+ *                          p99 run-queue wait of the gang's threads
+ *                          (sched_ext backend only; rules in
+ *                          bpf/egang_kguard.h); user records only, so the
+ *                          safe record 0 never has one
+ *   kguard_windows = N     1..1000 consecutive breached windows before the
+ *                          BPF side stores index 0 (default 3)
+ *   kguard_window_ms = N   10..60000, the window (default 100)
  * Every record is checked once at load; a bad one refuses the whole file
  * with "FILE:LINE: [record] field: what is wrong".
  *
@@ -85,6 +93,7 @@ typedef enum policy_width {
 
 #define POLICY_NAME_MAX 32
 #define POLICY_KEEP_MS_MAX 60000
+#define POLICY_KGUARD_WAIT_MAX 10000000 /* 10 s */
 
 typedef struct policy {
 	char name[POLICY_NAME_MAX];
@@ -98,6 +107,10 @@ typedef struct policy {
 	double guard_ttft_p99_ms;  /* 0: no TTFT bound */
 	uint32_t guard_queue_depth; /* 0: no queue bound */
 	uint32_t guard_checks;     /* consecutive breaches before fallback */
+	/* the in-kernel guard (sched_ext backend, bpf/egang_kguard.h) */
+	uint32_t kguard_wait_p99_us; /* 0: none */
+	uint32_t kguard_windows;     /* consecutive breached windows */
+	uint32_t kguard_window_ms;
 } policy_t;
 
 /* Online knee measurement: an exponentially weighted mean of the token time

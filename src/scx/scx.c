@@ -7,12 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/base.h"
 #include "base/stats.h"
+#include "../../bpf/egang_kguard.h"
 
 /* ---- the kernel form of a record (always built: pure, unit-tested) ---- */
 
@@ -35,12 +39,17 @@ void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
 {
 	memset(out, 0, sizeof *out);
 	uint32_t all = n >= 32 ? 0xffffffffu : (1u << n) - 1;
+	/* the in-kernel guard's bound (bpf/egang_kguard.h) */
+	out->kguard_wait_ns = (uint64_t)p->kguard_wait_p99_us * 1000;
+	out->kguard_windows = p->kguard_windows;
+	out->kguard_window_ns = (uint64_t)p->kguard_window_ms * 1000000;
 	/* A knee record's width is measured and capped in user space; if it
 	 * asks nothing else of the kernel (polite, no reserved cores) its slot
 	 * stays empty: the default scheduling is already what it needs. A knee
 	 * record that preempts (latency) has a kernel form. */
 	if (p->width == WIDTH_KNEE && p->acquire != GANG_ACQUIRE_PREEMPT &&
 	    !p->reserved_mask) {
+		memset(out, 0, sizeof *out);
 		out->kind = EGANG_KIND_NONE;
 		return;
 	}
@@ -144,6 +153,63 @@ const char *scx_exit_name(int64_t kind)
 	}
 }
 
+/* The q-quantile of a bucket histogram (nearest rank, the bucket's upper
+ * bound, egang_kguard.h), 0 when empty; *n gets the count. */
+static uint64_t hist_quantile(const __u64 *h, double q, uint64_t *n)
+{
+	uint64_t t = 0, c = 0;
+	for (int b = 0; b < KG_BUCKETS; b++)
+		t += h[b];
+	*n = t;
+	if (!t)
+		return 0;
+	uint64_t need = (uint64_t)((double)t * q);
+	if ((double)need < (double)t * q)
+		need++;
+	if (!need)
+		need = 1;
+	for (int b = 0; b < KG_BUCKETS; b++)
+		if ((c += h[b]) >= need)
+			return kg_bucket_max((uint32_t)b);
+	return kg_bucket_max(KG_BUCKETS - 1);
+}
+
+void scx_print_acq(const struct egang_acq *a, FILE *out)
+{
+	static const double qs[] = {0.1, 0.5, 0.9, 0.99, 1.0};
+	static const char *const qn[] = {"p10", "p50", "p90", "p99", "max"};
+	const __u64 *h[2] = {a->wait, a->stint};
+	const char *what[2] = {"gang_wait", "tenant_stint"};
+	for (int i = 0; i < 2; i++) {
+		uint64_t n;
+		hist_quantile(h[i], 0.5, &n);
+		fprintf(out, "%s n=%llu", what[i], (unsigned long long)n);
+		for (int k = 0; k < 5; k++)
+			fprintf(out, " %s_us=%.1f", qn[k],
+				(double)hist_quantile(h[i], qs[k], &n) / 1e3);
+		fputc('\n', out);
+	}
+}
+
+void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
+		      FILE *out)
+{
+	fprintf(out, "kguard_windows=%llu\nkguard_judged=%llu\nkguard_breached=%llu\n"
+		"kguard_breaches_now=%u\nkguard_last_p99_us=%.1f\nkguard_last_waits=%llu\n"
+		"kguard_fallbacks=%llu\n", (unsigned long long)g->windows,
+		(unsigned long long)g->judged, (unsigned long long)g->breached,
+		g->breaches, (double)g->last_p99_ns / 1e3,
+		(unsigned long long)g->last_n, (unsigned long long)g->fallbacks);
+	if (g->fallbacks)
+		fprintf(out, "kguard_reason=index %u (%s): run-queue wait p99 "
+			"%.1f us > bound %.1f us in %u consecutive windows; the "
+			"kernel stored index 0\n", g->why_index,
+			lib && g->why_index < (uint32_t)lib->n
+				? lib->rec[g->why_index].name : "?",
+			(double)g->why_p99_ns / 1e3, (double)g->why_bound_ns / 1e3,
+			g->why_windows);
+}
+
 int scx_print_status(const policy_lib_t *lib, FILE *out)
 {
 	char state[64], ops[128];
@@ -187,6 +253,10 @@ int scx_print_status(const policy_lib_t *lib, FILE *out)
 	}
 	fprintf(out, "transfers=%llu\nfallthroughs=%llu\n", (unsigned long long)tx,
 		(unsigned long long)tf);
+	struct egang_kguard g;
+	if (scx_read_kguard(&g) < 0)
+		return -1;
+	scx_print_kguard(&g, lib, out);
 	return 0;
 }
 
@@ -264,7 +334,7 @@ bool scx_built(void) { return true; }
 
 static const char *const pin_names[] = {
 	"policy_index", "gang", "krec", "xfer", "fall", "exit_rec",
-	"sel_progs", "enq_progs", "dsp_progs"};
+	"sel_progs", "enq_progs", "dsp_progs", "first_ns", "kguard", "acq"};
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -337,6 +407,7 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 			       strerror(errno));
 	}
 	libbpf_set_print(libbpf_quiet);
+	uint64_t t_open = time_now_ns();
 	struct egang_bpf *s = egang_bpf__open();
 	struct bpf_link *link = NULL;
 	if (!s) {
@@ -344,10 +415,27 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 		goto fail;
 	}
 	/* every program, the policies' included, is verified here */
+	uint64_t t_load = time_now_ns();
 	if (egang_bpf__load(s)) {
 		err_set("loading the BPF scheduler: %s (the verifier's log is above)",
 			strerror(errno));
 		goto fail;
+	}
+	uint64_t t_loaded = time_now_ns();
+	/* Gate 1 (AKTS): the dispatcher with its tail call, without it, and a
+	 * plain program; the two variants are freed with the skeleton below
+	 * (nothing references them), so their sizes are read now */
+	struct bpf_program *g1[3] = {s->progs.egang_select_cpu, s->progs.g1_notail,
+				     s->progs.g1_plain};
+	for (int i = 0; i < 3; i++) {
+		struct bpf_prog_info info;
+		uint32_t len = sizeof info;
+		memset(&info, 0, sizeof info);
+		if (!bpf_prog_get_info_by_fd(bpf_program__fd(g1[i]), &info, &len))
+			log_info("scx: gate1 %s jited_bytes=%u xlated_bytes=%u "
+				 "verified_insns=%u", bpf_program__name(g1[i]),
+				 info.jited_prog_len, info.xlated_prog_len,
+				 info.verified_insns);
 	}
 	struct bpf_program *progs[EGANG_KIND_COUNT][EGANG_CB_COUNT] = {
 		[EGANG_KIND_ELASTIC] = {s->progs.elastic_select_cpu,
@@ -409,6 +497,11 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 	bpf_link__disconnect(link); /* the pin keeps it attached */
 	bpf_link__destroy(link);
 	egang_bpf__destroy(s);
+	/* the code path's cost (AKTS 4.1): verify + JIT of every program */
+	log_info("scx: open %.1f ms, load (verify + JIT of every program) %.1f ms, "
+		 "fill + pin + attach %.1f ms", (double)(t_load - t_open) / 1e6,
+		 (double)(t_loaded - t_load) / 1e6,
+		 (double)(time_now_ns() - t_loaded) / 1e6);
 	return 0;
 fail:
 	if (link)
@@ -541,6 +634,234 @@ out:
 	return rc;
 }
 
+/* ---- the index page and store-to-first-transfer ---- */
+
+/* name's pinned map mapped shared (len bytes, a page at least); NULL +
+ * err_get(). The mapping holds its own reference to the map. */
+static void *map_pinned(const char *name, size_t len)
+{
+	int fd = pin_open(name);
+	if (fd < 0)
+		return NULL;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return err_set("mmap of %s/%s: %s (a scheduler loaded by an egang "
+			       "without the mmapable index?)", EGANG_SCX_PIN, name,
+			       strerror(e)),
+		       NULL;
+	return m;
+}
+
+_Atomic uint32_t *scx_index_page(void)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static _Atomic uint32_t *page;
+	pthread_mutex_lock(&lock);
+	if (!page && scx_loaded()) {
+		page = map_pinned("policy_index", (size_t)sysconf(_SC_PAGESIZE));
+		if (!page)
+			log_error("scx: %s; the control word keeps its own index",
+				  err_get());
+	}
+	_Atomic uint32_t *p = page;
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+int scx_print_progs(FILE *out)
+{
+	uint32_t id = 0;
+	int n = 0;
+	while (!bpf_prog_get_next_id(id, &id)) {
+		int fd = bpf_prog_get_fd_by_id(id);
+		if (fd < 0)
+			continue;
+		struct bpf_prog_info info;
+		uint32_t len = sizeof info;
+		memset(&info, 0, sizeof info);
+		if (!bpf_prog_get_info_by_fd(fd, &info, &len) &&
+		    info.type == BPF_PROG_TYPE_STRUCT_OPS) {
+			fprintf(out, "prog id=%u name=%s jited_bytes=%u xlated_bytes=%u "
+				"verified_insns=%u\n", info.id, info.name,
+				info.jited_prog_len, info.xlated_prog_len,
+				info.verified_insns);
+			n++;
+		}
+		close(fd);
+	}
+	if (!n)
+		return err_set("no struct_ops program is loaded (egang scx load)");
+	return 0;
+}
+
+int scx_acq(struct egang_acq *a, bool reset)
+{
+	int fd = pin_open("acq");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	int rc = bpf_map_lookup_elem(fd, &zero, a);
+	if (!rc && reset) {
+		static const struct egang_acq empty;
+		rc = bpf_map_update_elem(fd, &zero, &empty, BPF_ANY);
+	}
+	close(fd);
+	return rc ? err_sys("bpf map acq") : 0;
+}
+
+int scx_read_kguard(struct egang_kguard *g)
+{
+	int fd = pin_open("kguard");
+	if (fd < 0)
+		return -1;
+	uint32_t zero = 0;
+	int rc = bpf_map_lookup_elem(fd, &zero, g);
+	close(fd);
+	return rc ? err_sys("bpf_map_lookup_elem(kguard)") : 0;
+}
+
+static _Atomic bool yield_stop;
+
+/* A thread in SCHED_EXT that yields in a loop: every yield is a callback
+ * (the task goes back through ops.enqueue). */
+static void *yielder(void *arg)
+{
+	(void)arg;
+	if (scx_enter(0) < 0)
+		return NULL;
+	/* relaxed: a stop flag, nothing travels with it */
+	while (!atomic_load_explicit(&yield_stop, memory_order_relaxed))
+		sched_yield();
+	return NULL;
+}
+
+/* The percentiles of n samples (sorts lat). */
+static void first_stats(scx_first_t *o, uint64_t *lat, uint64_t *wr, int n)
+{
+	o->reps = n;
+	if (!n)
+		return;
+	o->write_p50 = stats_quantile_u64(wr, (size_t)n, 0.5);
+	o->p50 = stats_quantile_u64(lat, (size_t)n, 0.5); /* sorts lat */
+	o->p90 = stats_quantile_u64(lat, (size_t)n, 0.9);
+	o->p99 = stats_quantile_u64(lat, (size_t)n, 0.99);
+	o->min = lat[0];
+	o->max = lat[n - 1];
+}
+
+/* Two populated slots of c into a, b; -1 if there are not two. */
+static int two_slots(const scx_counts_t *c, int *a, int *b)
+{
+	*a = *b = -1;
+	for (int s = 0; s < EGANG_SLOTS && *b < 0; s++)
+		if (c->krec[s].kind != EGANG_KIND_NONE) {
+			if (*a < 0)
+				*a = s;
+			else
+				*b = s;
+		}
+	return *b < 0 ? err_set("scx bench: two slots with a kernel form are "
+				"needed") : 0;
+}
+
+int scx_bench_first(int reps, int yielders, scx_first_t out[2])
+{
+	static scx_counts_t c;
+	if (reps < 1 || yielders < 0 || yielders > 64)
+		return err_set("scx bench: %d writes, %d yielders", reps, yielders);
+	if (scx_read(&c) < 0)
+		return -1;
+	memset(out, 0, 2 * sizeof *out);
+	int sa, sb;
+	if (two_slots(&c, &sa, &sb) < 0)
+		return -1;
+	out[0].a = out[1].a = sa;
+	out[0].b = out[1].b = sb;
+	_Atomic uint32_t *idx = scx_index_page();
+	_Atomic uint64_t *first = map_pinned("first_ns", (size_t)sysconf(_SC_PAGESIZE));
+	int fd = pin_open("policy_index");
+	uint64_t *buf = calloc((size_t)reps * 4, sizeof *buf);
+	uint64_t *lat[2] = {buf, buf ? buf + reps : NULL};
+	uint64_t *wr[2] = {buf ? buf + 2 * (size_t)reps : NULL,
+			   buf ? buf + 3 * (size_t)reps : NULL};
+	int n[2] = {0, 0};
+	pthread_t th[64];
+	int nth = 0, rc = -1;
+	if (!idx || !first || fd < 0 || !buf) {
+		if (!buf)
+			err_sys("scx bench: calloc");
+		goto out;
+	}
+	/* seq_cst, stronger than needed: a flag the yielders poll relaxed;
+	 * pthread_create orders it before they start */
+	atomic_store(&yield_stop, false);
+	for (; nth < yielders; nth++)
+		if (pthread_create(&th[nth], NULL, yielder, NULL)) {
+			err_set("scx bench: pthread_create failed");
+			goto out;
+		}
+	usleep(20000); /* the yielders are in SCHED_EXT and running */
+	/* the paths interleave in pairs (store, store, update, update, ...)
+	 * so both see the same load; the target alternates every switch */
+	for (int i = 0; i < 2 * reps; i++) {
+		int path = (i >> 1) & 1;
+		uint32_t to = (uint32_t)(i & 1 ? sa : sb);
+		/* relaxed: ordered before the index write by that write's
+		 * release (store path) or by the system call (update path),
+		 * so no callback that reads the new index sees the old word */
+		atomic_store_explicit(&first[to], 0, memory_order_relaxed);
+		uint64_t t0 = time_now_ns();
+		if (path) {
+			uint32_t zero = 0;
+			if (bpf_map_update_elem(fd, &zero, &to, BPF_ANY)) {
+				err_sys("bpf_map_update_elem(policy_index)");
+				goto out;
+			}
+		} else {
+			/* THE store (control_write_index's, release): the
+			 * callbacks read it with a plain load; only the value
+			 * travels, the release orders first[to] = 0 before it */
+			atomic_store_explicit(idx, to, memory_order_release);
+		}
+		uint64_t t1 = time_now_ns(), f;
+		/* relaxed: polling a word the BPF side writes once */
+		while (!(f = atomic_load_explicit(&first[to], memory_order_relaxed)) &&
+		       time_now_ns() - t0 < 200000000ull)
+			;
+		if (!f) {
+			out[path].misses++;
+			continue;
+		}
+		wr[path][n[path]] = t1 - t0;
+		lat[path][n[path]++] = f > t0 ? f - t0 : 0;
+	}
+	if (!n[0] || !n[1]) {
+		err_set("scx bench: no transfer followed the writes of a path (is "
+			"anything running in SCHED_EXT?)");
+		goto out;
+	}
+	for (int p = 0; p < 2; p++)
+		first_stats(&out[p], lat[p], wr[p], n[p]);
+	rc = 0;
+out:
+	/* seq_cst, stronger than needed: the yielders stop at their next
+	 * relaxed poll; pthread_join waits for them */
+	atomic_store(&yield_stop, true);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	/* the index in force before; release as control_write_index's */
+	if (idx)
+		atomic_store_explicit(idx, c.index, memory_order_release);
+	if (first)
+		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
 #else
 /* ==== a build without libbpf >= 1.4 / the BPF toolchain ==== */
 #define NO_SCX "this build has no sched_ext support (rebuild with `make SCX=1`: " \
@@ -556,4 +877,12 @@ int scx_unload(struct egang_exit *ex) { return err_set(NO_SCX); }
 int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }
 int scx_set_gang(uint32_t tgid) { return err_set(NO_SCX); }
 int scx_read(scx_counts_t *c) { return err_set(NO_SCX); }
+_Atomic uint32_t *scx_index_page(void) { return NULL; }
+int scx_bench_first(int reps, int yielders, scx_first_t out[2])
+{
+	return err_set(NO_SCX);
+}
+int scx_read_kguard(struct egang_kguard *g) { return err_set(NO_SCX); }
+int scx_print_progs(FILE *out) { return err_set(NO_SCX); }
+int scx_acq(struct egang_acq *a, bool reset) { return err_set(NO_SCX); }
 #endif

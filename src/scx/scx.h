@@ -18,6 +18,7 @@
 #ifndef EGANG_SCX_SCX_H
 #define EGANG_SCX_SCX_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +95,51 @@ typedef struct scx_bench {
 	uint64_t min, p50, p99, max; /* ns */
 } scx_bench_t;
 int scx_bench_switch(int reps, scx_bench_t *b);
+
+/* ---- one index (DESIGN.md 4) ----
+ * The loaded scheduler's index as a word of this process's memory (the
+ * BPF_F_MMAPABLE policy_index map's page, mapped once and kept for the
+ * life of the process), or NULL when no scheduler is loaded (or this build
+ * has none). The CLI gives it to control_set_index_provider, so the control
+ * word's index IS this word: `policy set`, the controllers and the leader's
+ * guard write it with one store, the leader and the BPF callbacks read it. */
+_Atomic uint32_t *scx_index_page(void);
+
+/* Store to first transfer: 2 * reps switches alternating between two
+ * populated slots, by two paths interleaved in pairs: a store into the
+ * index page (out[0]) and one map update through a kept fd (out[1]). The time
+ * from just before the write to the bpf_ktime of the first transfer into
+ * the new slot (first_ns), polled; `yielders` threads in SCHED_EXT that
+ * call sched_yield in a loop keep callbacks coming (0: rely on the load
+ * already there). Nearest-rank percentiles; misses: no transfer in
+ * 200 ms. The index in force before is restored. */
+typedef struct scx_first {
+	int reps, a, b, misses;
+	uint64_t write_p50;                  /* the write alone */
+	uint64_t min, p50, p90, p99, max;    /* store to first transfer, ns */
+} scx_first_t;
+int scx_bench_first(int reps, int yielders, scx_first_t out[2]);
+
+/* Every loaded struct_ops program (egang's and the policies'): id, name
+ * (15 characters, the kernel's cut), JIT image bytes, translated bytes,
+ * instructions verified; what `bpftool prog show` reads (bpf_prog_info).
+ * The Gate 1 variants (g1_notail, g1_plain) are freed once loaded and
+ * measured: `egang scx load` prints their sizes ("scx: gate1 ..."). */
+int scx_print_progs(FILE *out);
+
+/* The gang's acquire latency (runnable -> running) and the tenants'
+ * stints (running -> stopping while runnable) since the last reset; with
+ * reset, zeroes them after reading. */
+int scx_acq(struct egang_acq *a, bool reset);
+/* "gang_wait n=N p10_us=.. p50_us=.. p90_us=.. p99_us=.. max_us=.." and
+ * the same for tenant_stint (bucket upper bounds: within 25%). */
+void scx_print_acq(const struct egang_acq *a, FILE *out);
+
+/* The in-kernel guard's counters and reason (bpf/egang_kguard.h). */
+int scx_read_kguard(struct egang_kguard *g);
+/* Its key=value lines (kguard_*; kguard_reason= once it has fallen back). */
+void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
+		      FILE *out);
 
 /* Puts thread (or process) tid in SCHED_EXT with sched_setattr(2); 0 = the
  * caller. Threads it creates afterwards inherit the class. */

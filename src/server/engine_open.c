@@ -51,7 +51,7 @@ static int open_gang(engine_t *e, const engine_config_t *c)
 		 * index is one word and the runtime rereads it every token */
 		if (e->cw)
 			gc.keep_us = policy_keep_us(&e->lib, atomic_load_explicit(
-				&e->cw->w->index, memory_order_relaxed));
+				e->cw->index, memory_order_relaxed));
 		if (!(e->g = gang_init(&gc)))
 			return EXIT_FAIL;
 		if (!e->cw)

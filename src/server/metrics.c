@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "scx/scx.h"
 #include "server/server_impl.h"
 
 static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -201,7 +202,9 @@ static void metrics_policy(FILE *f, const server_t *s)
 	metric_head(f, "egang_policy_requested_index", "gauge",
 		    "The raw index in the control word (may name no record).");
 	fprintf(f, "egang_policy_requested_index %llu\n",
-		cw ? CW(index) : (unsigned long long)s->cfg.policy_index);
+		cw ? (unsigned long long)atomic_load_explicit(control_index_of(cw),
+							  memory_order_relaxed)
+		   : (unsigned long long)s->cfg.policy_index);
 	metric_head(f, "egang_policy_invalid_index_total", "counter",
 		    "Token-boundary reads of an index that names no validated "
 		    "record (the default policy ran instead).");
@@ -213,6 +216,27 @@ static void metrics_policy(FILE *f, const server_t *s)
 		    "1 while the guard's fallback to the default policy holds.");
 	fprintf(f, "egang_policy_guard_fallback %llu\n", CW(fallback));
 #undef CW
+	/* the in-kernel guard (sched_ext backend, bpf/egang_kguard.h) */
+	struct egang_kguard g;
+	if (!scx_loaded() || scx_read_kguard(&g) < 0)
+		return;
+	metric_head(f, "egang_scx_kguard_fallbacks_total", "counter",
+		    "Times the in-kernel guard stored the safe index 0.");
+	fprintf(f, "egang_scx_kguard_fallbacks_total %llu\n",
+		(unsigned long long)g.fallbacks);
+	metric_head(f, "egang_scx_kguard_fallback_from_index", "gauge",
+		    "The index the last kernel fallback left (why: its gang "
+		    "run-queue wait p99 broke the record's bound).");
+	fprintf(f, "egang_scx_kguard_fallback_from_index %llu\n",
+		g.fallbacks ? (unsigned long long)g.why_index : 0ull);
+	metric_head(f, "egang_scx_kguard_fallback_p99_seconds", "gauge",
+		    "The gang run-queue wait p99 of the window that made it fall back.");
+	fprintf(f, "egang_scx_kguard_fallback_p99_seconds %.9f\n",
+		(double)g.why_p99_ns / 1e9);
+	metric_head(f, "egang_scx_kguard_wait_p99_seconds", "gauge",
+		    "The gang run-queue wait p99 of the last window.");
+	fprintf(f, "egang_scx_kguard_wait_p99_seconds %.9f\n",
+		(double)g.last_p99_ns / 1e9);
 }
 
 char *server_metrics_text(server_t *s)

@@ -21,6 +21,12 @@ GEN="egang generate $M -p Once -n 48 -s 7 --no-echo -q"
 # --backend scx does): user space picks the slots, the kernel schedules them
 CTL=/tmp/ctl
 STATE=/sys/kernel/sched_ext/state
+# a user library: one valid but wrong record for this load (throughput
+# share, long tenant slices, polite) with an in-kernel guard on the gang's
+# run-queue wait; appended after the built-ins, so their indices stay
+KG=/tmp/kg.ini
+printf '[kg_wrong]\nreserved = 3\nkguard_wait_p99_us = 3000\nkguard_windows = 3\nkguard_window_ms = 500\n' > $KG
+PCTL="--control $CTL --policies $KG"
 
 pass() { echo "PASS: scx: $*"; }
 fail() { echo "FAIL: scx: $*"; }
@@ -43,6 +49,31 @@ field() { # field SLOT KEY: a number from `egang scx status`
 		grep "^$2=" | cut -d= -f2
 }
 
+# the switching experiment on the kernel path (SCX_SWITCHING=1 only: it
+# is a figure, minutes under TCG, not a CI test): serve --backend scx,
+# antagonists in SCHED_EXT, the oracle and the bandit writing the one index
+switching() {
+	# serve listens on TCP: the test kernel (kernel/scx.config) has
+	# CONFIG_NET without CONFIG_INET, so there is nothing to listen on
+	if [ ! -e /proc/net/tcp ]; then
+		echo "SKIP: scx: switching (scx): this kernel has no TCP/IP (CONFIG_INET); serve cannot listen"
+		return
+	fi
+	ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
+	timeout ${SCX_SWITCHING_S:-900} egang bench switching --backend scx \
+		-m /models/stories260K.bin -z /models/tok512.bin --arms oracle,bandit \
+		--reps 1 --phase-seconds 6,3,6 --rates 1,6,1 --max-tokens 16 \
+		--burns-per-core 1 --drain-seconds 60 --out /tmp/sw > /tmp/sw.txt 2>&1
+	echo "INFO: bench switching exit $?"
+	grep '^bench switching' /tmp/sw.txt | sed 's/^/FIGURE: (under QEMU TCG emulation) /'
+	check "switching (scx): summary lines" grep -q 'arm oracle.*backend=scx' /tmp/sw.txt
+	tail -n 5 /tmp/sw.txt | sed 's/^/INFO: /'
+	for f in switching.csv timeline.csv requests.csv; do
+		echo "BEGIN-FILE: $f"; cat /tmp/sw/$f 2>/dev/null; echo "END-FILE: $f"
+	done
+	[ -s /tmp/sw/switching.csv ] || tail -n 20 /tmp/sw/logs/* 2>/dev/null | sed 's/^/INFO: log: /'
+}
+
 echo "INFO: guest $(uname -r), $(nproc) CPUs, $(grep -c processor /proc/cpuinfo) in cpuinfo"
 [ "$(nproc)" -ge 4 ] && pass "4 CPUs online" || fail "only $(nproc) CPUs online"
 if [ ! -f $STATE ]; then
@@ -55,14 +86,38 @@ $GEN --logits-hash /tmp/ref.hash > /tmp/ref.txt 2>/tmp/ref.err
 check "reference generation (user-space backend)" test -s /tmp/ref.hash
 
 check "state disabled before load" [ "$(cat $STATE)" = disabled ]
-if ! egang scx load; then
+if ! egang scx load --policies $KG > /tmp/load.txt 2>&1; then
+	cat /tmp/load.txt
 	fail "egang scx load"
 	dmesg | tail -n 40
 	finish
 fi
 check "state enabled after load" [ "$(cat $STATE)" = enabled ]
 check "root/ops names egang" [ "$(cat /sys/kernel/sched_ext/root/ops)" = egang ]
+if [ -n "${SCX_ONLY_SWITCHING:-}" ]; then
+	switching
+	egang scx unload > /dev/null 2>&1
+	finish
+fi
 egang scx status | sed 's/^/INFO: /'
+sed 's/^/FIGURE: (under QEMU TCG emulation) /' /tmp/load.txt
+
+# Gate 1 (AKTS): JIT image sizes; egang_select_cp has the tail call,
+# g1_notail is the same dispatcher without it, g1_plain a plain program
+egang scx progs > /tmp/progs.txt
+check "load measured the Gate 1 variants" grep -q 'gate1 g1_notail' /tmp/load.txt
+check "progs lists the dispatcher" grep -q 'name=egang_select_cp' /tmp/progs.txt
+sed 's/^/FIGURE: gate1 /' /tmp/progs.txt
+sidx() { egang scx status | grep '^index=' | cut -d= -f2; }
+
+# one index: `policy set` is one store into the scheduler's page
+egang policy set -q $PCTL throughput
+check "one store: policy set moves the kernel's index ($(sidx))" [ "$(sidx)" = 3 ]
+check "policy status: the index lives in sched_ext" \
+	sh -c "egang policy status --control $CTL | grep -q '^index_home=sched_ext'"
+egang scx set -q elastic
+check "scx set (map update) is seen by the control word" \
+	sh -c "egang policy status --control $CTL | grep -q '^index=0$'"
 
 # the user-space guard: a record without a kernel form, an index past the end
 egang scx set knee 2>/dev/null; rc=$?
@@ -74,14 +129,63 @@ check "set 1000 refused without --force (exit 2)" [ $rc -eq 2 ]
 egang scx exec -- egang burn --threads 8 --seconds 0 -q > /tmp/burn.out 2>&1 &
 burn=$!
 
-# run generations under index $1 until counter $2 of slot $3 reaches MIN
+# store to first transfer (AKTS: 920 ns): by a store into the mapped index
+# and by a map update, under the tenants and two yielding threads. The
+# bench itself runs in SCHED_EXT: a CFS thread spinning on a CPU parks the
+# SCHED_EXT task it preempted at the head of that CPU's local queue until
+# it stops, and the watchdog ejects the scheduler after 30 s of that
+egang scx exec -- egang scx bench --reps 1000 > /tmp/bench.txt
+sed 's/^/FIGURE: (under QEMU TCG emulation) /' /tmp/bench.txt
+check "switch benchmark ran" grep -q median /tmp/bench.txt
+check "store to first transfer measured by both paths" \
+	[ "$(grep -c 'store-to-first-transfer' /tmp/bench.txt)" = 2 ]
+
+# the in-kernel guard: the valid but wrong record under the tenants; no
+# controller runs, only generations; the kernel itself must store 0
+kg=$(egang policy list --policies $KG | awk '$2 == "kg_wrong" {print $1}')
+egang scx waits --reset > /dev/null
+egang policy set -q $PCTL kg_wrong
+check "kg_wrong ($kg) in force in the kernel" [ "$(sidx)" = "$kg" ]
+t0=$(date +%s) n=0
+while [ "$(sidx)" != 0 ] && [ $(($(date +%s) - t0)) -lt ${SCX_KG_S:-240} ]; do
+	egang scx exec --gang -- $GEN $PCTL > /dev/null 2>&1
+	n=$((n + 1))
+done
+egang scx status --policies $KG | grep '^kguard' > /tmp/kg.txt
+sed 's/^/INFO: /' /tmp/kg.txt
+echo "INFO: kguard: $n generations in $(($(date +%s) - t0)) s"
+check "kguard: the kernel restored index 0 by itself ($(sidx))" [ "$(sidx)" = 0 ]
+check "kguard: one fallback counted" grep -q '^kguard_fallbacks=1$' /tmp/kg.txt
+check "kguard: the reason names index $kg" grep -q "^kguard_reason=index $kg " /tmp/kg.txt
+check "kguard: policy status reports the reason" \
+	sh -c "egang policy status --control $CTL | grep -q '^kguard_reason=index $kg '"
+egang scx exec --gang -- $GEN $PCTL > /dev/null 2>&1
+check "kguard: the leader follows the same index (effective=0)" \
+	sh -c "egang policy status --control $CTL | grep -q '^effective=0$'"
+egang scx exec --gang -- $GEN $PCTL > /dev/null 2>&1
+check "kguard: no second fallback under the safe index" \
+	sh -c "egang scx status | grep -q '^kguard_fallbacks=1$'"
+echo "FIGURE: (under QEMU TCG emulation) kguard $(tr '\n' ' ' < /tmp/kg.txt)"
+egang scx waits | sed 's/^/FIGURE: (under QEMU TCG emulation) kg_wrong /'
+
+if [ -n "${SCX_QUICK:-}" ]; then
+	kill $burn; wait $burn
+	egang scx unload > /tmp/unload.txt 2>&1
+	check "unload exit 0" [ $? -eq 0 ]
+	dmesg | grep -i sched_ext | sed 's/^/INFO: dmesg: /'
+	finish
+fi
+
+# run generations under index $1 until counter $2 of slot $3 reaches MIN;
+# one store (policy set) switches the gang and the kernel
 drive() { # drive INDEX KEY SLOT LABEL
 	local n t0 v exact
-	egang scx set --force -q -- "$1"
-	egang policy set --force -q --control $CTL -- "$1"
+	egang policy set --force -q $PCTL -- "$1"
+	check "$4: one store moved the kernel's index" [ "$(sidx)" = "$1" ]
+	egang scx waits --reset > /dev/null
 	n=0 t0=$(date +%s) v=0 exact=yes
 	while :; do
-		egang scx exec --gang -- $GEN --control $CTL --logits-hash /tmp/h > /tmp/out.txt 2>/tmp/err.txt ||
+		egang scx exec --gang -- $GEN $PCTL --logits-hash /tmp/h > /tmp/out.txt 2>/tmp/err.txt ||
 			{ fail "$4: generation exited $?"; cat /tmp/err.txt; exact=no; break; }
 		cmp -s /tmp/h /tmp/ref.hash && cmp -s /tmp/out.txt /tmp/ref.txt || exact=no
 		n=$((n + 1))
@@ -90,13 +194,17 @@ drive() { # drive INDEX KEY SLOT LABEL
 		[ $(($(date +%s) - t0)) -ge "${SCX_PHASE_S:-420}" ] && break
 	done
 	echo "INFO: $4: $n generations, $2=$v in $(($(date +%s) - t0)) s"
+	# polite vs preempt: the gang's acquire latency next to the tenants'
+	# stints (their slice: elastic/static 5 ms, latency 1 ms, share 20 ms)
+	egang scx waits | sed "s/^/FIGURE: (under QEMU TCG emulation) acquire $4 /"
 	check "$4: $2 >= $MIN ($v)" [ "${v:-0}" -ge "$MIN" ]
 	check "$4: $n generations bit-exact with the user-space backend" [ $exact = yes ]
 }
 
-for s in $(egang scx status | grep '^slot=[0-9]' | grep -v 'kind=none' |
-	   sed 's/^slot=\([0-9]*\) .*/\1/'); do
-	name=$(egang scx status | grep "^slot=$s " | tr ' ' '\n' | grep '^name=' | cut -d= -f2)
+# (the guard's own record is not driven: its guard would end the phase)
+for s in $(egang scx status --policies $KG | grep '^slot=[0-9]' | grep -v 'kind=none' |
+	   grep -v 'name=kg_wrong' | sed 's/^slot=\([0-9]*\) .*/\1/'); do
+	name=$(egang scx status --policies $KG | grep "^slot=$s " | tr ' ' '\n' | grep '^name=' | cut -d= -f2)
 	drive "$s" transfers "$s" "slot $s ($name)"
 	f=$(field "$s" fallthroughs)
 	check "slot $s ($name): zero fall-throughs ($f)" [ "$f" = 0 ]
@@ -121,9 +229,17 @@ inert 100000 out_of_range "index 100000 (out of range)"
 kill $burn; wait $burn
 
 egang scx set -q 0
-egang scx bench --reps ${SCX_BENCH_REPS:-20000} > /tmp/bench.txt
-sed 's/^/FIGURE: (under QEMU TCG emulation) /' /tmp/bench.txt
-check "switch benchmark ran" grep -q median /tmp/bench.txt
+# store to first transfer again without the tenants: only the two
+# yielders make callbacks, so this is the store's visibility plus the
+# callback cadence (with the tenants above: the next slice end)
+egang scx exec -- egang scx bench --reps ${SCX_BENCH_REPS:-20000} > /tmp/bench2.txt
+sed 's/^/FIGURE: (under QEMU TCG emulation, no tenants) /' /tmp/bench2.txt
+check "store to first transfer without tenants" \
+	[ "$(grep -c 'store-to-first-transfer' /tmp/bench2.txt)" = 2 ]
+
+if [ -n "${SCX_SWITCHING:-}" ]; then
+	switching
+fi
 egang scx status | sed 's/^/INFO: /'
 
 egang scx unload > /tmp/unload.txt 2>&1; rc=$?
