@@ -55,7 +55,7 @@ mkbin $TMP/heads.bin 64 172 5 7 7 512 512
 expect_exit "llama2.c heads do not divide dim" 2 "n_heads 7 does not divide dim 64" "$EGANG" generate -m $TMP/heads.bin -z $TMP/tok.bin
 mkbin $TMP/kv.bin 64 172 5 8 3 512 512
 expect_exit "llama2.c kv heads do not divide heads" 2 "n_kv_heads 3 does not divide n_heads 8" "$EGANG" generate -m $TMP/kv.bin -z $TMP/tok.bin
-mkbin $TMP/huge.bin 65536 262144 1024 8 4 512 512
+mkbin $TMP/huge.bin 65536 262144 1024 64 8 512 512
 expect_exit "llama2.c shapes past the file" 2 "shapes need [0-9]+ bytes but the file has 28" "$EGANG" generate -m $TMP/huge.bin -z $TMP/tok.bin
 mkbin $TMP/over.bin 2147483647 2147483647 2147483647 1 1 2147483647 2147483647
 expect_exit "llama2.c overflowing shapes" 2 "out of range" "$EGANG" generate -m $TMP/over.bin -z $TMP/tok.bin
