@@ -389,7 +389,11 @@ static void test_acquire_classes(void **state)
 	wave_plan_t plan = {&p, 1, waves};
 	int nice0;
 	gang_t *g = probe_gang(avail, 2, true, GANG_ACQUIRE_PREEMPT, &p, &nice0);
-	for (int i = 0; i < 200 && !atomic_load(&p.worker_chunks); i++)
+	/* tokens until the worker has run a chunk: on a loaded machine the
+	 * leader may take all 64 for many tokens, so the bound is a time (60
+	 * s), not a token count, and is a hang guard rather than a timing */
+	uint64_t give_up = time_now_ns() + 60ull * 1000000000ull;
+	while (!atomic_load(&p.worker_chunks) && time_now_ns() < give_up)
 		gang_run_token(g, &plan);
 	gang_end(g);
 	gang_stats_t st;
