@@ -72,7 +72,7 @@ static int config_check(const char *file, const model_config_t *c)
 		"%s: n_layers %d is out of range", file, c->n_layers);
 	REQUIRE(c->n_heads > 0 && c->n_heads <= c->dim,
 		"%s: n_heads %d is out of range", file, c->n_heads);
-	REQUIRE(c->head_dim > 0 && c->head_dim <= 1024,
+	REQUIRE(c->head_dim > 0 && c->head_dim <= 1 << 16,
 		"%s: head dimension %d is out of range", file, c->head_dim);
 	REQUIRE(c->swa_window >= 0, "%s: sliding window %d is out of range", file,
 		c->swa_window);
