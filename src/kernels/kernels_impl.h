@@ -128,9 +128,10 @@ typedef float (*vec_dot_fn)(const void *w, const void *xa, int64_t n);
 typedef void (*matvec_fn)(const void *W, size_t rb, const void *xa, float *y,
 			  int64_t n, int64_t r0, int64_t r1);
 
-/* Float weights W rows r0..r1-1 (row stride rb bytes) x ntok float
- * activation rows (token k at X + k * xs bytes) -> Y[k * ys + r]; every
- * output the same bits as the level's matvec of that row and token. */
+/* Weights W rows r0..r1-1 (row stride rb bytes) x ntok activation rows
+ * (float, or the type's prepared activations; token k at X + k * xs
+ * bytes) -> Y[k * ys + r]; every output the same bits as the level's
+ * matvec of that row and token. */
 typedef void (*matmat_fn)(const void *W, size_t rb, const void *X, size_t xs,
 			  float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
 			  int64_t ntok);
@@ -152,7 +153,8 @@ typedef struct kernel_ops {
 	matvec_fn matvec[DTYPE_COUNT];
 	/* NULL: no packed form at this level */
 	matvec_p16_fn matvec_p16[DTYPE_COUNT];
-	/* F32 / F16 / BF16 only; NULL: gemm_rows runs matvec per token */
+	/* float types and (x86) the kquants.h types; not Q8_0 / Q4_0 (their
+	 * gemm is gemm_quant_*); NULL: gemm_rows runs matvec per token */
 	matmat_fn matmat[DTYPE_COUNT];
 	/* F32 / F16 / BF16 only, packed groups (set where matvec_p16 is) */
 	matmat_p16_fn matmat_p16[DTYPE_COUNT];
