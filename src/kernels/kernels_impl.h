@@ -40,6 +40,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -274,6 +275,28 @@ static inline uint16_t f32_to_fp16_inline(float f)
 	if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
 		h++;
 	return (uint16_t)(sign | h);
+}
+
+/* One block of 32 activations as Q8_0 quants (the generic rule of
+ * quantize_q8_0_generic, kernels.c: q = x * (127 / amax) rounded half to
+ * even, clamped to [-127, 127], a NaN element -127); returns the unrounded
+ * d = amax / 127, which Q8_0 stores as f16 and Q8_1 also multiplies by the
+ * quants' sum. */
+static inline float q8_block_generic(const float *xb, int8_t *q)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < 32; j++) {
+		float a = fabsf(xb[j]);
+		if (a > amax) /* a NaN never wins */
+			amax = a;
+	}
+	float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	for (int j = 0; j < 32; j++) {
+		float v = xb[j] * id;
+		v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
+		q[j] = (int8_t)rintf(v); /* half to even */
+	}
+	return amax / 127.0f;
 }
 
 #endif

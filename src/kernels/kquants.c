@@ -342,24 +342,11 @@ static void quantize_q8_1(const float *x, void *yv, int64_t n)
 {
 	uint8_t *y = yv;
 	for (int64_t b = 0; b < n / QK; b++) {
-		const float *xb = x + b * QK;
-		float amax = 0.0f;
-		for (int j = 0; j < QK; j++) {
-			float a = fabsf(xb[j]);
-			if (a > amax) /* a NaN never wins */
-				amax = a;
-		}
-		float d = amax / 127.0f;
-		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
 		uint8_t *yb = y + b * sizeof(block_q8_1);
+		float d = q8_block_generic(x + b * QK, (int8_t *)(yb + 4));
 		int32_t sum = 0;
-		for (int j = 0; j < QK; j++) {
-			float v = xb[j] * id;
-			v = fminf(fmaxf(v, -127.0f), 127.0f); /* NaN -> -127 */
-			int8_t q = (int8_t)rintf(v); /* half to even */
-			yb[4 + j] = (uint8_t)q;
-			sum += q;
-		}
+		for (int j = 0; j < QK; j++)
+			sum += (int8_t)yb[4 + j];
 		float s = d * (float)sum;
 		FP_ROUNDED(s);
 		st_u16(yb, f32_to_fp16_inline(d));
