@@ -19,7 +19,11 @@
  *    bits as the generic.
  *  - Q4_K / Q6_K weights (Q8_K activations): each super-block's exact
  *    integer sums, then kq_k_step, the generic's float step: the same bits.
- * Q2_K, Q3_K, Q5_K, Q4_1 and Q5_x run the generic code at both levels.
+ *  - Q2_K, Q3_K, Q5_K (Q8_K activations) and Q5_0, Q4_1, Q5_1 (Q8_0 /
+ *    Q8_1): the same scheme, exact integer sums then the generic's float
+ *    step: the same bits.
+ * The K-quants and legacy types run rows one at a time (no 4-row group:
+ * the block's scale decode dominates) and the GEMM as the matvec per token.
  *
  * Row groups: a row-group template takes R row pointers (R = 4 in the body
  * of a range, 1 for the rest and vec_dot) and runs the same operations per
@@ -341,33 +345,50 @@ DOTPROD_INLINE int32x4_t bsum16_dotprod(int8x16_t q, int8x16_t x)
 	return vdotq_s32(vdupq_n_s32(0), q, x);
 }
 
-/* Q4_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles and
- * 2c + 1 in its high ones; sumi = sum over sub-blocks of sc * (q . x),
- * summ = sum of mn * the activations' bsums (as kquants_avx2.c); all
- * integer, so exact in any order; then kq_k_step. */
-#define DEFINE_Q4_K(NAME, ATTR, BSUM16)                                                  \
+/* Q4_K / Q5_K: chunk c of 32 bytes holds sub-block 2c in its low nibbles
+ * and 2c + 1 in its high ones (Q5_K: the fifth bit of element l of
+ * sub-block s is (qh[l] >> s) & 1, as 16); sumi = sum over sub-blocks of
+ * sc * (q . x), summ = sum of mn * the activations' bsums (as
+ * kquants_avx2.c); all integer, so exact in any order; then kq_k_step. */
+#define DEFINE_K32(NAME, ATTR, BSUM16, FIVE)                                             \
 	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
 	{                                                                              \
-		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);         \
+		const size_t bb = FIVE ? sizeof(block_q5_K) : sizeof(block_q4_K);     \
 		float acc = 0.0f;                                                      \
 		for (int64_t b = 0; b < n / QK_K; b++) {                               \
-			const uint8_t *wb = (const uint8_t *)w + (size_t)b * sizeof(block_q4_K); \
+			const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;       \
 			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
-			const uint8_t *qs = wb + 16;                                   \
+			const uint8_t *qs = wb + (FIVE ? 48 : 16);                     \
 			const int8_t *xq = (const int8_t *)(x + 4);                    \
 			uint8_t sc[8], mn[8];                                          \
 			for (int s = 0; s < 8; s++)                                    \
 				kq_scale_min_k4(wb + 4, s, &sc[s], &mn[s]);            \
+			uint8x16_t h0 = vdupq_n_u8(0), h1 = vdupq_n_u8(0);             \
+			if (FIVE) {                                                    \
+				h0 = vld1q_u8(wb + 16);                                \
+				h1 = vld1q_u8(wb + 32);                                \
+			}                                                              \
 			int32x4_t acc32 = vdupq_n_s32(0);                              \
 			for (int c = 0; c < 4; c++) {                                  \
 				uint8x16_t q0 = vld1q_u8(qs + 32 * c), q1 = vld1q_u8(qs + 32 * c + 16); \
+				uint8x16_t l0 = vandq_u8(q0, m4), l1 = vandq_u8(q1, m4); \
+				uint8x16_t u0 = vshrq_n_u8(q0, 4), u1 = vshrq_n_u8(q1, 4); \
+				if (FIVE) {                                            \
+					const uint8x16_t bl = vdupq_n_u8((uint8_t)(1u << (2 * c))); \
+					const uint8x16_t bh = vdupq_n_u8((uint8_t)(2u << (2 * c))); \
+					l0 = vorrq_u8(l0, vandq_u8(vtstq_u8(h0, bl), b4)); \
+					l1 = vorrq_u8(l1, vandq_u8(vtstq_u8(h1, bl), b4)); \
+					u0 = vorrq_u8(u0, vandq_u8(vtstq_u8(h0, bh), b4)); \
+					u1 = vorrq_u8(u1, vandq_u8(vtstq_u8(h1, bh), b4)); \
+				}                                                      \
 				const int8_t *xc = xq + 64 * c;                        \
 				int32x4_t lo = vaddq_s32(                              \
-					BSUM16(vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(xc)), \
-					BSUM16(vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(xc + 16))); \
+					BSUM16(vreinterpretq_s8_u8(l0), vld1q_s8(xc)),  \
+					BSUM16(vreinterpretq_s8_u8(l1), vld1q_s8(xc + 16))); \
 				int32x4_t hi = vaddq_s32(                              \
-					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(xc + 32)), \
-					BSUM16(vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(xc + 48))); \
+					BSUM16(vreinterpretq_s8_u8(u0), vld1q_s8(xc + 32)), \
+					BSUM16(vreinterpretq_s8_u8(u1), vld1q_s8(xc + 48))); \
 				acc32 = vmlaq_n_s32(acc32, lo, sc[2 * c]);             \
 				acc32 = vmlaq_n_s32(acc32, hi, sc[2 * c + 1]);         \
 			}                                                              \
@@ -378,6 +399,70 @@ DOTPROD_INLINE int32x4_t bsum16_dotprod(int8x16_t q, int8x16_t x)
 			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(wb)), \
 					fp16_to_f32_inline(ld_u16(wb + 2)), vaddvq_s32(acc32), \
 					summ, 1);                                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+
+/* Q2_K / Q3_K: element 128 h + 32 j + l (sub-block 8 h + 2 j + l / 16)
+ * has low bits (qs[32 h + l] >> 2 j) & 3; Q2_K: scale scales[s] & 15, min
+ * scales[s] >> 4 (summ against the bsums); Q3_K: high bit (hmask[l] >>
+ * (4 h + j)) & 1 as 4, q = low + 4 high - 4, 6-bit scales - 32
+ * (kq_scales_q3), no min. Exact integer sums, then kq_k_step. */
+#define DEFINE_K2_3(NAME, ATTR, BSUM16, Q3)                                              \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const uint8x16_t m3 = vdupq_n_u8(0x03), four = vdupq_n_u8(0x04);      \
+		const size_t bb = Q3 ? sizeof(block_q3_K) : sizeof(block_q2_K);       \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;       \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			const uint8_t *qs = wb + (Q3 ? 32 : 16);                       \
+			int8_t sc[16];                                                 \
+			int32_t summ = 0;                                              \
+			float d, dmin = 0.0f;                                          \
+			if (Q3) {                                                      \
+				const block_q3_K *k = (const void *)wb;                \
+				kq_scales_q3(k->scales, sc);                           \
+				d = fp16_to_f32_inline(k->d);                          \
+			} else {                                                       \
+				const block_q2_K *k = (const void *)wb;                \
+				for (int s = 0; s < 16; s++) {                         \
+					sc[s] = (int8_t)(k->scales[s] & 15);           \
+					summ += (k->scales[s] >> 4) *                  \
+						(int16_t)ld_u16(x + 4 + QK_K + 2 * s); \
+				}                                                      \
+				d = fp16_to_f32_inline(k->d);                          \
+				dmin = fp16_to_f32_inline(k->dmin);                    \
+			}                                                              \
+			uint8x16_t hm0 = vdupq_n_u8(0), hm1 = vdupq_n_u8(0);           \
+			if (Q3) {                                                      \
+				hm0 = vld1q_u8(wb);                                    \
+				hm1 = vld1q_u8(wb + 16);                               \
+			}                                                              \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int h = 0; h < 2; h++) {                                  \
+				uint8x16_t v0 = vld1q_u8(qs + 32 * h), v1 = vld1q_u8(qs + 32 * h + 16); \
+				for (int j = 0; j < 4; j++) {                          \
+					const int8x16_t sh = vdupq_n_s8((int8_t)(-2 * j)); \
+					uint8x16_t a0 = vandq_u8(vshlq_u8(v0, sh), m3);  \
+					uint8x16_t a1 = vandq_u8(vshlq_u8(v1, sh), m3);  \
+					int8x16_t q0 = vreinterpretq_s8_u8(a0);          \
+					int8x16_t q1 = vreinterpretq_s8_u8(a1);          \
+					if (Q3) {                                      \
+						const uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << (4 * h + j))); \
+						/* low + 4 high - 4: 4 high - 4 is 0 or -4 */ \
+						q0 = vsubq_s8(q0, vreinterpretq_s8_u8(vbicq_u8(four, vtstq_u8(hm0, bit)))); \
+						q1 = vsubq_s8(q1, vreinterpretq_s8_u8(vbicq_u8(four, vtstq_u8(hm1, bit)))); \
+					}                                              \
+					const int8_t *xc = xq + 128 * h + 32 * j;      \
+					const int s = 8 * h + 2 * j;                   \
+					acc32 = vmlaq_n_s32(acc32, BSUM16(q0, vld1q_s8(xc)), sc[s]); \
+					acc32 = vmlaq_n_s32(acc32, BSUM16(q1, vld1q_s8(xc + 16)), sc[s + 1]); \
+				}                                                      \
+			}                                                              \
+			acc = kq_k_step(acc, ld_f32(x), d, dmin, vaddvq_s32(acc32), summ, !(Q3)); \
 		}                                                                      \
 		return acc;                                                            \
 	}
@@ -421,10 +506,82 @@ DOTPROD_INLINE int32x4_t bsum16_dotprod(int8x16_t q, int8x16_t x)
 		return acc;                                                            \
 	}
 
-DEFINE_Q4_K(dot_q4_K_neon, NOATTR, bsum16_neon)
-DEFINE_Q4_K(dot_q4_K_dotprod, DOTPROD, bsum16_dotprod)
+DEFINE_K32(dot_q4_K_neon, NOATTR, bsum16_neon, 0)
+DEFINE_K32(dot_q4_K_dotprod, DOTPROD, bsum16_dotprod, 0)
+DEFINE_K32(dot_q5_K_neon, NOATTR, bsum16_neon, 1)
+DEFINE_K32(dot_q5_K_dotprod, DOTPROD, bsum16_dotprod, 1)
+DEFINE_K2_3(dot_q2_K_neon, NOATTR, bsum16_neon, 0)
+DEFINE_K2_3(dot_q2_K_dotprod, DOTPROD, bsum16_dotprod, 0)
+DEFINE_K2_3(dot_q3_K_neon, NOATTR, bsum16_neon, 1)
+DEFINE_K2_3(dot_q3_K_dotprod, DOTPROD, bsum16_dotprod, 1)
 DEFINE_Q6_K(dot_q6_K_neon, NOATTR, bsum16_neon)
 DEFINE_Q6_K(dot_q6_K_dotprod, DOTPROD, bsum16_dotprod)
+
+/* The 32 bits of h (Q5_0 / Q5_1's fifth bits, element j at bit j) as 0x10
+ * in bytes 0-15 (e0) and 16-31 (e1) where set. */
+NEON_INLINE void q5_high(uint32_t h, uint8x16_t *e0, uint8x16_t *e1)
+{
+	const uint8x16_t bits = { 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128 };
+	const uint8x16_t b4 = vdupq_n_u8(0x10);
+	uint8x16_t lo = vcombine_u8(vdup_n_u8((uint8_t)h), vdup_n_u8((uint8_t)(h >> 8)));
+	uint8x16_t hi = vcombine_u8(vdup_n_u8((uint8_t)(h >> 16)), vdup_n_u8((uint8_t)(h >> 24)));
+	*e0 = vandq_u8(vtstq_u8(lo, bits), b4);
+	*e1 = vandq_u8(vtstq_u8(hi, bits), b4);
+}
+
+/* Q5_0 (against Q8_0), Q4_1 and Q5_1 (against Q8_1): the block's exact
+ * int32 sum of q x (q = u - 16 for Q5_0, u for the others), then
+ * dot_legacy's float steps (kquants.c): acc + (float)sumi * (dw * dx) and
+ * for Q4_1 / Q5_1 summ + m * s_x, each product rounded; acc + summ. */
+enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1 };
+#define DEFINE_LEGACY(NAME, ATTR, BSUM16, KIND)                                          \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const size_t bb = KIND == LEG_Q5_0 ? sizeof(block_q5_0)               \
+				  : KIND == LEG_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1); \
+		const size_t xb = KIND == LEG_Q5_0 ? sizeof(block_q8_0) : sizeof(block_q8_1); \
+		const size_t qoff = KIND == LEG_Q5_0 ? 6 : KIND == LEG_Q4_1 ? 4 : 8;  \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
+		float acc = 0.0f, summ = 0.0f;                                         \
+		for (int64_t b = 0; b < n / QK; b++) {                                 \
+			const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;       \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * xb;       \
+			const int8_t *xq = (const int8_t *)x + (KIND == LEG_Q5_0 ? 2 : 4); \
+			uint8x16_t q = vld1q_u8(wb + qoff);                            \
+			uint8x16_t u0 = vandq_u8(q, m4), u1 = vshrq_n_u8(q, 4);        \
+			if (KIND != LEG_Q4_1) {                                        \
+				uint8x16_t e0, e1;                                     \
+				q5_high(ld_u32(wb + (KIND == LEG_Q5_0 ? 2 : 4)), &e0, &e1); \
+				u0 = vorrq_u8(u0, e0);                                 \
+				u1 = vorrq_u8(u1, e1);                                 \
+			}                                                              \
+			int8x16_t q0 = vreinterpretq_s8_u8(u0), q1 = vreinterpretq_s8_u8(u1); \
+			if (KIND == LEG_Q5_0) {                                        \
+				q0 = vsubq_s8(q0, vdupq_n_s8(16));                     \
+				q1 = vsubq_s8(q1, vdupq_n_s8(16));                     \
+			}                                                              \
+			int32_t sumi = vaddvq_s32(vaddq_s32(BSUM16(q0, vld1q_s8(xq)),  \
+							    BSUM16(q1, vld1q_s8(xq + 16)))); \
+			float dw = fp16_to_f32_inline(ld_u16(wb));                     \
+			float dd = dw * fp16_to_f32_inline(ld_u16(x));                 \
+			float p = (float)sumi * dd;                                    \
+			FP_ROUNDED(p);                                                 \
+			acc = acc + p;                                                 \
+			if (KIND != LEG_Q5_0) {                                        \
+				float pm = fp16_to_f32_inline(ld_u16(wb + 2)) *        \
+					   fp16_to_f32_inline(ld_u16(x + 2));          \
+				FP_ROUNDED(pm);                                        \
+				summ = summ + pm;                                      \
+			}                                                              \
+		}                                                                      \
+		return acc + summ;                                                     \
+	}
+DEFINE_LEGACY(dot_q5_0_neon, NOATTR, bsum16_neon, LEG_Q5_0)
+DEFINE_LEGACY(dot_q5_0_dotprod, DOTPROD, bsum16_dotprod, LEG_Q5_0)
+DEFINE_LEGACY(dot_q4_1_neon, NOATTR, bsum16_neon, LEG_Q4_1)
+DEFINE_LEGACY(dot_q4_1_dotprod, DOTPROD, bsum16_dotprod, LEG_Q4_1)
+DEFINE_LEGACY(dot_q5_1_neon, NOATTR, bsum16_neon, LEG_Q5_1)
+DEFINE_LEGACY(dot_q5_1_dotprod, DOTPROD, bsum16_dotprod, LEG_Q5_1)
 
 /* K-quant rows one at a time (the super-block's decode dominates). */
 #define DEFINE_KQ_MATVEC(NAME, ATTR, DOT)                                         \
@@ -438,6 +595,18 @@ DEFINE_KQ_MATVEC(matvec_q4_K_neon, NOATTR, dot_q4_K_neon)
 DEFINE_KQ_MATVEC(matvec_q4_K_dotprod, DOTPROD, dot_q4_K_dotprod)
 DEFINE_KQ_MATVEC(matvec_q6_K_neon, NOATTR, dot_q6_K_neon)
 DEFINE_KQ_MATVEC(matvec_q6_K_dotprod, DOTPROD, dot_q6_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q2_K_neon, NOATTR, dot_q2_K_neon)
+DEFINE_KQ_MATVEC(matvec_q2_K_dotprod, DOTPROD, dot_q2_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q3_K_neon, NOATTR, dot_q3_K_neon)
+DEFINE_KQ_MATVEC(matvec_q3_K_dotprod, DOTPROD, dot_q3_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q5_K_neon, NOATTR, dot_q5_K_neon)
+DEFINE_KQ_MATVEC(matvec_q5_K_dotprod, DOTPROD, dot_q5_K_dotprod)
+DEFINE_KQ_MATVEC(matvec_q5_0_neon, NOATTR, dot_q5_0_neon)
+DEFINE_KQ_MATVEC(matvec_q5_0_dotprod, DOTPROD, dot_q5_0_dotprod)
+DEFINE_KQ_MATVEC(matvec_q4_1_neon, NOATTR, dot_q4_1_neon)
+DEFINE_KQ_MATVEC(matvec_q4_1_dotprod, DOTPROD, dot_q4_1_dotprod)
+DEFINE_KQ_MATVEC(matvec_q5_1_neon, NOATTR, dot_q5_1_neon)
+DEFINE_KQ_MATVEC(matvec_q5_1_dotprod, DOTPROD, dot_q5_1_dotprod)
 
 /* ------------------------------------------------------------------ gemm */
 
@@ -769,6 +938,12 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_Q4_0] = dot_q4_0_neon,
 		[DTYPE_Q4_K] = dot_q4_K_neon,
 		[DTYPE_Q6_K] = dot_q6_K_neon,
+		[DTYPE_Q2_K] = dot_q2_K_neon,
+		[DTYPE_Q3_K] = dot_q3_K_neon,
+		[DTYPE_Q5_K] = dot_q5_K_neon,
+		[DTYPE_Q5_0] = dot_q5_0_neon,
+		[DTYPE_Q4_1] = dot_q4_1_neon,
+		[DTYPE_Q5_1] = dot_q5_1_neon,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -778,6 +953,12 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_Q4_0] = matvec_q4_0_neon,
 		[DTYPE_Q4_K] = matvec_q4_K_neon,
 		[DTYPE_Q6_K] = matvec_q6_K_neon,
+		[DTYPE_Q2_K] = matvec_q2_K_neon,
+		[DTYPE_Q3_K] = matvec_q3_K_neon,
+		[DTYPE_Q5_K] = matvec_q5_K_neon,
+		[DTYPE_Q5_0] = matvec_q5_0_neon,
+		[DTYPE_Q4_1] = matvec_q4_1_neon,
+		[DTYPE_Q5_1] = matvec_q5_1_neon,
 	},
 	NEON_COMMON,
 };
@@ -792,6 +973,12 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_Q4_0] = dot_q4_0_dotprod,
 		[DTYPE_Q4_K] = dot_q4_K_dotprod,
 		[DTYPE_Q6_K] = dot_q6_K_dotprod,
+		[DTYPE_Q2_K] = dot_q2_K_dotprod,
+		[DTYPE_Q3_K] = dot_q3_K_dotprod,
+		[DTYPE_Q5_K] = dot_q5_K_dotprod,
+		[DTYPE_Q5_0] = dot_q5_0_dotprod,
+		[DTYPE_Q4_1] = dot_q4_1_dotprod,
+		[DTYPE_Q5_1] = dot_q5_1_dotprod,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -801,6 +988,12 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_Q4_0] = matvec_q4_0_dotprod,
 		[DTYPE_Q4_K] = matvec_q4_K_dotprod,
 		[DTYPE_Q6_K] = matvec_q6_K_dotprod,
+		[DTYPE_Q2_K] = matvec_q2_K_dotprod,
+		[DTYPE_Q3_K] = matvec_q3_K_dotprod,
+		[DTYPE_Q5_K] = matvec_q5_K_dotprod,
+		[DTYPE_Q5_0] = matvec_q5_0_dotprod,
+		[DTYPE_Q4_1] = matvec_q4_1_dotprod,
+		[DTYPE_Q5_1] = matvec_q5_1_dotprod,
 	},
 	NEON_COMMON,
 };
