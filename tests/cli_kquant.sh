@@ -10,7 +10,8 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-for type in q4_1 q5_0 q5_1 q3_k q4_k q5_k q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k; do
+for type in q4_1 q5_0 q5_1 q3_k q4_k q5_k q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k \
+	iq4_nl iq4_xs; do
 	synth_generates smollm-135m $type 2
 done
 
@@ -58,6 +59,39 @@ for x in hall hrand hflip hgen; do cmp -s $TMP/h1 $TMP/$x || { ok=0; fail "q4_k_
 EGANG_PREFILL_BATCH=0 h $TMP/hnob --cores 0
 check "q4_k_m: prefill batched or not, the same logits hashes" cmp $TMP/h1 $TMP/hnob
 
+# IQ4_XS / IQ4_NL as llama-quantize mixes them (tinyllama, 8 layers, n_gqa
+# 8): output q6_K, attn_v q5_K (n_gqa >= 4), ffn_down q5_K in layer 0 (the
+# first eighth), the rest iq4_xs; smollm's rows of 576 fall back to iq4_nl.
+# Then the logits hashes of an iq4_xs model (iq4_xs, iq4_nl and q8_0
+# matrices) on 1 core, all cores, random:, flip: and the generic level.
+"$EGANG" synth tinyllama-1.1b --type iq4_xs --layers 8 --seed 2 -o $TMP/iq.gguf -q
+"$EGANG" info $TMP/iq.gguf >$TMP/iqi
+ok=1
+grep -Eq "^  output.weight +q6_k" $TMP/iqi || ok=0
+for l in 0 1 7; do
+	grep -Eq "^  blk\.$l\.attn_v\.weight +q5_k" $TMP/iqi || ok=0
+	want=iq4_xs; [[ $l == 0 ]] && want=q5_k
+	grep -Eq "^  blk\.$l\.ffn_down\.weight +$want" $TMP/iqi || ok=0
+	grep -Eq "^  blk\.$l\.attn_q\.weight +iq4_xs" $TMP/iqi || ok=0
+done
+if ((ok)); then pass "iq4_xs: llama-quantize's types per tensor"; else fail "iq4_xs: llama-quantize's types per tensor" "$(grep -E 'blk\.0\.|output' $TMP/iqi | head -9)"; fi
+"$EGANG" synth smollm-135m --type iq4_xs --layers 2 --seed 2 -o $TMP/smiq.gguf -q
+"$EGANG" info $TMP/smiq.gguf >$TMP/smiq
+if grep -Eq "^  blk.0.attn_q.weight +iq4_nl" $TMP/smiq && grep -Eq "^  blk.0.ffn_down.weight +iq4_xs" $TMP/smiq; then
+	pass "iq4_xs falls back to iq4_nl on rows of 576"
+else fail "iq4_xs falls back to iq4_nl on rows of 576"; fi
+hi() { "$EGANG" generate -m $TMP/smiq.gguf -p "The quick brown fox" -n 12 -t 0 -q --no-echo --logits-hash "$@" >/dev/null 2>>$TMP/err; }
+hi $TMP/i1 --cores 0
+hi $TMP/iall
+hi $TMP/irand --membership random:5
+hi $TMP/iflip --membership flip:1
+EGANG_ISA=generic hi $TMP/igen --cores 0
+EGANG_PREFILL_BATCH=0 hi $TMP/inob --cores 0
+ok=1
+for x in iall irand iflip igen inob; do cmp -s $TMP/i1 $TMP/$x || { ok=0; fail "iq4_xs logits hashes: 1 core = $x"; }; done
+[[ -s $TMP/i1 ]] || { ok=0; fail "iq4_xs logits hashes written"; }
+((ok)) && pass "iq4_xs: the same logits hashes on 1 core, all cores, random:, flip:, the generic level and unbatched prefill"
+
 # egang quantize on a real model
 if have_models "quantize stories260K"; then
 	for type in q4_k_m q5_1 q8_0; do
@@ -103,6 +137,9 @@ expect_exit "a NaN q6_K scale: tensor and offset named" 2 "tensor 'blk.1.ffn_dow
 off=$(corrupt $TMP/sm.gguf $TMP/inf.gguf blk.0.ffn_down.weight 144 2 2 7c00)
 expect_exit "an infinite q4_K min: tensor and offset named" 2 "tensor 'blk.0.ffn_down.weight' \(q4_k\): the block at offset $off has" \
 	"$EGANG" generate -m $TMP/inf.gguf -n 1 -q
+off=$(corrupt $TMP/smiq.gguf $TMP/iqnan.gguf blk.1.attn_q.weight 18 3 0 7e00)
+expect_exit "a NaN iq4_nl scale: tensor and offset named" 2 "tensor 'blk.1.attn_q.weight' \(iq4_nl\): the block at offset $off has a NaN or infinite scale" \
+	"$EGANG" generate -m $TMP/iqnan.gguf -n 1 -q
 "$EGANG" info $TMP/sm.gguf >$TMP/smi
 data=$(sed -n 's/.*data at \([0-9]*\).*/\1/p' $TMP/smi)
 o=$(awk '$1 == "blk.1.ffn_down.weight" { sub(/^\+/, "", $NF); print $NF }' $TMP/smi)

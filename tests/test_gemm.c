@@ -245,7 +245,8 @@ static void test_gemm_kquant_types(void **state)
 {
 	(void)state;
 	static const dtype_t ts[] = { DTYPE_Q4_K, DTYPE_Q6_K, DTYPE_Q5_K, DTYPE_Q3_K,
-				      DTYPE_Q2_K, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1 };
+				      DTYPE_Q2_K, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1,
+				      DTYPE_IQ4_NL, DTYPE_IQ4_XS };
 	for (size_t i = 0; i < EG_ARRAY_LEN(ts); i++) {
 		check_type(ts[i], 256);
 		check_type(ts[i], 768);

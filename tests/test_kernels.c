@@ -62,7 +62,12 @@ static void test_dtype_table(void **state)
 	assert_int_equal(dtype_from_name("bf16"), DTYPE_BF16);
 	assert_int_equal(dtype_from_name("q5_k"), DTYPE_Q5_K);
 	assert_int_equal(dtype_from_name("Q5_K"), DTYPE_Q5_K);
-	assert_int_equal(dtype_from_name("iq4_nl"), -1);
+	assert_int_equal(dtype_from_ggml(20), DTYPE_IQ4_NL);
+	assert_int_equal(dtype_from_ggml(23), DTYPE_IQ4_XS);
+	assert_int_equal(dtype_row_bytes(DTYPE_IQ4_XS, 512), 272);
+	assert_int_equal(dtype_row_bytes(DTYPE_IQ4_NL, 64), 36);
+	assert_int_equal(dtype_from_name("IQ4_NL"), DTYPE_IQ4_NL);
+	assert_int_equal(dtype_from_name("iq4_k"), -1);
 	assert_int_equal(dtype_info[DTYPE_Q4_K].act, DTYPE_Q8_K);
 	assert_int_equal(dtype_info[DTYPE_Q5_1].act, DTYPE_Q8_1);
 	assert_int_equal(dtype_info[DTYPE_Q5_0].act, DTYPE_Q8_0);
@@ -574,7 +579,8 @@ static void test_dot_kquant_types(void **state)
 	(void)state;
 	static const int64_t ns[] = { 256, 512, 1536, 5632 };
 	dtype_t ts[] = { DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1, DTYPE_Q8_K, DTYPE_Q2_K,
-			 DTYPE_Q3_K, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K };
+			 DTYPE_Q3_K, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_IQ4_NL,
+			 DTYPE_IQ4_XS };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++)
 		for (size_t i = 0; i < EG_ARRAY_LEN(ns); i++)
 			check_matrix(ts[ti], ns[i] > 1000 ? 11 : i % 2 ? 17 : 37, ns[i],
@@ -592,6 +598,7 @@ static void test_kquant_roundtrip(void **state)
 		{ DTYPE_Q4_1, 0.12 }, { DTYPE_Q5_0, 0.07 }, { DTYPE_Q5_1, 0.06 },
 		{ DTYPE_Q8_K, 0.016 }, { DTYPE_Q2_K, 0.48 }, { DTYPE_Q3_K, 0.24 },
 		{ DTYPE_Q4_K, 0.12 }, { DTYPE_Q5_K, 0.06 }, { DTYPE_Q6_K, 0.031 },
+		{ DTYPE_IQ4_NL, 0.12 }, { DTYPE_IQ4_XS, 0.12 },
 	};
 	enum { N = 4096 };
 	float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);

@@ -53,6 +53,8 @@ const dtype_info_t dtype_info[DTYPE_COUNT] = {
 	[DTYPE_Q5_K] = { "q5_k", 13, QK_K, sizeof(block_q5_K), DTYPE_Q8_K },
 	[DTYPE_Q6_K] = { "q6_k", 14, QK_K, sizeof(block_q6_K), DTYPE_Q8_K },
 	[DTYPE_Q8_1] = { "q8_1", 9, QK, sizeof(block_q8_1), DTYPE_Q8_1 },
+	[DTYPE_IQ4_NL] = { "iq4_nl", 20, QK, sizeof(block_iq4_nl), DTYPE_Q8_0 },
+	[DTYPE_IQ4_XS] = { "iq4_xs", 23, QK_K, sizeof(block_iq4_xs), DTYPE_Q8_K },
 };
 
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 must be 34 bytes");
@@ -287,6 +289,8 @@ KQ_GENERIC(DTYPE_Q3_K, q3_K)
 KQ_GENERIC(DTYPE_Q4_K, q4_K)
 KQ_GENERIC(DTYPE_Q5_K, q5_K)
 KQ_GENERIC(DTYPE_Q6_K, q6_K)
+KQ_GENERIC(DTYPE_IQ4_NL, iq4_nl)
+KQ_GENERIC(DTYPE_IQ4_XS, iq4_xs)
 #if defined(__x86_64__)
 MATVEC_GENERIC(matvec_q4_K_avx2, kq_dot_q4_K_avx2)
 MATVEC_GENERIC(matvec_q6_K_avx2, kq_dot_q6_K_avx2)
@@ -296,6 +300,8 @@ MATVEC_GENERIC(matvec_q5_1_avx2, kq_dot_q5_1_avx2)
 MATVEC_GENERIC(matvec_q5_K_avx2, kq_dot_q5_K_avx2)
 MATVEC_GENERIC(matvec_q2_K_avx2, kq_dot_q2_K_avx2)
 MATVEC_GENERIC(matvec_q3_K_avx2, kq_dot_q3_K_avx2)
+MATVEC_GENERIC(matvec_iq4_nl_avx2, kq_dot_iq4_nl_avx2)
+MATVEC_GENERIC(matvec_iq4_xs_avx2, kq_dot_iq4_xs_avx2)
 #endif
 
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
@@ -318,6 +324,8 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_Q4_K] = dot_q4_K_generic,
 		[DTYPE_Q5_K] = dot_q5_K_generic,
 		[DTYPE_Q6_K] = dot_q6_K_generic,
+		[DTYPE_IQ4_NL] = dot_iq4_nl_generic,
+		[DTYPE_IQ4_XS] = dot_iq4_xs_generic,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32_generic,
@@ -334,6 +342,8 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_Q4_K] = matvec_q4_K_generic,
 		[DTYPE_Q5_K] = matvec_q5_K_generic,
 		[DTYPE_Q6_K] = matvec_q6_K_generic,
+		[DTYPE_IQ4_NL] = matvec_iq4_nl_generic,
+		[DTYPE_IQ4_XS] = matvec_iq4_xs_generic,
 	},
 	.quantize_q8_0 = quantize_q8_0_generic,
 	.fp16_to_f32_row = fp16_to_f32_row_generic,
@@ -448,6 +458,12 @@ static void isa_tables_build(void)
 		g_tables[i].matvec[DTYPE_Q2_K] = matvec_q2_K_avx2;
 		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
 		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
+		g_tables[i].matmat[DTYPE_IQ4_NL] = kq_matmat_iq4_nl_avx2;
+		g_tables[i].vec_dot[DTYPE_IQ4_NL] = kq_dot_iq4_nl_avx2;
+		g_tables[i].matvec[DTYPE_IQ4_NL] = matvec_iq4_nl_avx2;
+		g_tables[i].matmat[DTYPE_IQ4_XS] = kq_matmat_iq4_xs_avx2;
+		g_tables[i].vec_dot[DTYPE_IQ4_XS] = kq_dot_iq4_xs_avx2;
+		g_tables[i].matvec[DTYPE_IQ4_XS] = matvec_iq4_xs_avx2;
 	}
 	/* Q4_K, Q5_K, Q6_K: 512-bit forms at both AVX-512 levels */
 	for (int i = ISA_AVX512; i < ISA_COUNT; i++) {

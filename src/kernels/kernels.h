@@ -36,6 +36,8 @@ typedef enum dtype {
 	DTYPE_Q5_K,
 	DTYPE_Q6_K,
 	DTYPE_Q8_1, /* activations only (Q4_1 / Q5_1 dot products) */
+	DTYPE_IQ4_NL,
+	DTYPE_IQ4_XS,
 	DTYPE_COUNT
 } dtype_t;
 
@@ -68,7 +70,8 @@ size_t dtype_row_bytes(dtype_t t, int64_t n);
 
 /* Byte offset, in data (nbytes of whole blocks of type t), of the first
  * block whose f16 scale or min is NaN or infinite, for the types of
- * kquants.h (Q4_1 .. Q6_K); -1 if none, or for the other types. */
+ * kquants.h (Q4_1 .. Q6_K, IQ4_NL, IQ4_XS); -1 if none, or for the other
+ * types. */
 int64_t kq_bad_block(int t, const void *data, size_t nbytes);
 
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after

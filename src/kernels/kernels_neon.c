@@ -19,9 +19,9 @@
  *    bits as the generic.
  *  - Q4_K / Q6_K weights (Q8_K activations): each super-block's exact
  *    integer sums, then kq_k_step, the generic's float step: the same bits.
- *  - Q2_K, Q3_K, Q5_K (Q8_K activations) and Q5_0, Q4_1, Q5_1 (Q8_0 /
- *    Q8_1): the same scheme, exact integer sums then the generic's float
- *    step: the same bits.
+ *  - Q2_K, Q3_K, Q5_K, IQ4_XS (Q8_K activations) and Q5_0, Q4_1, Q5_1,
+ *    IQ4_NL (Q8_0 / Q8_1): the same scheme, exact integer sums then the
+ *    generic's float step: the same bits.
  * The K-quants and legacy types run rows one at a time (no 4-row group:
  * the block's scale decode dominates) and the GEMM as the matvec per token.
  *
@@ -533,29 +533,37 @@ NEON_INLINE void q5_high(uint32_t h, uint8x16_t *e0, uint8x16_t *e1)
  * int32 sum of q x (q = u - 16 for Q5_0, u for the others), then
  * dot_legacy's float steps (kquants.c): acc + (float)sumi * (dw * dx) and
  * for Q4_1 / Q5_1 summ + m * s_x, each product rounded; acc + summ. */
-enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1 };
+enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1, LEG_IQ4_NL };
 #define DEFINE_LEGACY(NAME, ATTR, BSUM16, KIND)                                          \
 	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
 	{                                                                              \
+		const bool q8_0_act = KIND == LEG_Q5_0 || KIND == LEG_IQ4_NL;         \
 		const size_t bb = KIND == LEG_Q5_0 ? sizeof(block_q5_0)               \
-				  : KIND == LEG_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1); \
-		const size_t xb = KIND == LEG_Q5_0 ? sizeof(block_q8_0) : sizeof(block_q8_1); \
-		const size_t qoff = KIND == LEG_Q5_0 ? 6 : KIND == LEG_Q4_1 ? 4 : 8;  \
+				  : KIND == LEG_Q4_1 ? sizeof(block_q4_1)               \
+				  : KIND == LEG_Q5_1 ? sizeof(block_q5_1) : sizeof(block_iq4_nl); \
+		const size_t xb = q8_0_act ? sizeof(block_q8_0) : sizeof(block_q8_1);  \
+		const size_t qoff = KIND == LEG_Q5_0 ? 6 : KIND == LEG_Q4_1 ? 4       \
+				    : KIND == LEG_Q5_1 ? 8 : 2;                         \
 		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
 		float acc = 0.0f, summ = 0.0f;                                         \
 		for (int64_t b = 0; b < n / QK; b++) {                                 \
 			const uint8_t *wb = (const uint8_t *)w + (size_t)b * bb;       \
 			const uint8_t *x = (const uint8_t *)xa + (size_t)b * xb;       \
-			const int8_t *xq = (const int8_t *)x + (KIND == LEG_Q5_0 ? 2 : 4); \
+			const int8_t *xq = (const int8_t *)x + (q8_0_act ? 2 : 4);     \
 			uint8x16_t q = vld1q_u8(wb + qoff);                            \
 			uint8x16_t u0 = vandq_u8(q, m4), u1 = vshrq_n_u8(q, 4);        \
-			if (KIND != LEG_Q4_1) {                                        \
+			if (KIND == LEG_Q5_0 || KIND == LEG_Q5_1) {                    \
 				uint8x16_t e0, e1;                                     \
 				q5_high(ld_u32(wb + (KIND == LEG_Q5_0 ? 2 : 4)), &e0, &e1); \
 				u0 = vorrq_u8(u0, e0);                                 \
 				u1 = vorrq_u8(u1, e1);                                 \
 			}                                                              \
 			int8x16_t q0 = vreinterpretq_s8_u8(u0), q1 = vreinterpretq_s8_u8(u1); \
+			if (KIND == LEG_IQ4_NL) {                                      \
+				const int8x16_t g = vld1q_s8(kq_iq4_grid);             \
+				q0 = vqtbl1q_s8(g, u0);                                \
+				q1 = vqtbl1q_s8(g, u1);                                \
+			}                                                              \
 			if (KIND == LEG_Q5_0) {                                        \
 				q0 = vsubq_s8(q0, vdupq_n_s8(16));                     \
 				q1 = vsubq_s8(q1, vdupq_n_s8(16));                     \
@@ -567,7 +575,7 @@ enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1 };
 			float p = (float)sumi * dd;                                    \
 			FP_ROUNDED(p);                                                 \
 			acc = acc + p;                                                 \
-			if (KIND != LEG_Q5_0) {                                        \
+			if (!q8_0_act) {                                               \
 				float pm = fp16_to_f32_inline(ld_u16(wb + 2)) *        \
 					   fp16_to_f32_inline(ld_u16(x + 2));          \
 				FP_ROUNDED(pm);                                        \
@@ -582,6 +590,42 @@ DEFINE_LEGACY(dot_q4_1_neon, NOATTR, bsum16_neon, LEG_Q4_1)
 DEFINE_LEGACY(dot_q4_1_dotprod, DOTPROD, bsum16_dotprod, LEG_Q4_1)
 DEFINE_LEGACY(dot_q5_1_neon, NOATTR, bsum16_neon, LEG_Q5_1)
 DEFINE_LEGACY(dot_q5_1_dotprod, DOTPROD, bsum16_dotprod, LEG_Q5_1)
+DEFINE_LEGACY(dot_iq4_nl_neon, NOATTR, bsum16_neon, LEG_IQ4_NL)
+DEFINE_LEGACY(dot_iq4_nl_dotprod, DOTPROD, bsum16_dotprod, LEG_IQ4_NL)
+
+/* IQ4_XS: 8 sub-blocks of 32 as IQ4_NL blocks (TBL of the grid by the
+ * indices) with 6-bit scales - 32; the exact integer sum of scale x block
+ * sum, then kq_k_step (no min). */
+#define DEFINE_IQ4_XS(NAME, ATTR, BSUM16)                                                \
+	ATTR static float NAME(const void *w, const void *xa, int64_t n)               \
+	{                                                                              \
+		const int8x16_t g = vld1q_s8(kq_iq4_grid);                             \
+		const uint8x16_t m4 = vdupq_n_u8(0x0F);                                \
+		float acc = 0.0f;                                                      \
+		for (int64_t b = 0; b < n / QK_K; b++) {                               \
+			const block_iq4_xs *k = (const void *)((const uint8_t *)w +    \
+							       (size_t)b * sizeof(block_iq4_xs)); \
+			const uint8_t *x = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+			const int8_t *xq = (const int8_t *)(x + 4);                    \
+			const uint16_t h = ld_u16(&k->scales_h);                       \
+			int32x4_t acc32 = vdupq_n_s32(0);                              \
+			for (int ib = 0; ib < 8; ib++) {                               \
+				uint8x16_t q = vld1q_u8(k->qs + 16 * ib);              \
+				int8x16_t q0 = vqtbl1q_s8(g, vandq_u8(q, m4));         \
+				int8x16_t q1 = vqtbl1q_s8(g, vshrq_n_u8(q, 4));        \
+				int ls = ((k->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) | \
+					 ((h >> (2 * ib)) & 3) << 4;                   \
+				int32x4_t p = vaddq_s32(BSUM16(q0, vld1q_s8(xq + 32 * ib)), \
+							BSUM16(q1, vld1q_s8(xq + 32 * ib + 16))); \
+				acc32 = vmlaq_n_s32(acc32, p, ls - 32);                \
+			}                                                              \
+			acc = kq_k_step(acc, ld_f32(x), fp16_to_f32_inline(ld_u16(&k->d)), 0.0f, \
+					vaddvq_s32(acc32), 0, 0);                      \
+		}                                                                      \
+		return acc;                                                            \
+	}
+DEFINE_IQ4_XS(dot_iq4_xs_neon, NOATTR, bsum16_neon)
+DEFINE_IQ4_XS(dot_iq4_xs_dotprod, DOTPROD, bsum16_dotprod)
 
 /* K-quant rows one at a time (the super-block's decode dominates). */
 #define DEFINE_KQ_MATVEC(NAME, ATTR, DOT)                                         \
@@ -607,6 +651,10 @@ DEFINE_KQ_MATVEC(matvec_q4_1_neon, NOATTR, dot_q4_1_neon)
 DEFINE_KQ_MATVEC(matvec_q4_1_dotprod, DOTPROD, dot_q4_1_dotprod)
 DEFINE_KQ_MATVEC(matvec_q5_1_neon, NOATTR, dot_q5_1_neon)
 DEFINE_KQ_MATVEC(matvec_q5_1_dotprod, DOTPROD, dot_q5_1_dotprod)
+DEFINE_KQ_MATVEC(matvec_iq4_nl_neon, NOATTR, dot_iq4_nl_neon)
+DEFINE_KQ_MATVEC(matvec_iq4_nl_dotprod, DOTPROD, dot_iq4_nl_dotprod)
+DEFINE_KQ_MATVEC(matvec_iq4_xs_neon, NOATTR, dot_iq4_xs_neon)
+DEFINE_KQ_MATVEC(matvec_iq4_xs_dotprod, DOTPROD, dot_iq4_xs_dotprod)
 
 /* ------------------------------------------------------------------ gemm */
 
@@ -944,6 +992,8 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_Q5_0] = dot_q5_0_neon,
 		[DTYPE_Q4_1] = dot_q4_1_neon,
 		[DTYPE_Q5_1] = dot_q5_1_neon,
+		[DTYPE_IQ4_NL] = dot_iq4_nl_neon,
+		[DTYPE_IQ4_XS] = dot_iq4_xs_neon,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -959,6 +1009,8 @@ const kernel_ops_t kops_neon = {
 		[DTYPE_Q5_0] = matvec_q5_0_neon,
 		[DTYPE_Q4_1] = matvec_q4_1_neon,
 		[DTYPE_Q5_1] = matvec_q5_1_neon,
+		[DTYPE_IQ4_NL] = matvec_iq4_nl_neon,
+		[DTYPE_IQ4_XS] = matvec_iq4_xs_neon,
 	},
 	NEON_COMMON,
 };
@@ -979,6 +1031,8 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_Q5_0] = dot_q5_0_dotprod,
 		[DTYPE_Q4_1] = dot_q4_1_dotprod,
 		[DTYPE_Q5_1] = dot_q5_1_dotprod,
+		[DTYPE_IQ4_NL] = dot_iq4_nl_dotprod,
+		[DTYPE_IQ4_XS] = dot_iq4_xs_dotprod,
 	},
 	.matvec = {
 		[DTYPE_F32] = matvec_f32,
@@ -994,6 +1048,8 @@ const kernel_ops_t kops_dotprod = {
 		[DTYPE_Q5_0] = matvec_q5_0_dotprod,
 		[DTYPE_Q4_1] = matvec_q4_1_dotprod,
 		[DTYPE_Q5_1] = matvec_q5_1_dotprod,
+		[DTYPE_IQ4_NL] = matvec_iq4_nl_dotprod,
+		[DTYPE_IQ4_XS] = matvec_iq4_xs_dotprod,
 	},
 	NEON_COMMON,
 };

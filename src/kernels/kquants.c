@@ -328,6 +328,9 @@ float kq_dot_generic(int t, const void *w, const void *xa, int64_t n)
 		return dot_legacy(t, w, xa, n);
 	case DTYPE_Q8_K:
 		return dot_q8_K(w, xa, n);
+	case DTYPE_IQ4_NL:
+	case DTYPE_IQ4_XS:
+		return kq_iq4_dot_generic(t, w, xa, n);
 	default:
 		return dot_k(t, w, xa, n);
 	}
@@ -656,7 +659,7 @@ int64_t kq_bad_block(int t, const void *data, size_t nbytes)
 	case DTYPE_Q4_1: case DTYPE_Q5_1: case DTYPE_Q4_K: case DTYPE_Q5_K:
 		off[1] = 2;
 		break;
-	case DTYPE_Q5_0:
+	case DTYPE_Q5_0: case DTYPE_IQ4_NL: case DTYPE_IQ4_XS:
 		break;
 	case DTYPE_Q2_K:
 		off[0] = 80;
@@ -696,6 +699,10 @@ void kq_quantize(int t, const float *x, void *y, int64_t n)
 	case DTYPE_Q8_1:
 		quantize_q8_1(x, y, n);
 		break;
+	case DTYPE_IQ4_NL:
+	case DTYPE_IQ4_XS:
+		kq_iq4_quantize(t, x, y, n);
+		break;
 	default:
 		assert(unpack_k(t));
 		quantize_k(t, x, y, n);
@@ -715,6 +722,10 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n)
 		break;
 	case DTYPE_Q8_1:
 		dequantize_q8_1(x, y, n);
+		break;
+	case DTYPE_IQ4_NL:
+	case DTYPE_IQ4_XS:
+		kq_iq4_dequantize(t, x, y, n);
 		break;
 	default:
 		assert(unpack_k(t));

@@ -43,6 +43,16 @@
  *        ql[l + 32 (k & 1)] (k < 2: low half, else high half) and high bits
  *        (qh[l] >> 2 k) & 3: x = d scales[e / 16] (q - 32).
  *
+ * The non-linear 4-bit types (iq4.c), g = kq_iq4_grid (ggml's
+ * kvalues_iq4nl: -127 .. 113):
+ *  IQ4_NL { f16 d; u8 qs[16] } = 18 bytes, blocks of 32 (Q8_0
+ *        activations): x[j] = d g[qs[j] & 15], x[j+16] = d g[qs[j] >> 4].
+ *  IQ4_XS { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] } = 136 bytes,
+ *        super-blocks of 256 (Q8_K activations): 8 sub-blocks of 32 as
+ *        IQ4_NL (indices qs + 16 ib) with the scale d (ls - 32), ls the
+ *        6 bits (scales_l[ib / 2] >> 4 (ib % 2)) & 15 | ((scales_h >> 2 ib)
+ *        & 3) << 4.
+ *
  * Dot products (kernels_impl.h has the contract every level keeps): per
  * block or super-block exact integer sums, then a fixed float step per
  * block, in ascending block order, each product rounded (no FMA). */
@@ -73,6 +83,17 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t q
 	block_q5_K;                                                        /* 176 */
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; }
 	__attribute__((packed)) block_q6_K;                                /* 210 */
+typedef struct { uint16_t d; uint8_t qs[16]; } __attribute__((packed)) block_iq4_nl; /* 18 */
+typedef struct { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; }
+	__attribute__((packed)) block_iq4_xs;                              /* 136 */
+
+/* IQ4_NL / IQ4_XS (iq4.c): ggml's 16-value grid kvalues_iq4nl, and the
+ * generic dequantize, dot product (IQ4_NL against Q8_0, IQ4_XS against
+ * Q8_K) and quantizer. */
+extern const int8_t kq_iq4_grid[16];
+void kq_iq4_dequantize(int t, const void *x, float *y, int64_t n);
+float kq_iq4_dot_generic(int t, const void *w, const void *xa, int64_t n);
+void kq_iq4_quantize(int t, const float *x, void *y, int64_t n);
 
 /* Per type t in { Q4_1, Q5_0, Q5_1, Q8_K, Q2_K .. Q6_K }: x (n,) float ->
  * y (n,) of type t (n a multiple of the block), and back. Q8_K is the
@@ -115,6 +136,8 @@ float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
 float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_iq4_nl_avx2(const void *w, const void *xa, int64_t n);
+float kq_dot_iq4_xs_avx2(const void *w, const void *xa, int64_t n);
 /* Rows r0..r1-1 of K-quant weights x ntok Q8_K activation rows (token k
  * at X + k xs bytes) -> Y[k ys + r], each output the bits of
  * kq_dot_*_avx2 of that row and token (matmat_fn, kernels_impl.h). */
@@ -128,6 +151,8 @@ KQ_MATMAT_DECL(q6_K)
 KQ_MATMAT_DECL(q5_0)
 KQ_MATMAT_DECL(q4_1)
 KQ_MATMAT_DECL(q5_1)
+KQ_MATMAT_DECL(iq4_nl)
+KQ_MATMAT_DECL(iq4_xs)
 /* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
  * same bits; both AVX-512 levels use them. */
 #define KQ_AVX512_DECL(lower)                                                          \

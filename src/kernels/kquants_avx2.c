@@ -315,6 +315,54 @@ KQ_ENTRY(q4_K, q4k_row_tokens)
 KQ_ENTRY(q5_K, q5k_row_tokens)
 KQ_ENTRY(q6_K, q6k_row_tokens)
 
+/* IQ4_XS: 8 sub-blocks of 32, each as an IQ4_NL block (the grid values
+ * of its 16 index bytes, low nibbles then high), with a 6-bit scale - 32;
+ * pmaddubsw takes |q| and x with q's sign (pairs <= 2 * 127 * 127), then
+ * pmaddwd by the sub-block's scale. Exact sums, then kq_k_step (no min). */
+typedef struct {
+	__m256i q[8];
+	__m256i sc; /* the 8 scales as int16, in both halves */
+	float d, dmin;
+} iq4xs_w_t;
+
+AVX2_INLINE void iq4xs_weights(const uint8_t *wb, iq4xs_w_t *w)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F);
+	const __m256i g = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kq_iq4_grid));
+	const block_iq4_xs *k = (const void *)wb;
+#pragma GCC unroll 8
+	for (int ib = 0; ib < 8; ib++) {
+		__m128i q = _mm_loadu_si128((const __m128i *)(k->qs + 16 * ib));
+		__m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+		w->q[ib] = _mm256_shuffle_epi8(g, u);
+	}
+	int16_t sc[8];
+	uint16_t h = ld_u16(&k->scales_h);
+	for (int ib = 0; ib < 8; ib++)
+		sc[ib] = (int16_t)((((k->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) |
+				    ((h >> (2 * ib)) & 3) << 4) - 32);
+	w->sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc));
+	w->d = f16x1(wb);
+	w->dmin = 0.0f;
+}
+
+AVX2_INLINE void iq4xs_token(const iq4xs_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm)
+{
+	const uint8_t *xq = x + 4;
+	__m256i acc = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (int ib = 0; ib < 8; ib++) {
+		__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w->q[ib], w->q[ib]),
+						 _mm256_sign_epi8(ld256(xq + 32 * ib), w->q[ib]));
+		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_shuffle_epi8(w->sc, BCAST16(ib))));
+	}
+	*si = acc;
+	*sm = _mm256_setzero_si256();
+}
+
+KQ_ROW_TOKENS(iq4xs_row_tokens, iq4xs_w_t, iq4xs_weights, iq4xs_token, sizeof(block_iq4_xs), 0)
+KQ_ENTRY(iq4_xs, iq4xs_row_tokens)
+
 /* The 32 bits of h as 32 bytes, 0x10 where the bit is set (Q5_0's fifth
  * bit, element j at byte j). */
 AVX2_INLINE __m256i bits_to_0x10(uint32_t h)
@@ -342,17 +390,29 @@ typedef struct {
 	float d, m;
 } leg_w_t;
 
-enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1 };
+/* IQ4_NL (against Q8_0) runs the same code: its u are the signed grid
+ * values (pshufb of the 16-byte grid by the indices), multiplied by
+ * pmaddubsw as |u| times x with u's sign (|u| <= 127: pairs <= 32258). */
+enum { LEG_Q5_0, LEG_Q4_1, LEG_Q5_1, LEG_IQ4_NL };
+#define LEG_Q8_0_ACT(kind) ((kind) == LEG_Q5_0 || (kind) == LEG_IQ4_NL)
+
+/* ggml's IQ4 grid in both 128-bit halves, for pshufb */
+AVX2_INLINE __m256i iq4_grid256(void)
+{
+	return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kq_iq4_grid));
+}
 
 AVX2_INLINE void leg_weights(const uint8_t *wb, leg_w_t *w, const int kind)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F);
-	const size_t qoff = kind == LEG_Q5_0 ? 6 : kind == LEG_Q4_1 ? 4 : 8;
+	const size_t qoff = kind == LEG_Q5_0 ? 6 : kind == LEG_Q4_1 ? 4 : kind == LEG_Q5_1 ? 8 : 2;
 	__m128i q = _mm_loadu_si128((const __m128i *)(wb + qoff));
 	w->u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-	if (kind != LEG_Q4_1)
+	if (kind == LEG_Q5_0 || kind == LEG_Q5_1)
 		w->u = _mm256_or_si256(w->u, bits_to_0x10(ld_u32(wb + (kind == LEG_Q5_0 ? 2 : 4))));
-	if (kind == LEG_Q5_0) {
+	if (kind == LEG_IQ4_NL)
+		w->u = _mm256_shuffle_epi8(iq4_grid256(), w->u);
+	if (LEG_Q8_0_ACT(kind)) {
 		w->d = f16x1(wb);
 		w->m = 0.0f;
 	} else {
@@ -366,7 +426,10 @@ AVX2_INLINE void leg_weights(const uint8_t *wb, leg_w_t *w, const int kind)
 AVX2_INLINE __m256i leg_token(const leg_w_t *w, const uint8_t *x, const int kind)
 {
 	const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
-	__m256i xv = ld256(x + (kind == LEG_Q5_0 ? 2 : 4));
+	__m256i xv = ld256(x + (LEG_Q8_0_ACT(kind) ? 2 : 4));
+	if (kind == LEG_IQ4_NL)
+		return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w->u, w->u),
+							      _mm256_sign_epi8(xv, w->u)), one16);
 	__m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, xv), one16);
 	if (kind != LEG_Q5_0)
 		return s;
@@ -383,7 +446,7 @@ AVX2_INLINE void leg_step(float *acc, float *summ, const leg_w_t *w, const uint8
 	float p = (float)sumi * dd;
 	FP_ROUNDED(p);
 	*acc = *acc + p;
-	if (kind != LEG_Q5_0) {
+	if (!LEG_Q8_0_ACT(kind)) {
 		float pm = w->m * f16x1(x + 2);
 		FP_ROUNDED(pm);
 		*summ = *summ + pm;
@@ -394,8 +457,9 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 				int nt, float *out, int64_t os, const int kind)
 {
 	const size_t bb = kind == LEG_Q5_0 ? sizeof(block_q5_0)
-			  : kind == LEG_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1);
-	const size_t xbb = kind == LEG_Q5_0 ? sizeof(block_q8_0) : sizeof(block_q8_1);
+			  : kind == LEG_Q4_1 ? sizeof(block_q4_1)
+			  : kind == LEG_Q5_1 ? sizeof(block_q5_1) : sizeof(block_iq4_nl);
+	const size_t xbb = LEG_Q8_0_ACT(kind) ? sizeof(block_q8_0) : sizeof(block_q8_1);
 	float acc[KQ_TOK], summ[KQ_TOK];
 	for (int k = 0; k < nt; k++)
 		acc[k] = summ[k] = 0.0f;
@@ -446,5 +510,6 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 LEG_ENTRY(q5_0, LEG_Q5_0)
 LEG_ENTRY(q4_1, LEG_Q4_1)
 LEG_ENTRY(q5_1, LEG_Q5_1)
+LEG_ENTRY(iq4_nl, LEG_IQ4_NL)
 
 #endif

@@ -8,7 +8,8 @@
  *    it) to Q6_K (Q8_0 when its rows are not whole super-blocks);
  *  - attn_v, attn_output and ffn_down in some layers, by the preset;
  * then any type whose block does not divide the row length falls back
- * (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; then F16
+ * (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS ->
+ * IQ4_NL; then F16
  * when rows are not whole 32-blocks either). */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ enum {
 	PRESET_Q5_K_S,
 	PRESET_Q5_K_M,
 	PRESET_Q6_K,
+	PRESET_IQ4_NL,
+	PRESET_IQ4_XS,
 };
 
 static const struct {
@@ -42,7 +45,8 @@ static const struct {
 	{ "q3_k_m", PRESET_Q3_K_M, DTYPE_Q3_K, 12 }, { "q3_k_l", PRESET_Q3_K_L, DTYPE_Q3_K, 13 },
 	{ "q4_k_s", PRESET_Q4_K_S, DTYPE_Q4_K, 14 }, { "q4_k_m", PRESET_Q4_K_M, DTYPE_Q4_K, 15 },
 	{ "q5_k_s", PRESET_Q5_K_S, DTYPE_Q5_K, 16 }, { "q5_k_m", PRESET_Q5_K_M, DTYPE_Q5_K, 17 },
-	{ "q6_k", PRESET_Q6_K, DTYPE_Q6_K, 18 },
+	{ "q6_k", PRESET_Q6_K, DTYPE_Q6_K, 18 },     { "iq4_nl", PRESET_IQ4_NL, DTYPE_IQ4_NL, 25 },
+	{ "iq4_xs", PRESET_IQ4_XS, DTYPE_IQ4_XS, 30 },
 };
 
 /* llama_ftype of a pure type (general.file_type). */
@@ -52,7 +56,7 @@ static uint32_t pure_ftype(dtype_t t)
 		[DTYPE_F32] = 0,  [DTYPE_F16] = 1,  [DTYPE_BF16] = 32, [DTYPE_Q8_0] = 7,
 		[DTYPE_Q4_0] = 2, [DTYPE_Q4_1] = 3, [DTYPE_Q5_0] = 8,  [DTYPE_Q5_1] = 9,
 		[DTYPE_Q2_K] = 10, [DTYPE_Q3_K] = 12, [DTYPE_Q4_K] = 15, [DTYPE_Q5_K] = 17,
-		[DTYPE_Q6_K] = 18,
+		[DTYPE_Q6_K] = 18, [DTYPE_IQ4_NL] = 25, [DTYPE_IQ4_XS] = 30,
 	};
 	return ft[t];
 }
@@ -80,7 +84,8 @@ int quant_mix_from_name(const char *name, quant_mix_t *out)
 const char *quant_mix_names(void)
 {
 	return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q3_k (one type), "
-	       "q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k (presets)";
+	       "q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq4_nl, "
+	       "iq4_xs (presets)";
 }
 
 /* A type whose block does not divide cols -> llama-quantize's fallback. */
@@ -94,6 +99,7 @@ static dtype_t fallback(dtype_t t, int64_t cols)
 	case DTYPE_Q4_K: t = DTYPE_Q5_0; break;
 	case DTYPE_Q5_K: t = DTYPE_Q5_1; break;
 	case DTYPE_Q6_K: t = DTYPE_Q8_0; break;
+	case DTYPE_IQ4_XS: t = DTYPE_IQ4_NL; break;
 	default: break;
 	}
 	return cols % dtype_info[t].block == 0 ? t : DTYPE_F16;
@@ -142,6 +148,8 @@ dtype_t quant_tensor_type(const quant_mix_t *q, const char *name, int64_t cols,
 			t = DTYPE_Q6_K;
 		else if (p == PRESET_Q4_K_S && il < 4)
 			t = DTYPE_Q5_K;
+		else if ((p == PRESET_IQ4_NL || p == PRESET_IQ4_XS) && n_gqa >= 4)
+			t = DTYPE_Q5_K;
 	} else if (strstr(name, "ffn_down")) {
 		if (p == PRESET_Q2_K)
 			t = DTYPE_Q3_K;
@@ -152,6 +160,8 @@ dtype_t quant_tensor_type(const quant_mix_t *q, const char *name, int64_t cols,
 		else if ((p == PRESET_Q4_K_M || p == PRESET_Q5_K_M) && more_bits(il, n_layers))
 			t = DTYPE_Q6_K;
 		else if (p == PRESET_Q4_K_S && il < n_layers / 8)
+			t = DTYPE_Q5_K;
+		else if ((p == PRESET_IQ4_NL || p == PRESET_IQ4_XS) && il < n_layers / 8)
 			t = DTYPE_Q5_K;
 	} else if (strstr(name, "attn_output.weight")) {
 		if (p == PRESET_Q2_K)
