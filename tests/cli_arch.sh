@@ -4,8 +4,9 @@
 # logits, bit for bit, on 1 core, on 2, under random and flipping
 # membership, and with batched prefill against token by token. gemma3 with
 # a sliding window of 8 (6 layers: 5 sliding, 1 global) so that the prompt
-# and the generation cross it. Then malformed files of these architectures:
-# a one-line error naming the key or tensor, exit 2.
+# and the generation cross it, and its sliding_window_pattern key. Then
+# malformed files of these architectures: a one-line error naming the key
+# or tensor, exit 2.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -50,6 +51,55 @@ if [[ -s $TMP/w8.hash ]] && ! cmp -s $TMP/w8.hash $TMP/w512.hash; then pass "gem
 else fail "gemma3: a sliding window of 8 changes the logits"; fi
 expect_exit "synth --sliding-window on a shape without one" 2 "has no sliding-window layers" \
 	"$EGANG" synth qwen3-0.6b --sliding-window 8 -o $TMP/x.gguf
+
+# gemma3.attention.sliding_window_pattern, as llama.cpp's set_swa_pattern:
+# layer l slides unless (l + 1) % N == 0, 0: every layer slides, absent: 6.
+# One file written with N = 6, then its u32 value (type, value after the key
+# string) rewritten in place: setkey FILE TYPE VALUE-BYTES-HEX
+setkey() {
+	python3 - "$@" <<'PY'
+import struct, sys
+path, typ, val = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+key = b"gemma3.attention.sliding_window_pattern"
+with open(path, "r+b") as f:
+    head = f.read(1 << 20)
+    i = head.find(key)
+    if i < 0:
+        sys.exit("setkey: key not found")
+    f.seek(i + len(key))
+    f.write(struct.pack("<I", typ) + val)
+PY
+}
+u32() { python3 -c "import struct,sys; print(struct.pack('<I', int(sys.argv[1])).hex())" "$1"; }
+SP=$TMP/gemma3-pat.gguf
+"$EGANG" synth gemma3-270m --layers 6 --sliding-window 8 --sliding-window-pattern 6 --type q4_0 --seed 5 -o $SP -q
+ok=1 why=""
+for pw in "0 none" "1 0,1,2,3,4,5" "3 2,5" "4 3" "6 5" "7 none"; do
+	read -r n want <<<"$pw"
+	setkey $SP 4 "$(u32 $n)"
+	got=$("$EGANG" info $SP 2>&1 | sed -n 's/.*global layers: \(.*\))$/\1/p')
+	[[ $got == "$want" ]] || { ok=0; why="$why pattern $n: global '$got', want '$want';"; }
+	gen -m $SP -t 0 -n 16 -p "$PROMPT" --logits-hash $TMP/p$n.hash >/dev/null
+done
+if ((ok)); then pass "gemma3: sliding_window_pattern 0/1/3/4/6/7 give llama.cpp's global layers"
+else fail "gemma3: sliding_window_pattern 0/1/3/4/6/7 give llama.cpp's global layers" "$why"; fi
+# the pattern is in effect: 6 written = the key absent (gemma3.gguf above,
+# same weights); 4 moves the global layer and 0 removes it
+if [[ -s $TMP/p6.hash ]] && cmp -s $TMP/p6.hash $TMP/w8.hash && ! cmp -s $TMP/p4.hash $TMP/p6.hash &&
+	! cmp -s $TMP/p0.hash $TMP/p6.hash; then pass "gemma3: pattern 6 = no key; 4 and 0 change the logits"
+else fail "gemma3: pattern 6 = no key; 4 and 0 change the logits"; fi
+# bad values: a negative int32, a float
+setkey $SP 5 ffffffff
+expect_exit "gemma3: sliding_window_pattern -1" 2 "key 'gemma3.attention.sliding_window_pattern' = -1 is out of range" \
+	"$EGANG" info $SP
+setkey $SP 6 "$(python3 -c "import struct; print(struct.pack('<f', 6.0).hex())")"
+expect_exit "gemma3: sliding_window_pattern as a float" 2 "key 'gemma3.attention.sliding_window_pattern' is not an integer" \
+	"$EGANG" info $SP
+rm -f $SP
+expect_exit "synth --sliding-window-pattern on a shape without a window" 2 "has no sliding-window layers" \
+	"$EGANG" synth phi3-mini --sliding-window-pattern 3 -o $TMP/x.gguf
+expect_exit "synth --sliding-window-pattern -1" 2 "sliding-window-pattern: -1 is out of range" \
+	"$EGANG" synth gemma3-270m --sliding-window-pattern -1 -o $TMP/x.gguf
 
 # Malformed files: one string of the header changed in place (same length)
 # and back. patch FILE OLD NEW: the first OLD in the first 16 MiB -> NEW.

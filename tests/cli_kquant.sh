@@ -43,6 +43,17 @@ if grep -Eq "^  token_embd.weight +q8_0" $TMP/info2 && grep -Eq "^  blk.0.attn_q
 	grep -Eq "^  blk.0.ffn_down.weight +q4_k" $TMP/info2; then pass "q4_k_m falls back as llama-quantize on rows of 576"
 else fail "q4_k_m falls back as llama-quantize on rows of 576"; fi
 
+# phi3's fused attn_qkv is an attn_v to llama-quantize (category_is_attn_v):
+# with 2 layers use_more_bits picks layer 1 only, so attn_qkv is q4_K in
+# layer 0 and q6_K in layer 1, as ffn_down
+"$EGANG" synth phi3-mini --type q4_k_m --layers 2 --seed 2 -o $TMP/phi3.gguf -q
+"$EGANG" info $TMP/phi3.gguf >$TMP/info3
+if grep -Eq "^  blk.0.attn_qkv.weight +q4_k" $TMP/info3 && grep -Eq "^  blk.1.attn_qkv.weight +q6_k" $TMP/info3 &&
+	grep -Eq "^  blk.1.ffn_down.weight +q6_k" $TMP/info3 && grep -Eq "^  blk.1.ffn_up.weight +q4_k" $TMP/info3
+then pass "q4_k_m: phi3's attn_qkv gets attn_v's rule"
+else fail "q4_k_m: phi3's attn_qkv gets attn_v's rule" "$(grep -E 'attn_qkv' $TMP/info3)"; fi
+rm -f $TMP/phi3.gguf
+
 # bit-exact under membership, cores and ISA level (a q4_k_m model with
 # q4_K, q6_K, q5_0 and q8_0 matrices: smollm-135m, 2 layers)
 h() { "$EGANG" generate -m $TMP/sm.gguf -p "The quick brown fox" -n 12 -t 0 -q --no-echo --logits-hash "$@" >/dev/null 2>>$TMP/err; }

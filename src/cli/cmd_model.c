@@ -95,10 +95,17 @@ int cmd_info(int argc, char **argv)
 		putchar('\n');
 	if (k->swa_window) {
 		int n = 0;
-		for (int l = 0; l < k->n_layers; l++)
+		char global[256] = "";
+		size_t gl = 0;
+		for (int l = 0; l < k->n_layers; l++) {
 			n += m->layers[l].swa;
-		printf("sliding window: %d positions on %d of %d layers (rope theta %g)\n",
-		       k->swa_window, n, k->n_layers, (double)k->rope_theta_swa);
+			if (!m->layers[l].swa && gl < sizeof global - 16)
+				gl += (size_t)snprintf(global + gl, sizeof global - gl, "%s%d",
+						       gl ? "," : "", l);
+		}
+		printf("sliding window: %d positions on %d of %d layers (rope theta %g; "
+		       "global layers: %s)\n", k->swa_window, n, k->n_layers,
+		       (double)k->rope_theta_swa, gl ? global : "none");
 	}
 	printf("tokenizer:     %s, %d tokens, bos %d, eos %d\n",
 	       tokenizer_kind(m->tok) == TOKENIZER_GPT2 ? "gpt2 (byte-level BPE)"
@@ -150,7 +157,8 @@ int cmd_info(int argc, char **argv)
 
 static const char synth_help[] =
 	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N]\n"
-	"                   [--sliding-window N] [--tokenizer FILE [--tokenizer-config FILE]] [-q]\n"
+	"                   [--sliding-window N] [--sliding-window-pattern N]\n"
+	"                   [--tokenizer FILE [--tokenizer-config FILE]] [-q]\n"
 	"\n"
 	"Writes a GGUF with random weights (deterministic from the seed) and a\n"
 	"working synthetic tokenizer, in the shape of a real model.\n"
@@ -166,6 +174,9 @@ static const char synth_help[] =
 	"      --layers N      override the layer count (small test models)\n"
 	"      --sliding-window N  override the sliding layers' window (gemma3;\n"
 	"                      small test models that cross it)\n"
+	"      --sliding-window-pattern N  write gemma3's sliding_window_pattern:\n"
+	"                      layer l slides unless (l + 1) % N == 0, 0: every\n"
+	"                      layer slides (default: no key; llama.cpp assumes 6)\n"
 	"      --tokenizer FILE         a Hugging Face tokenizer.json: its vocabulary,\n"
 	"                      merges, token types and special tokens go into the\n"
 	"                      GGUF as llama.cpp's converter writes them, and the\n"
@@ -197,7 +208,7 @@ int cmd_synth(int argc, char **argv)
 {
 	const char *out = NULL, *type = "q8_0", *shape = NULL, *tok_json = NULL,
 		   *tok_cfg = NULL;
-	int64_t seed = 1, layers = 0, window = 0;
+	int64_t seed = 1, layers = 0, window = 0, pattern = -1;
 	const cli_opt_t opts[] = {
 		OPT_STR("output", 'o', &out, .required = true),
 		OPT_STR("tokenizer", 0, &tok_json),
@@ -206,6 +217,7 @@ int cmd_synth(int argc, char **argv)
 		OPT_INT("seed", 's', &seed, 0, UINT32_MAX),
 		OPT_INT("layers", 0, &layers, 1, 1024),
 		OPT_INT("sliding-window", 0, &window, 1, 1 << 20),
+		OPT_INT("sliding-window-pattern", 0, &pattern, 0, 1 << 20),
 		CLI_END,
 	};
 	int status;
@@ -218,15 +230,16 @@ int cmd_synth(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	synth_shape_t copy = *s;
-	if (window) {
-		if (!s->swa_window || s->arch != ARCH_GEMMA3) {
-			log_error("synth: --sliding-window: shape '%s' has no sliding-window "
-				  "layers", shape);
-			return EXIT_INPUT;
-		}
-		copy.swa_window = (int32_t)window;
-		s = &copy;
+	if ((window || pattern >= 0) && (!s->swa_window || s->arch != ARCH_GEMMA3)) {
+		log_error("synth: --sliding-window%s: shape '%s' has no sliding-window layers",
+			  window ? "" : "-pattern", shape);
+		return EXIT_INPUT;
 	}
+	if (window)
+		copy.swa_window = (int32_t)window;
+	if (pattern >= 0)
+		copy.swa_pattern = (int32_t)pattern;
+	s = &copy;
 	quant_mix_t mix;
 	if (quant_mix_from_name(type, &mix) < 0) {
 		log_error("synth: --type '%s' is not one of %s", type, quant_mix_names());

@@ -818,16 +818,14 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 
 /* ------------------------------------------ forward-pass math (generic) */
 
-/* As llama2.c: ss sequential in float, ss / n + eps, 1 / sqrtf, then
- * o = w * (ss * x). */
+/* As ggml's rms_norm: each square rounded to float, summed sequentially in
+ * double, the mean (double) rounded to float, 1 / sqrtf(mean + eps) in
+ * float, then o = w * (ss * x). A float sum (llama2.c's) moves the scale
+ * by ~1e-6 relative, enough to cross quantization boundaries downstream
+ * and to part greedy paths from llama.cpp's at near-ties. */
 void rmsnorm_generic(float *o, const float *x, const float *w, int64_t n, float eps)
 {
-	float ss = 0.0f;
-	for (int64_t j = 0; j < n; j++)
-		ss += x[j] * x[j];
-	ss /= (float)n;
-	ss += eps;
-	ss = 1.0f / sqrtf(ss);
+	const float ss = rmsnorm_scale(x, n, eps);
 	for (int64_t j = 0; j < n; j++)
 		o[j] = w[j] * (ss * x[j]);
 }

@@ -188,7 +188,9 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
  * a small share of a token). So stories260K still reproduces run.c's text
  * and ids, and the sampler's softmax stays run.c's.
  *
- * o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. */
+ * o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. The
+ * sum of squares is ggml's (in double, kernels_impl.h rmsnorm_scale), so
+ * the greedy path follows llama.cpp's through near-ties. */
 void rmsnorm(float *o, const float *x, const float *w, int64_t n, float eps);
 void rmsnorm_generic(float *o, const float *x, const float *w, int64_t n, float eps);
 /* In-place softmax over x (n,). */

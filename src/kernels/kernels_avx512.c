@@ -935,19 +935,11 @@ DEFINE_P4(bf16, DTYPE_BF16)
  * and sums that are independent per lane are vectorized; every product is
  * rounded before its add (FP_ROUNDED, no FMA). */
 
-/* ss in the generic's sequential order; o = w * (ss * x) 16 lanes at once. */
+/* ss from rmsnorm_scale (kernels_impl.h); o = w * (ss * x) 16 lanes at once. */
 AVX512 static void rmsnorm_avx512(float *o, const float *x, const float *w,
 				  int64_t n, float eps)
 {
-	float ss = 0.0f;
-	for (int64_t j = 0; j < n; j++) {
-		float p = x[j] * x[j];
-		FP_ROUNDED(p);
-		ss = ss + p;
-	}
-	ss /= (float)n;
-	ss += eps;
-	ss = 1.0f / sqrtf(ss);
+	const float ss = rmsnorm_scale(x, n, eps);
 	const __m512 vs = _mm512_set1_ps(ss);
 	for (int64_t j = 0; j < n; j += 16) {
 		__mmask16 m = tail_mask(n - j);

@@ -277,6 +277,23 @@ static inline uint16_t f32_to_fp16_inline(float f)
 	return (uint16_t)(sign | h);
 }
 
+/* RMSNorm's scale as ggml computes it (ggml_compute_forward_rms_norm_f32):
+ * each x*x rounded to float, summed in order in double, the mean
+ * (double) rounded to float, then 1 / sqrtf(mean + eps) in float. Every
+ * level calls this one scalar loop, so the scale has the same bits at all
+ * of them; only o = w * (ss * x) is vectorized. */
+static inline float rmsnorm_scale(const float *x, int64_t n, float eps)
+{
+	double sum = 0.0;
+	for (int64_t j = 0; j < n; j++) {
+		float p = x[j] * x[j];
+		FP_ROUNDED(p);
+		sum += (double)p;
+	}
+	const float mean = (float)(sum / (double)n);
+	return 1.0f / sqrtf(mean + eps);
+}
+
 /* One block of 32 activations as Q8_0 quants (the generic rule of
  * quantize_q8_0_generic, kernels.c: q = x * (127 / amax) rounded half to
  * even, clamped to [-127, 127], a NaN element -127); returns the unrounded

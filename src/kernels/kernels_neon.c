@@ -689,18 +689,10 @@ DEFINE_GEMM(gemm_quant_dotprod, DOTPROD, ROWS_QD)
 
 /* ------------------------------------------ forward-pass float math */
 
-/* ss in the generic's sequential order; o = w * (ss * x) 4 lanes at once. */
+/* ss from rmsnorm_scale (kernels_impl.h); o = w * (ss * x) 4 lanes at once. */
 static void rmsnorm_neon(float *o, const float *x, const float *w, int64_t n, float eps)
 {
-	float ss = 0.0f;
-	for (int64_t j = 0; j < n; j++) {
-		float p = x[j] * x[j];
-		FP_ROUNDED(p);
-		ss = ss + p;
-	}
-	ss /= (float)n;
-	ss += eps;
-	ss = 1.0f / sqrtf(ss);
+	const float ss = rmsnorm_scale(x, n, eps);
 	int64_t j = 0;
 	for (; j + 4 <= n; j += 4) {
 		float32x4_t sx = vmulq_n_f32(vld1q_f32(x + j), ss);

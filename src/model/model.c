@@ -328,6 +328,26 @@ static int get_f32_key(gguf_loader_t *ld, const char *arch, const char *key,
 	return 0;
 }
 
+/* attention.sliding_window_pattern into *out when present: an integer
+ * 0..INT32_MAX (0: every layer slides); llama.cpp's per-layer array form
+ * (other architectures) is refused; -1 + err_get(). */
+static int swa_pattern_key(gguf_loader_t *ld, const char *arch, int32_t *out)
+{
+	char full[128];
+	int64_t v;
+	snprintf(full, sizeof full, "%s.attention.sliding_window_pattern", arch);
+	if (gguf_find_key(ld->g, full) < 0)
+		return 0;
+	if (gguf_get_int(ld->g, full, &v) < 0)
+		return err_set("%s: key '%s' is not an integer", ld->file, full);
+	if (v < 0 || v > INT32_MAX)
+		return err_set("%s: key '%s' = %lld is out of range (0: every layer "
+			       "slides, N: every Nth layer is global)", ld->file, full,
+			       (long long)v);
+	*out = (int32_t)v;
+	return 0;
+}
+
 /* The RoPE and sliding-window keys (model_config_t): rope.scaling.type
  * none, linear (factor), llama3 (its factors are the rope_freqs tensor),
  * longrope (phi3's factor tensors) or yarn without extrapolation mixing is
@@ -363,16 +383,18 @@ static int gguf_rope_keys(gguf_loader_t *ld, const char *arch)
 	if (!(c->rope_mscale > 0.0f && c->rope_mscale < 100.0f))
 		return err_set("%s: key '%s.rope.scaling.attn_factor' = %g is out of range",
 			       ld->file, arch, c->rope_mscale);
-	/* sliding windows: gemma3 (every 6th layer global, as llama.cpp's
-	 * default pattern, sliding_window_pattern overriding); phi3's key is
-	 * read by llama.cpp and ignored (its SWA is disabled there), and so
-	 * here */
+	/* sliding windows: gemma3 (every 6th layer global, llama.cpp's
+	 * default pattern, sliding_window_pattern overriding when the window
+	 * is there, as llama.cpp reads it); phi3's key is read by llama.cpp and
+	 * ignored (its SWA is disabled there), and so here */
 	c->rope_theta_swa = 10000.0f;
+	c->swa_pattern = 6;
 	if (arch_info[c->arch].swa) {
 		snprintf(full, sizeof full, "%s.attention.sliding_window", arch);
 		if (gguf_find_key(ld->g, full) >= 0 &&
 		    (get_u32_key(ld, arch, "attention.sliding_window", &c->swa_window, -1) < 0 ||
-		     get_f32_key(ld, arch, "rope.freq_base_swa", &c->rope_theta_swa, 10000.0) < 0))
+		     get_f32_key(ld, arch, "rope.freq_base_swa", &c->rope_theta_swa, 10000.0) < 0 ||
+		     swa_pattern_key(ld, arch, &c->swa_pattern) < 0))
 			return -1;
 		if (!(c->rope_theta_swa > 0 && c->rope_theta_swa < 1e12f))
 			return err_set("%s: key '%s.rope.freq_base_swa' = %g is out of range",
@@ -535,8 +557,9 @@ static int gguf_layer(gguf_loader_t *ld, int l, layer_t *y)
 	    take_vector(ld, NAME("ffn_norm.weight"), D, &y->ffn_norm, true) < 0)
 		return -1;
 #undef NAME
-	/* gemma3's pattern: layer l slides unless l % 6 == 5 */
-	y->swa = c->swa_window > 0 && l % 6 < 5;
+	/* llama.cpp's set_swa_pattern: layer l slides unless
+	 * (l + 1) % pattern == 0; pattern 0: every layer slides */
+	y->swa = c->swa_window > 0 && (c->swa_pattern == 0 || (l + 1) % c->swa_pattern != 0);
 	return 0;
 }
 

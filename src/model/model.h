@@ -79,6 +79,10 @@ typedef struct model_config {
 	 * positions, RoPE base rope_theta_swa, no scaling or factors */
 	int32_t swa_window;  /* 0: none */
 	float rope_theta_swa;
+	/* attention.sliding_window_pattern (llama.cpp's set_swa_pattern): layer
+	 * l slides unless (l + 1) % swa_pattern == 0; 0: every layer slides;
+	 * gemma3's default 6 when the key is absent */
+	int32_t swa_pattern;
 } model_config_t;
 
 /* A 2-D weight: rows of `cols` elements of `type`, row-major. */
@@ -196,6 +200,9 @@ typedef struct synth_shape {
 	float rope_theta_swa;  /* sliding layers' base (gemma3: 10000) */
 	float llama3_factor;   /* llama3 rope scaling: factor (low 1, high 4) */
 	int32_t rope_orig_ctx; /* rope scaling's original context length */
+	/* attention.sliding_window_pattern to write; -1: none (the converter
+	 * writes none for gemma3, and llama.cpp assumes 6) */
+	int32_t swa_pattern;
 } synth_shape_t;
 
 extern const synth_shape_t synth_shapes[];

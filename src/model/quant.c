@@ -6,7 +6,9 @@
  * importance matrix: a preset has a base type, and raises
  *  - output.weight (and token_embd.weight when the classifier is tied to
  *    it) to Q6_K (Q8_0 when its rows are not whole super-blocks);
- *  - attn_v, attn_output and ffn_down in some layers, by the preset;
+ *  - attn_v, attn_output and ffn_down in some layers, by the preset; a
+ *    fused attn_qkv (phi3) is an attn_v to llama-quantize (its
+ *    category_is_attn_v), so it gets attn_v's rule, layer by layer;
  * then any type whose block does not divide the row length falls back
  * (Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS ->
  * IQ4_NL; then F16
@@ -137,7 +139,7 @@ dtype_t quant_tensor_type(const quant_mix_t *q, const char *name, int64_t cols,
 		return fallback(t, cols);
 	if (output) {
 		t = cols % QK_K ? DTYPE_Q8_0 : DTYPE_Q6_K;
-	} else if (strstr(name, "attn_v.weight")) {
+	} else if (strstr(name, "attn_v.weight") || strstr(name, "attn_qkv.weight")) {
 		if (p == PRESET_Q2_K)
 			t = n_gqa >= 4 ? DTYPE_Q4_K : DTYPE_Q3_K;
 		else if (p == PRESET_Q3_K_M)

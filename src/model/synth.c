@@ -21,27 +21,28 @@
 #include "model/utf8.h"
 
 /* Shapes of public models (from their config.json); weights are random.
- * The last five fields: head_dim (when not dim / heads), sliding window,
- * the sliding layers' RoPE base, llama3 rope scaling's factor, and the
- * rope scaling's original context. */
+ * The last six fields: head_dim (when not dim / heads), sliding window,
+ * the sliding layers' RoPE base, llama3 rope scaling's factor, the rope
+ * scaling's original context, and the sliding-window pattern key (-1:
+ * not written). */
 const synth_shape_t synth_shapes[] = {
-	{"stories260k", ARCH_LLAMA, 64, 172, 5, 8, 4, 512, 512, 10000.0f, 1e-5f, 1, TOKENIZER_LLAMA, 0, 0, 0, 0, 0},
-	{"smollm-135m", ARCH_LLAMA, 576, 1536, 30, 9, 3, 49152, 2048, 10000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0},
-	{"smollm2-360m", ARCH_LLAMA, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0},
-	{"qwen2.5-0.5b", ARCH_QWEN2, 896, 4864, 24, 14, 2, 151936, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0},
-	{"tinyllama-1.1b", ARCH_LLAMA, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0},
-	{"llama2-7b", ARCH_LLAMA, 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0},
+	{"stories260k", ARCH_LLAMA, 64, 172, 5, 8, 4, 512, 512, 10000.0f, 1e-5f, 1, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
+	{"smollm-135m", ARCH_LLAMA, 576, 1536, 30, 9, 3, 49152, 2048, 10000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
+	{"smollm2-360m", ARCH_LLAMA, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
+	{"qwen2.5-0.5b", ARCH_QWEN2, 896, 4864, 24, 14, 2, 151936, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
+	{"tinyllama-1.1b", ARCH_LLAMA, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
+	{"llama2-7b", ARCH_LLAMA, 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
 	/* Llama-3.2-1B: llama3 rope scaling (factor 32, low 1, high 4,
 	 * original context 8192) as the rope_freqs tensor */
-	{"llama3.2-1b", ARCH_LLAMA, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 32.0f, 8192},
-	{"qwen3-0.6b", ARCH_QWEN3, 1024, 3072, 28, 16, 8, 151936, 40960, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 128, 0, 0, 0, 0},
-	{"gemma3-270m", ARCH_GEMMA3, 640, 2048, 18, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0},
-	{"gemma3-1b", ARCH_GEMMA3, 1152, 6912, 26, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0},
+	{"llama3.2-1b", ARCH_LLAMA, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 32.0f, 8192, -1},
+	{"qwen3-0.6b", ARCH_QWEN3, 1024, 3072, 28, 16, 8, 151936, 40960, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 128, 0, 0, 0, 0, -1},
+	{"gemma3-270m", ARCH_GEMMA3, 640, 2048, 18, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1},
+	{"gemma3-1b", ARCH_GEMMA3, 1152, 6912, 26, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1},
 	/* Phi-3-mini-4k-instruct (its sliding_window 2047 is written, as the
 	 * converter does, and ignored, as llama.cpp does) */
-	{"phi3-mini", ARCH_PHI3, 3072, 8192, 32, 32, 32, 32064, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 2047, 0, 0, 4096},
+	{"phi3-mini", ARCH_PHI3, 3072, 8192, 32, 32, 32, 32064, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 2047, 0, 0, 4096, -1},
 	/* Mistral-7B-Instruct-v0.2 */
-	{"mistral-7b", ARCH_LLAMA, 4096, 14336, 32, 32, 8, 32000, 32768, 1000000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0},
+	{"mistral-7b", ARCH_LLAMA, 4096, 14336, 32, 32, 8, 32000, 32768, 1000000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
 };
 const int synth_n_shapes = (int)EG_ARRAY_LEN(synth_shapes);
 
@@ -88,6 +89,9 @@ static void write_arch_keys(gguf_writer_t *w, const synth_shape_t *s,
 	}
 	if (s->swa_window)
 		gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)s->swa_window);
+	if (s->swa_window && s->swa_pattern >= 0)
+		gguf_writer_set_u32(w, KEY("attention.sliding_window_pattern"),
+				    (uint32_t)s->swa_pattern);
 	if (s->rope_theta_swa > 0)
 		gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), s->rope_theta_swa);
 	if (s->rope_orig_ctx && c->arch == ARCH_PHI3)
