@@ -8,9 +8,10 @@
  * and 180 for float weights (quantized rows are whole blocks: 160 and 576),
  * batches of 1, 3, 17 and 64 tokens; weights at odd addresses.
  *
- * `test_gemm --bench [rows n ntok reps]` times gemm_rows (in 32 KiB row
- * chunks, as the prefill waves) against ntok matvec_rows calls on the same
- * rows, for q8_0, q4_0, f16, f32 and bf16 (one summary line each). */
+ * `test_gemm --bench [rows n ntok reps]` times gemm_rows_packed (in 32 KiB
+ * row chunks, as the prefill waves, from the packed copy where the type has
+ * one) against the matvec once per token over each chunk's rows (the small
+ * decode batches' form, forward.c b_mm), for q8_0, q4_0, f16, f32 and bf16 (one summary line each). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -338,16 +339,26 @@ static int bench(int argc, char **argv)
 		 * forward.c's batch waves */
 		int64_t chunk = (int64_t)((32u << 10) / f.rb);
 		chunk = chunk < 16 ? 16 : (chunk + 15) & ~(int64_t)15;
+		/* the packed copy where the type has one, as the model uses */
+		void *P = NULL;
+		if (pack16_bytes(f.wt, rows, n)) {
+			P = malloc(pack16_bytes(f.wt, rows, n));
+			pack16(f.wt, f.W, rows, n, P);
+		}
 		double best_g = 1e30, best_m = 1e30;
 		for (int k = 0; k < reps; k++) {
 			uint64_t a = cpu_ns();
 			for (int64_t r0 = 0; r0 < rows; r0 += chunk)
-				gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, r0,
-					  r0 + chunk < rows ? r0 + chunk : rows, ntok);
+				gemm_rows_packed(f.wt, f.W, P, rows, f.X, f.xs, aux, Y, rows, n,
+						 r0, r0 + chunk < rows ? r0 + chunk : rows, ntok);
 			uint64_t b = cpu_ns();
-			for (int64_t t = 0; t < ntok; t++)
-				matvec_rows(f.wt, f.W, f.X + (size_t)t * f.xs, Y + t * rows,
-					    n, 0, rows);
+			/* forward.c's small-batch form: per chunk, the matvec
+			 * once per token over the chunk's rows */
+			for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+				for (int64_t t = 0; t < ntok; t++)
+					matvec_range(f.wt, f.W, P, rows, f.X + (size_t)t * f.xs,
+						     Y + t * rows + r0, n, r0,
+						     r0 + chunk < rows ? r0 + chunk : rows);
 			uint64_t c = cpu_ns();
 			if ((double)(b - a) < best_g)
 				best_g = (double)(b - a);
@@ -360,6 +371,7 @@ static int bench(int argc, char **argv)
 		       kernels_isa(), dtype_info[f.wt].name, (long long)rows,
 		       (long long)n, (long long)ntok, macs / best_g, macs / best_m,
 		       best_m / best_g, reps);
+		free(P);
 		free(aux);
 		free(Y);
 		fixture_free(&f);

@@ -595,17 +595,22 @@ static inline const void *b_act(const forward_t *f, const tensor_t *w, const flo
  * arguments): gemm_rows_packed, or for at most MV_TOKENS tokens (a small
  * decode batch) the decode matvec once per token over the chunk's rows,
  * which stay in cache after the first token, so each row still comes from
- * memory once per step. gemm_rows' tile setup costs more than it saves
- * below about 8 tokens (a serial step of smollm-135m q8_0: 4 tokens 115
- * against 240 ms, 16 tokens 308 against 284 ms, on a loaded machine).
- * Both give every output the matvec's bits (kernels.h), so the switch
- * changes no bit (tests/test_batch.c runs both sides of it). */
+ * memory once per step. gemm_rows' tile setup (a repacked copy of each row
+ * group) costs more than it saves below about 8 tokens (a serial step of
+ * smollm-135m q8_0: 4 tokens 115 against 240 ms, 16 tokens 308 against 284
+ * ms, on a loaded machine); where the level reads a packed matrix's groups
+ * in place (gemm_small_batch) the GEMM is the faster from 2 tokens on
+ * (`test_gemm --bench 2048 2048 NTOK`, q8_0, thread CPU time: 1.14x the
+ * matvec per token at 2 tokens, 1.65x at 4). Both give every output the
+ * matvec's bits (kernels.h), so the switch changes no bit
+ * (tests/test_batch.c runs both sides of it). */
 #define MV_TOKENS 4
 
 static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, float *Y,
 		 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)
 {
-	if (ntok <= MV_TOKENS) {
+	if (ntok == 1 ||
+	    (ntok <= MV_TOKENS && !(w->packed && gemm_small_batch(w->type)))) {
 		for (int64_t t = 0; t < ntok; t++)
 			matvec_range(w->type, w->data, w->packed, w->rows, (const char *)X + t * xs,
 				     Y + t * ys + r0, n, r0, r1);
