@@ -2,6 +2,7 @@
 #include "bench/decode.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "bench/pool.h"
@@ -157,6 +158,7 @@ static double batch_rate(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
 		runner_t run = {RUN_GANG, e->g, NULL};
 		return decode_rate(e->m, e->f, &run, tokens);
 	}
+	/* B > 1 below: every step through the batch plan */
 	int32_t bos = tokenizer_bos(e->m->tok) >= 0 ? tokenizer_bos(e->m->tok) : 0;
 	for (int i = 0; i < B; i++)
 		tok[i] = (bos + i) % e->m->cfg.vocab_size; /* distinct sequences */
@@ -181,7 +183,15 @@ static double batch_rate(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
 	return rc < 0 ? -1 : (double)B * tokens / ((double)(t1 - t0) / 1e9);
 }
 
-/* One batch size at every width into r. */
+/* The process's CPU time (all threads), seconds. */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One batch size at every width into r (v: 2 reps doubles of scratch). */
 static int width_of_batch(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
 			  int32_t *tok, int B, int tokens, int reps, double *v,
 			  bench_width_result_t *r)
@@ -189,14 +199,20 @@ static int width_of_batch(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
 	double rate[GANG_MAX_SLOTS + 1] = {0};
 	r->best = 0;
 	r->batch = B;
+	double *cpu = v + reps;
 	for (int w = 1; w <= e->n_cpus; w++) {
 		gang_request(e->g, w == 32 ? 0xffffffffu : (1u << w) - 1);
 		if (batch_rate(e, kv, segs, tok, B, 4) < 0) /* let the workers join */
 			return -1;
-		for (int i = 0; i < reps; i++)
+		for (int i = 0; i < reps; i++) {
+			double c0 = process_cpu_s();
 			if ((v[i] = batch_rate(e, kv, segs, tok, B, tokens)) < 0)
 				return -1;
+			/* CPU time of the whole run (warm-up steps included) */
+			cpu[i] = (double)B * (tokens + 2) / (process_cpu_s() - c0);
+		}
 		r->s[w - 1] = stats_summarize(v, (size_t)reps);
+		r->cpu[w - 1] = stats_summarize(cpu, (size_t)reps);
 		rate[w] = r->s[w - 1].p50;
 		if (rate[w] > r->best)
 			r->best = rate[w];
@@ -218,7 +234,7 @@ int bench_width_batch_run(engine_t *e, int tokens, int reps, const int *batch,
 	forward_kv_t *kv = calloc((size_t)bmax, sizeof *kv);
 	forward_seg_t *segs = calloc((size_t)bmax, sizeof *segs);
 	int32_t *tok = calloc((size_t)bmax, sizeof *tok);
-	double *v = malloc((size_t)reps * sizeof *v);
+	double *v = malloc(2 * (size_t)reps * sizeof *v);
 	int rc = kv && segs && tok && v ? 0 : err_set("bench width: out of memory");
 	int n_kv = 0;
 	for (; rc == 0 && n_kv < bmax; n_kv++)

@@ -45,6 +45,10 @@ typedef struct bench_width_result {
 	int knee;  /* the `knee` policy's pick (knee_of_rates, tolerance 0.95) */
 	double best; /* the best median tok/s */
 	int batch;   /* bench_width_batch_run: the batch size */
+	/* bench_width_batch_run: tok/s per second of process CPU time (all
+	 * threads, the spinning of idle members included) at width w + 1: on
+	 * a shared machine, the work rather than the wait */
+	stats_summary_t cpu[GANG_MAX_SLOTS];
 } bench_width_result_t;
 
 /* Width: the first w slots requested, w = 1..n, reps runs each. -1 +

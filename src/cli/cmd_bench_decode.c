@@ -39,7 +39,8 @@ static const char width_help[] =
 	"is within 5% of the cheapest width's.\n"
 	"--batch: the same for each batch size B (1..128): B sequences decoding\n"
 	"side by side, one token of each per step (the server's batch step);\n"
-	"aggregate tok/s, step time and the knee per batch size, then a line\n"
+	"aggregate tok/s, step time, tok/s per second of process CPU time (the\n"
+	"work on a shared machine) and the knee per batch size, then a line\n"
 	"`knees = B:K,...` for a knee record of a policy library (--policies).\n";
 
 static const char overhead_help[] =
@@ -166,8 +167,9 @@ static int width_batches(engine_t *e, const model_opts_t *o)
 		for (int w = 1; w <= e->n_cpus; w++) {
 			const stats_summary_t *s = &r[i].s[w - 1];
 			printf("batch %3d width %2d: %8.2f tok/s median (min %.2f, max %.2f), "
-			       "step %.2f ms\n", r[i].batch, w, s->p50, s->min, s->max,
-			       1e3 * r[i].batch / s->p50);
+			       "step %.2f ms; per CPU second %.2f tok/s (max %.2f)\n",
+			       r[i].batch, w, s->p50, s->min, s->max, 1e3 * r[i].batch / s->p50,
+			       r[i].cpu[w - 1].p50, r[i].cpu[w - 1].max);
 		}
 		printf("bench width %s: batch=%d knee=%d best=%.2f tok/s at widths 1..%d:",
 		       e->m->name, r[i].batch, r[i].knee, r[i].best, e->n_cpus);

@@ -286,5 +286,15 @@ int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 int attn_rows_generic(const float *q, int64_t qs, const float *K,
 		       const float *V, int64_t kvs, float *out, int64_t os,
 		       int64_t hd, int32_t pos0, int32_t nq);
+/* nh queries (query heads sharing one KV head: q + h * qs -> out + h * os)
+ * all at position pos, each against keys 0..pos: each head the same bits
+ * as attn_rows of that query alone (and so as decode). 0, or -1 as
+ * attn_rows. */
+int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
+		    int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
+		    int32_t nh);
+int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
+			    const float *V, int64_t kvs, float *out, int64_t os,
+			    int64_t hd, int32_t pos, int32_t nh);
 
 #endif
