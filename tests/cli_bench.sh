@@ -39,6 +39,21 @@ fi
 "$EGANG" synth stories260k --type q8_0 --seed 2 -o $TMP/m.gguf -q
 "$EGANG" bench width -m $TMP/m.gguf --tokens 16 --reps 1 >$TMP/w 2>&1
 if grep -q "^bench width .*knee=[1-9]" $TMP/w; then pass "bench width finds a knee"; else fail "bench width finds a knee" "$(cat $TMP/w)"; fi
+# the knee per batch size: a summary line per batch and a knees line that a
+# knee record of a policy library takes as it is
+"$EGANG" bench width -m $TMP/m.gguf --tokens 8 --reps 1 --batch 1,3,8 >$TMP/wb 2>&1
+if [[ $(grep -c "^bench width .*: batch=[138] knee=[1-9]" $TMP/wb) -eq 3 ]] &&
+	grep -Eq "^knees = 1:[1-9],3:[1-9],8:[1-9]$" $TMP/wb; then
+	pass "bench width --batch: the knee per batch size"
+else fail "bench width --batch: the knee per batch size" "$(cat $TMP/wb)"; fi
+{ printf '[bk]\nwidth = knee\n'; grep "^knees = " $TMP/wb; } >$TMP/bk.ini
+"$EGANG" policy show bk --policies $TMP/bk.ini >$TMP/bk.show 2>&1
+if grep -q "^$(grep "^knees = " $TMP/wb)$" $TMP/bk.show; then pass "bench width --batch: its knees line loads as a policy record"
+else fail "bench width --batch: its knees line loads as a policy record" "$(cat $TMP/bk.show)"; fi
+expect_exit "bench width --batch not increasing" 2 "--batch: '4,2' is not a list of increasing batch sizes" "$EGANG" bench width -m $TMP/m.gguf --batch 4,2
+expect_exit "bench width --batch empty entry" 2 "--batch: '1,,2' is not a list" "$EGANG" bench width -m $TMP/m.gguf --batch 1,,2
+expect_exit "bench width --batch out of range" 2 "--batch: 129 is out of range" "$EGANG" bench width -m $TMP/m.gguf --batch 1,129
+expect_exit "bench width --batch not a number" 2 "--batch: 'x'" "$EGANG" bench width -m $TMP/m.gguf --batch x
 "$EGANG" bench decode -m $TMP/m.gguf --tokens 16 --reps 2 -q >$TMP/d 2>&1
 if grep -q "^bench decode: .* q8_0 cores=[0-9].* tok/s min/median/max [0-9.]*/[0-9.]*/[0-9.]*  GB/s" $TMP/d && [[ $(wc -l <$TMP/d) -eq 1 ]]
 then pass "bench decode: one summary line"; else fail "bench decode: one summary line" "$(cat $TMP/d)"; fi

@@ -8,9 +8,10 @@
  * and 180 for float weights (quantized rows are whole blocks: 160 and 576),
  * batches of 1, 3, 17 and 64 tokens; weights at odd addresses.
  *
- * `test_gemm --bench [rows n ntok reps]` times gemm_rows (in 32 KiB row
- * chunks, as the prefill waves) against ntok matvec_rows calls on the same
- * rows, for q8_0, q4_0, f16, f32 and bf16 (one summary line each). */
+ * `test_gemm --bench [rows n ntok reps]` times gemm_rows_packed (in 32 KiB
+ * row chunks, as the prefill waves, from the packed copy where the type has
+ * one) against the matvec once per token over each chunk's rows (the small
+ * decode batches' form, forward.c b_mm), for q8_0, q4_0, f16, f32 and bf16 (one summary line each). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -182,7 +183,11 @@ static void check_type(dtype_t wt, int64_t n)
 				static const int64_t rcut[] = { 0, 1, 16, 19, 64, 104, 105 };
 				int64_t t0 = 0;
 				while (t0 < f.ntok) {
+					/* uneven pieces of 1..9 tokens; packed, also 12 and
+					 * 16 (the in-place tiles of 8 + 4 and 8 + 8) */
 					int64_t t1 = t0 + 1 + (t0 * 5) % 9;
+					if (packed && t0 % 3 == 1)
+						t1 = t0 + (t0 % 2 ? 12 : 16);
 					if (t1 > f.ntok)
 						t1 = f.ntok;
 					for (size_t c = 0; c + 1 < EG_ARRAY_LEN(rcut); c++)
@@ -292,6 +297,70 @@ static void test_gemm_aux(void **state)
 }
 
 /* Empty ranges write nothing. */
+/* attn_rows_heads: the query heads of one KV head at one position, each
+ * the same bits as attn_rows of that query alone and as the decode path's
+ * attention_heads, at every level; 1..20 heads (past one group of lanes),
+ * head sizes 64 and 40 (a tail), windows of 1 and 37 positions. */
+static void test_attn_heads(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 11);
+	static const int64_t hds[] = {64, 40};
+	static const int32_t poss[] = {0, 36};
+	static const int32_t nhs[] = {1, 3, 8, 17, 20};
+	const int64_t kvs = 3 * 64 + 8, npos = 37, nhmax = 20;
+	float *K = malloc((size_t)(npos * kvs) * sizeof(float));
+	float *V = malloc((size_t)(npos * kvs) * sizeof(float));
+	float *q = malloc((size_t)(nhmax * 64) * sizeof(float));
+	float *out = malloc((size_t)(nhmax * 64) * sizeof(float));
+	float *one = malloc(64 * sizeof(float));
+	float *dec = malloc((size_t)(nhmax * 64) * sizeof(float));
+	float *sc = malloc((size_t)(nhmax * npos) * sizeof(float));
+	for (int64_t i = 0; i < npos * kvs; i++) {
+		K[i] = (rng_float(&r) * 2 - 1);
+		V[i] = (rng_float(&r) * 2 - 1);
+	}
+	for (int64_t i = 0; i < nhmax * 64; i++)
+		q[i] = (rng_float(&r) * 2 - 1);
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		for (size_t a = 0; a < EG_ARRAY_LEN(hds); a++)
+			for (size_t b = 0; b < EG_ARRAY_LEN(poss); b++)
+				for (size_t c = 0; c < EG_ARRAY_LEN(nhs); c++) {
+					int64_t hd = hds[a];
+					int32_t pos = poss[b], nh = nhs[c];
+					assert_int_equal(attn_rows_heads(q, hd, K, V, kvs, out, hd, hd,
+									 pos, nh), 0);
+					attention_heads(dec, q, K, V, kvs, pos + 1, (int)hd, sc, nh,
+							npos);
+					for (int32_t h = 0; h < nh; h++) {
+						assert_int_equal(attn_rows(q + h * hd, hd, K, V, kvs, one,
+									   hd, hd, pos, 1), 0);
+						for (int64_t i = 0; i < hd; i++)
+							if (f2u(out[h * hd + i]) != f2u(one[i]) ||
+							    f2u(out[h * hd + i]) != f2u(dec[h * hd + i]))
+								fail_msg("%s hd %lld pos %d heads %d: head %d "
+									 "element %lld differs", lv[l],
+									 (long long)hd, pos, nh, h,
+									 (long long)i);
+					}
+				}
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	assert_int_equal(attn_rows_heads(q, 64, K, V, kvs, out, 64, 64, 3, 0), 0);
+	free(K);
+	free(V);
+	free(q);
+	free(out);
+	free(one);
+	free(dec);
+	free(sc);
+}
+
 static void test_gemm_empty(void **state)
 {
 	(void)state;
@@ -339,16 +408,26 @@ static int bench(int argc, char **argv)
 		 * forward.c's batch waves */
 		int64_t chunk = (int64_t)((32u << 10) / f.rb);
 		chunk = chunk < 16 ? 16 : (chunk + 15) & ~(int64_t)15;
+		/* the packed copy where the type has one, as the model uses */
+		void *P = NULL;
+		if (pack16_bytes(f.wt, rows, n)) {
+			P = malloc(pack16_bytes(f.wt, rows, n));
+			pack16(f.wt, f.W, rows, n, P);
+		}
 		double best_g = 1e30, best_m = 1e30;
 		for (int k = 0; k < reps; k++) {
 			uint64_t a = cpu_ns();
 			for (int64_t r0 = 0; r0 < rows; r0 += chunk)
-				gemm_rows(f.wt, f.W, f.X, f.xs, aux, Y, rows, n, r0,
-					  r0 + chunk < rows ? r0 + chunk : rows, ntok);
+				gemm_rows_packed(f.wt, f.W, P, rows, f.X, f.xs, aux, Y, rows, n,
+						 r0, r0 + chunk < rows ? r0 + chunk : rows, ntok);
 			uint64_t b = cpu_ns();
-			for (int64_t t = 0; t < ntok; t++)
-				matvec_rows(f.wt, f.W, f.X + (size_t)t * f.xs, Y + t * rows,
-					    n, 0, rows);
+			/* forward.c's small-batch form: per chunk, the matvec
+			 * once per token over the chunk's rows */
+			for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+				for (int64_t t = 0; t < ntok; t++)
+					matvec_range(f.wt, f.W, P, rows, f.X + (size_t)t * f.xs,
+						     Y + t * rows + r0, n, r0,
+						     r0 + chunk < rows ? r0 + chunk : rows);
 			uint64_t c = cpu_ns();
 			if ((double)(b - a) < best_g)
 				best_g = (double)(b - a);
@@ -361,6 +440,7 @@ static int bench(int argc, char **argv)
 		       kernels_isa(), dtype_info[f.wt].name, (long long)rows,
 		       (long long)n, (long long)ntok, macs / best_g, macs / best_m,
 		       best_m / best_g, reps);
+		free(P);
 		free(aux);
 		free(Y);
 		fixture_free(&f);
@@ -382,6 +462,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_kquant_types),
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),
+		cmocka_unit_test(test_attn_heads),
 		TEST_ISA_LEVEL_TESTS,
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,144 @@ static void test_knee(void **state)
 	assert_true(at4 >= 200 - 200 / 16 - 1); /* all but the explorations */
 }
 
+/* The knee per batch size: the table's next-lower lookup, the policy
+ * following the batch size, and bad tables refused. */
+static void test_knee_per_batch(void **state)
+{
+	(void)state;
+	knee_table_t t = {0};
+	assert_int_equal(knee_table_lookup(&t, 4), 0); /* empty */
+	assert_int_equal(knee_table_set(&t, 8, 2, 4), 0);
+	assert_int_equal(knee_table_set(&t, 1, 1, 4), 0); /* kept sorted */
+	assert_int_equal(knee_table_set(&t, 4, 3, 4), 0);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(t.batch[0], 1);
+	assert_int_equal(t.batch[1], 4);
+	assert_int_equal(t.batch[2], 8);
+	static const int want[][2] = {{1, 1}, {2, 1}, {3, 1}, {4, 3}, {7, 3},
+				      {8, 2}, {100, 2}};
+	for (size_t i = 0; i < EG_ARRAY_LEN(want); i++)
+		assert_int_equal(knee_table_lookup(&t, want[i][0]), want[i][1]);
+	assert_int_equal(knee_table_lookup(&t, 0), 0);
+	assert_int_equal(knee_table_lookup(&t, -3), 0);
+	assert_int_equal(knee_table_set(&t, 4, 4, 4), 0); /* replaces */
+	assert_int_equal(t.n, 3);
+	assert_int_equal(knee_table_lookup(&t, 5), 4);
+	/* below the smallest entry: the first */
+	knee_table_t hi = {0};
+	assert_int_equal(knee_table_set(&hi, 4, 2, 4), 0);
+	assert_int_equal(knee_table_lookup(&hi, 1), 2);
+	/* invalid entries leave the table as it was */
+	assert_int_equal(knee_table_set(&t, 0, 1, 4), -1);
+	assert_non_null(strstr(err_get(), "batch 0"));
+	assert_int_equal(knee_table_set(&t, 2, 0, 4), -1);
+	assert_int_equal(knee_table_set(&t, 2, 5, 4), -1);
+	assert_non_null(strstr(err_get(), "knee 5 at batch 2 is out of range [1, 4]"));
+	assert_int_equal(t.n, 3);
+	knee_table_t full = {0};
+	for (int b = 1; b <= KNEE_TABLE_MAX; b++)
+		assert_int_equal(knee_table_set(&full, b, 1, 4), 0);
+	assert_int_equal(knee_table_set(&full, 99, 1, 4), -1);
+	assert_int_equal(knee_table_set(&full, 3, 2, 4), 0); /* replacing fits */
+	/* parse and format are each other's inverse; bad text changes nothing */
+	knee_table_t p = {0};
+	assert_int_equal(knee_table_parse(&p, "1:1,4:3,8:2", 4), 0);
+	char buf[256];
+	assert_string_equal(knee_table_format(&p, buf, sizeof buf), "1:1,4:3,8:2");
+	static const char *const bad[] = {"", ",", "1", "1:", ":1", "1:1,", "1:1,,2:1",
+					  "2:1,2:1", "4:1,2:1", "1:0", "1:9", "x:1",
+					  "1:1 ", "-1:1", "1:2:3"};
+	for (size_t i = 0; i < EG_ARRAY_LEN(bad); i++) {
+		if (knee_table_parse(&p, bad[i], 4) != -1)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_null(strchr(err_get(), '\n'));
+		assert_string_equal(knee_table_format(&p, buf, sizeof buf), "1:1,4:3,8:2");
+	}
+
+	/* a record's table: the width follows the batch, no exploration */
+	policy_t rec = {.name = "t", .width = WIDTH_KNEE, .knees = p};
+	assert_int_equal(policy_validate(&rec, 4, NULL), 0);
+	knee_state_t ks;
+	knee_init(&ks, 4);
+	static const int step[][2] = {{1, 1}, {4, 3}, {16, 2}, {2, 1}, {5, 3}};
+	for (int r = 0; r < 40; r++)
+		for (size_t i = 0; i < EG_ARRAY_LEN(step); i++) {
+			knee_set_batch(&ks, step[i][0]);
+			uint32_t m = policy_next_mask(&rec, &ks, 4);
+			assert_int_equal(m, (1u << step[i][1]) - 1);
+			policy_observe(&rec, &ks, m, 1000);
+		}
+	rec.max_width = 2; /* clamped as ever */
+	knee_set_batch(&ks, 4);
+	assert_int_equal(policy_next_mask(&rec, &ks, 4), 0x3);
+	rec.width = WIDTH_ALL; /* a table needs width knee */
+	const char *field;
+	assert_int_equal(policy_validate(&rec, 4, &field), -1);
+	assert_string_equal(field, "knees");
+	rec = (policy_t){.name = "t", .width = WIDTH_KNEE, .knees = p};
+	assert_int_equal(policy_validate(&rec, 2, &field), -1); /* knee 3 > 2 slots */
+	assert_string_equal(field, "knees");
+
+	/* online: batch 1 saturates at 1 core, batch 16 scales to 4; the cap
+	 * settles on each batch's own knee and the policy switches width when
+	 * the batch size changes */
+	static const double rate1[5] = {0, 100, 110, 112, 113};
+	static const double rate16[5] = {0, 100, 200, 300, 400};
+	policy_t on = {.width = WIDTH_KNEE};
+	knee_init(&ks, 4);
+	int w1 = 0, w16 = 0, n1 = 0, n16 = 0;
+	for (int st = 0; st < 800; st++) {
+		int batch = (st / 10) % 2 ? 16 : 1; /* ten steps of each in turn */
+		knee_set_batch(&ks, batch);
+		uint32_t m = policy_next_mask(&on, &ks, 4);
+		int w = __builtin_popcount(m);
+		const double *rate = batch == 16 ? rate16 : rate1;
+		policy_observe(&on, &ks, m, (uint64_t)(1e9 / rate[w]));
+		if (st >= 400 && !ks.exploring) {
+			w1 += batch == 1 && w == 1;
+			n1 += batch == 1;
+			w16 += batch == 16 && w == 4;
+			n16 += batch == 16;
+		}
+	}
+	assert_true(n1 > 150 && n16 > 150);
+	assert_int_equal(w1, n1);
+	assert_int_equal(w16, n16);
+	/* the learned table: bucket 1 -> 1, bucket 16 -> 4 */
+	assert_int_equal(knee_table_lookup(&ks.table, 1), 1);
+	assert_int_equal(knee_table_lookup(&ks.table, 16), 4);
+	assert_int_equal(knee_table_lookup(&ks.table, 31), 4);
+	/* a batch inside a bucket shares its measurement (17..31 -> 16) */
+	knee_set_batch(&ks, 20);
+	ks.tokens = 0; /* not an exploration token */
+	assert_int_equal(policy_next_mask(&on, &ks, 4), 0xf);
+	knee_set_batch(&ks, 0); /* < 1 counts as 1 */
+	assert_int_equal(ks.batch, 1);
+	assert_int_equal(policy_next_mask(&on, &ks, 4), 0x1);
+
+	/* the runtime (the server's batch path): policy_rt_set_batch before
+	 * each step, the width of that step's batch */
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 4);
+	assert_int_equal(policy_lib_parse(&lib, "k.ini", "[tab]\nwidth = knee\n"
+					  "knees = 1:1,4:3,8:2\n"), 0);
+	char path[256];
+	snprintf(path, sizeof path, "%s/cw-knees", test_tmpdir());
+	control_t *cw = control_open(path, true);
+	assert_non_null(cw);
+	control_write_index(cw, (uint32_t)policy_lib_find(&lib, "tab"));
+	static policy_rt_t rt;
+	policy_rt_init(&rt, &lib, cw->w, NULL);
+	static const int rt_step[][2] = {{1, 1}, {6, 3}, {8, 2}, {64, 2}, {3, 1}, {4, 3}};
+	for (size_t i = 0; i < EG_ARRAY_LEN(rt_step); i++) {
+		policy_rt_set_batch(&rt, rt_step[i][0]);
+		policy_rt_before_token(&rt, i);
+		assert_int_equal(rt.mask, (1u << rt_step[i][1]) - 1);
+		assert_int_equal(atomic_load(&cw->w->gang_width), (uint32_t)rt_step[i][1]);
+	}
+	control_close(cw);
+}
+
 static void test_loader_refuses(void **state)
 {
 	(void)state;
@@ -148,6 +286,13 @@ static void test_loader_refuses(void **state)
 		{"[a]\ncores = x\n", "2: [a] cores: 'x' is not a slot list"},
 		{"# only a comment\n", "no [name] record in the file"},
 		{"", "no [name] record in the file"},
+		{"[a]\nknees = 1:2\n", "2: [a] knees: needs width knee"},
+		{"[a]\nwidth = knee\nknees = 1:5\n", "3: [a] knees: '1:5': knee 5 at batch 1 is out of range [1, 4]"},
+		{"[a]\nwidth = knee\nknees = 0:1\n", "3: [a] knees: '0:1': entry 1 is not BATCH:KNEE"},
+		{"[a]\nwidth = knee\nknees = 4:1,2:2\n", "batch 2 does not follow 4"},
+		{"[a]\nwidth = knee\nknees = 1:1,\n", "empty entry at the end"},
+		{"[a]\nwidth = knee\nknees = 1:x\n", "entry 1 is not BATCH:KNEE"},
+		{"[a]\nwidth = knee\nknees = 1:1;2:2\n", "entry 1 is not BATCH:KNEE"},
 		/* a bad record later in the file refuses the good ones too */
 		{"[good]\n[bad]\nmax_width = 0\n", "3: [bad] max_width"},
 	};
@@ -203,9 +348,12 @@ static void test_loader_accepts(void **state)
 		"reserved = 2-3\n"
 		"guard_queue_depth = 4\n"
 		"guard_checks = 5\n"
-		"kguard_wait_p99_us = 2000\n";
+		"kguard_wait_p99_us = 2000\n"
+		"[tab]\n"
+		"width = knee\n"
+		"knees = 1:1,4:2,16:4\n";
 	assert_int_equal(policy_lib_parse(&lib, "t.ini", text), 0);
-	assert_int_equal(lib.n, lib.n_builtin + 3);
+	assert_int_equal(lib.n, lib.n_builtin + 4);
 	const policy_t *p = &lib.rec[policy_lib_find(&lib, "fast")];
 	assert_int_equal(p->width, WIDTH_KNEE);
 	assert_int_equal(p->min_width, 2);
@@ -265,6 +413,7 @@ static void test_loader_accepts(void **state)
 		assert_true(a->guard_ttft_p99_ms == b->guard_ttft_p99_ms);
 		assert_int_equal(a->guard_queue_depth, b->guard_queue_depth);
 		assert_int_equal(a->guard_checks, b->guard_checks);
+		assert_memory_equal(&a->knees, &b->knees, sizeof a->knees);
 		free(text2);
 		free(buf);
 	}
@@ -794,6 +943,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_builtin),
 		cmocka_unit_test(test_knee),
+		cmocka_unit_test(test_knee_per_batch),
 		cmocka_unit_test(test_loader_refuses),
 		cmocka_unit_test(test_loader_accepts),
 		cmocka_unit_test(test_control_file),

@@ -2,6 +2,7 @@
 #include "bench/decode.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "bench/pool.h"
@@ -144,6 +145,111 @@ int bench_width_run(engine_t *e, int tokens, int reps, bench_width_result_t *r)
 	r->knee = knee_of_rates(rate, n, 0.95);
 	free(v);
 	return 0;
+}
+
+/* B sequences side by side, each on its own KV cache: one step is one
+ * decode token of each (the server's batch step, forward_set_segs; B = 1
+ * the decode plan); tokens + 2 steps, the first two a warm-up. Returns
+ * aggregate tok/s (B x steps/s), or -1 + err_get(). */
+static double batch_rate(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
+			 int32_t *tok, int B, int tokens)
+{
+	if (B == 1) {
+		runner_t run = {RUN_GANG, e->g, NULL};
+		return decode_rate(e->m, e->f, &run, tokens);
+	}
+	/* B > 1 below: every step through the batch plan */
+	int32_t bos = tokenizer_bos(e->m->tok) >= 0 ? tokenizer_bos(e->m->tok) : 0;
+	for (int i = 0; i < B; i++)
+		tok[i] = (bos + i) % e->m->cfg.vocab_size; /* distinct sequences */
+	gang_begin(e->g);
+	uint64_t t0 = 0;
+	int rc = 0;
+	for (int pos = 0; pos < tokens + 2 && rc == 0; pos++) {
+		if (pos == 2)
+			t0 = time_now_ns();
+		for (int i = 0; i < B; i++)
+			segs[i] = (forward_seg_t){&kv[i], &tok[i], 1, pos, true};
+		if ((rc = forward_set_segs(e->f, segs, B)) < 0)
+			break;
+		gang_run_token(e->g, forward_batch_plan(e->f));
+		if ((rc = forward_batch_status(e->f)) < 0)
+			break;
+		for (int i = 0; i < B; i++)
+			tok[i] = sampler_argmax(forward_seg_logits(e->f, i), e->m->cfg.vocab_size);
+	}
+	uint64_t t1 = time_now_ns();
+	gang_end(e->g);
+	return rc < 0 ? -1 : (double)B * tokens / ((double)(t1 - t0) / 1e9);
+}
+
+/* The process's CPU time (all threads), seconds. */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One batch size at every width into r (v: 2 reps doubles of scratch). */
+static int width_of_batch(engine_t *e, forward_kv_t *kv, forward_seg_t *segs,
+			  int32_t *tok, int B, int tokens, int reps, double *v,
+			  bench_width_result_t *r)
+{
+	double rate[GANG_MAX_SLOTS + 1] = {0};
+	r->best = 0;
+	r->batch = B;
+	double *cpu = v + reps;
+	for (int w = 1; w <= e->n_cpus; w++) {
+		gang_request(e->g, w == 32 ? 0xffffffffu : (1u << w) - 1);
+		if (batch_rate(e, kv, segs, tok, B, 4) < 0) /* let the workers join */
+			return -1;
+		for (int i = 0; i < reps; i++) {
+			double c0 = process_cpu_s();
+			if ((v[i] = batch_rate(e, kv, segs, tok, B, tokens)) < 0)
+				return -1;
+			/* CPU time of the whole run (warm-up steps included) */
+			cpu[i] = (double)B * (tokens + 2) / (process_cpu_s() - c0);
+		}
+		r->s[w - 1] = stats_summarize(v, (size_t)reps);
+		r->cpu[w - 1] = stats_summarize(cpu, (size_t)reps);
+		rate[w] = r->s[w - 1].p50;
+		if (rate[w] > r->best)
+			r->best = rate[w];
+	}
+	r->knee = knee_of_rates(rate, e->n_cpus, 0.95);
+	return 0;
+}
+
+int bench_width_batch_run(engine_t *e, int tokens, int reps, const int *batch,
+			  int n_batch, bench_width_result_t *r)
+{
+	int bmax = 1;
+	for (int i = 0; i < n_batch; i++) {
+		if (batch[i] < 1 || batch[i] > forward_batch_max(e->f))
+			return err_set("bench width: --batch %d is out of range [1, %d]",
+				       batch[i], forward_batch_max(e->f));
+		bmax = batch[i] > bmax ? batch[i] : bmax;
+	}
+	forward_kv_t *kv = calloc((size_t)bmax, sizeof *kv);
+	forward_seg_t *segs = calloc((size_t)bmax, sizeof *segs);
+	int32_t *tok = calloc((size_t)bmax, sizeof *tok);
+	double *v = malloc(2 * (size_t)reps * sizeof *v);
+	int rc = kv && segs && tok && v ? 0 : err_set("bench width: out of memory");
+	int n_kv = 0;
+	for (; rc == 0 && n_kv < bmax; n_kv++)
+		if (forward_kv_alloc(e->f, &kv[n_kv], e->ctx) < 0)
+			rc = err_wrap("bench width: KV cache of sequence %d", n_kv + 1);
+	for (int i = 0; i < n_batch && rc == 0; i++)
+		if (width_of_batch(e, kv, segs, tok, batch[i], tokens, reps, v, &r[i]) < 0)
+			rc = err_wrap("bench width: batch %d", batch[i]);
+	for (int i = 0; i < n_kv && kv; i++)
+		forward_kv_free(&kv[i]);
+	free(kv);
+	free(segs);
+	free(tok);
+	free(v);
+	return rc;
 }
 
 int bench_overhead_run(engine_t *e, int tokens, int reps, stats_summary_t *gang,

@@ -44,11 +44,23 @@ typedef struct bench_width_result {
 	stats_summary_t s[GANG_MAX_SLOTS]; /* tok/s at width w + 1 */
 	int knee;  /* the `knee` policy's pick (knee_of_rates, tolerance 0.95) */
 	double best; /* the best median tok/s */
+	int batch;   /* bench_width_batch_run: the batch size */
+	/* bench_width_batch_run: tok/s per second of process CPU time (all
+	 * threads, the spinning of idle members included) at width w + 1: on
+	 * a shared machine, the work rather than the wait */
+	stats_summary_t cpu[GANG_MAX_SLOTS];
 } bench_width_result_t;
 
 /* Width: the first w slots requested, w = 1..n, reps runs each. -1 +
  * err_get() on memory. */
 int bench_width_run(engine_t *e, int tokens, int reps, bench_width_result_t *r);
+
+/* Width per batch size: for each batch[i], that many sequences decoding
+ * side by side (one token of each per step, the server's batch step) at
+ * widths 1..n; r[i] gets aggregate tok/s and the knee of batch[i]. -1 +
+ * err_get() on a batch outside 1..forward_batch_max or on memory. */
+int bench_width_batch_run(engine_t *e, int tokens, int reps, const int *batch,
+			  int n_batch, bench_width_result_t *r);
 
 /* Overhead: the same plan on a fresh gang (all members) and on a fixed
  * pool (bench/pool.h), alternating reps times (e opened with no_gang). -1

@@ -3,9 +3,11 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench/decode.h"
 #include "cli/cli.h"
+#include "policy/policy.h"
 
 static const char decode_help[] =
 	"usage: egang bench decode -m MODEL [-z TOK] [--cores LIST] [--tokens N]\n"
@@ -29,11 +31,17 @@ static const char prefill_help[] =
 
 static const char width_help[] =
 	"usage: egang bench width -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
+	"                         [--batch B[,B...]]\n"
 	"\n"
 	"Decode tok/s of the gang at widths 1..n (the first w slots requested),\n"
 	"min/median/max over R reps of N tokens, and the knee the `knee` policy\n"
 	"would pick: the widest width whose core time per token (width / tok/s)\n"
-	"is within 5% of the cheapest width's.\n";
+	"is within 5% of the cheapest width's.\n"
+	"--batch: the same for each batch size B (1..128): B sequences decoding\n"
+	"side by side, one token of each per step (the server's batch step);\n"
+	"aggregate tok/s, step time, tok/s per second of process CPU time (the\n"
+	"work on a shared machine) and the knee per batch size, then a line\n"
+	"`knees = B:K,...` for a knee record of a policy library (--policies).\n";
 
 static const char overhead_help[] =
 	"usage: egang bench overhead -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
@@ -49,6 +57,7 @@ typedef struct model_opts {
 	int64_t tokens, reps;
 	bool json;
 	cli_cpus_t cpus;
+	const char *batch; /* bench width --batch */
 } model_opts_t;
 
 /* One summary line (or a JSON object) for tok/s samples v (sorted here). */
@@ -110,6 +119,71 @@ static void print_overhead(const engine_t *e, const model_opts_t *o,
 	       (long long)o->reps);
 }
 
+#define BATCH_MAX 16
+
+/* "1,2,4": batch sizes; the count, or -1 after a one-line error. */
+static int parse_batches(const char *s, int *batch)
+{
+	int n = 0;
+	char *copy = strdup(s), *save = NULL;
+	bool bad = !copy || !*s || *s == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,");
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !bad;
+	     t = strtok_r(NULL, ",", &save)) {
+		int64_t v;
+		if (n == BATCH_MAX) {
+			log_error("--batch: at most %d values", BATCH_MAX);
+			free(copy);
+			return -1;
+		}
+		if (cli_int("--batch", t, 1, 128, &v) < 0) {
+			free(copy);
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			bad |= batch[i] >= v;
+		batch[n++] = (int)v;
+	}
+	free(copy);
+	if (bad || !n) {
+		log_error("--batch: '%s' is not a list of increasing batch sizes", s);
+		return -1;
+	}
+	return n;
+}
+
+static int width_batches(engine_t *e, const model_opts_t *o)
+{
+	int batch[BATCH_MAX];
+	int nb = parse_batches(o->batch, batch);
+	if (nb < 0)
+		return EXIT_INPUT;
+	bench_width_result_t r[BATCH_MAX];
+	if (bench_width_batch_run(e, (int)o->tokens, (int)o->reps, batch, nb, r) < 0) {
+		log_error("%s", err_get());
+		return EXIT_FAIL;
+	}
+	knee_table_t t = {0};
+	for (int i = 0; i < nb; i++) {
+		for (int w = 1; w <= e->n_cpus; w++) {
+			const stats_summary_t *s = &r[i].s[w - 1];
+			printf("batch %3d width %2d: %8.2f tok/s median (min %.2f, max %.2f), "
+			       "step %.2f ms; per CPU second %.2f tok/s (max %.2f)\n",
+			       r[i].batch, w, s->p50, s->min, s->max, 1e3 * r[i].batch / s->p50,
+			       r[i].cpu[w - 1].p50, r[i].cpu[w - 1].max);
+		}
+		printf("bench width %s: batch=%d knee=%d best=%.2f tok/s at widths 1..%d:",
+		       e->m->name, r[i].batch, r[i].knee, r[i].best, e->n_cpus);
+		for (int w = 1; w <= e->n_cpus; w++)
+			printf(" %.2f", r[i].s[w - 1].p50);
+		printf(" (%.2fx batch 1's tok/s at the best width)\n",
+		       r[0].batch == 1 ? r[i].best / r[0].best : 0.0);
+		knee_table_set(&t, r[i].batch, r[i].knee, e->n_cpus);
+	}
+	char buf[256];
+	printf("knees = %s\n", knee_table_format(&t, buf, sizeof buf));
+	return EXIT_OK;
+}
+
 /* Runs the driver on the open engine; an exit code. */
 static int run(which_t w, engine_t *e, const model_opts_t *o)
 {
@@ -124,6 +198,9 @@ static int run(which_t w, engine_t *e, const model_opts_t *o)
 	} else if (rc == 0 && w == PREFILL) {
 		if ((rc = bench_prefill_run(e, tokens, reps, !o->json, v)) == 0)
 			report("prefill", e, o, v);
+	} else if (rc == 0 && w == WIDTH && o->batch) {
+		free(v);
+		return width_batches(e, o);
 	} else if (rc == 0 && w == WIDTH) {
 		if ((rc = bench_width_run(e, tokens, reps, &wr)) == 0)
 			print_width(e, &wr);
@@ -151,7 +228,9 @@ static int model_bench(which_t w, int argc, char **argv)
 		OPT_INT("tokens", 'n', &o.tokens, 1, 1 << 20),
 		OPT_INT("reps", 'r', &o.reps, 1, 1000),
 		/* --json only where the benchmark has a JSON form */
-		w <= PREFILL ? (cli_opt_t)OPT_FLAG("json", 0, &o.json) : (cli_opt_t)CLI_END,
+		w <= PREFILL ? (cli_opt_t)OPT_FLAG("json", 0, &o.json)
+			     : w == WIDTH ? (cli_opt_t)OPT_STR("batch", 0, &o.batch)
+					  : (cli_opt_t)CLI_END,
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = names[w], .help = helps[w], .opts = opts};

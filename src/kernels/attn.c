@@ -12,6 +12,11 @@
  * lane. So every level gives the same bits as the scalar reference, and a
  * batched prefill the same bits as decode.
  *
+ * attn_rows_heads puts the query heads of one KV head at one position in
+ * the lanes instead (grouped-query attention in a decode batch: the keys
+ * and values read once for the heads, the lanes filled by heads rather
+ * than one query in sixteen); each lane's arithmetic is the same.
+ *
  * One source for the AVX-512, AVX2 and NEON levels (attn_tmpl.h): GCC vector
  * extensions of 16 or 8 floats inside functions with each level's target
  * attribute. */
@@ -23,20 +28,22 @@
 
 /* ---------------------------------------------------------- reference */
 
-int attn_rows_generic(const float *q, int64_t qs, const float *K,
-		      const float *V, int64_t kvs, float *out, int64_t os,
-		      int64_t hd, int32_t pos0, int32_t nq)
+/* Query j at position pos0 + j * step (attn_tmpl.h attn_core). */
+static int attn_core_generic(const float *q, int64_t qs, const float *K,
+			     const float *V, int64_t kvs, float *out, int64_t os,
+			     int64_t hd, int32_t pos0, int32_t nq, int32_t step)
 {
 	/* eg_alloc_fault: the scratch is an allocation point of the
 	 * failure hook (base/alloc.h) like any other */
-	float *s = eg_alloc_fault() ? NULL
-				    : gemm_scratch(0, (size_t)(pos0 + nq) * sizeof(float));
+	float *s = eg_alloc_fault()
+			   ? NULL
+			   : gemm_scratch(0, (size_t)(pos0 + (nq - 1) * step + 1) * sizeof(float));
 	if (!s)
 		return -1;
 	float scale = sqrtf((float)hd);
 	for (int32_t j = 0; j < nq; j++) {
 		const float *qj = q + j * qs;
-		int32_t pos = pos0 + j;
+		int32_t pos = pos0 + j * step;
 		for (int32_t t = 0; t <= pos; t++) {
 			const float *k = K + (size_t)t * kvs;
 			float dot = 0.0f;
@@ -55,6 +62,20 @@ int attn_rows_generic(const float *q, int64_t qs, const float *K,
 		}
 	}
 	return 0;
+}
+
+int attn_rows_generic(const float *q, int64_t qs, const float *K,
+		      const float *V, int64_t kvs, float *out, int64_t os,
+		      int64_t hd, int32_t pos0, int32_t nq)
+{
+	return attn_core_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq, 1);
+}
+
+int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
+			    const float *V, int64_t kvs, float *out, int64_t os,
+			    int64_t hd, int32_t pos, int32_t nh)
+{
+	return attn_core_generic(q, qs, K, V, kvs, out, os, hd, pos, nh, 0);
 }
 
 /* --------------------------------------------------------------- SIMD */
@@ -100,4 +121,24 @@ int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 		return attn_rows_neon(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 #endif
 	return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+}
+
+int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
+		    int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
+		    int32_t nh)
+{
+	if (nh <= 0)
+		return 0;
+#if defined(__x86_64__)
+	const char *isa = kernels_isa();
+	if (strncmp(isa, "avx512", 6) == 0)
+		return attn_rows_heads_avx512(q, qs, K, V, kvs, out, os, hd, pos, nh);
+	if (strcmp(isa, "avx2") == 0)
+		return attn_rows_heads_avx2(q, qs, K, V, kvs, out, os, hd, pos, nh);
+#endif
+#if defined(__aarch64__)
+	if (strcmp(kernels_isa(), "generic") != 0)
+		return attn_rows_heads_neon(q, qs, K, V, kvs, out, os, hd, pos, nh);
+#endif
+	return attn_rows_heads_generic(q, qs, K, V, kvs, out, os, hd, pos, nh);
 }

@@ -54,23 +54,26 @@ CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, i
 	}
 }
 
-__attribute__((target(ATTN_TARGET))) static int
-CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
+/* Query j at position pos0 + j * step: step 1, attn_rows (causal
+ * positions); step 0, attn_rows_heads (heads at one position). Each lane's
+ * arithmetic is its own query's whatever the other lanes hold. */
+static inline __attribute__((always_inline, target(ATTN_TARGET))) int
+CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
 	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
-	  int32_t nq)
+	  int32_t nq, const int32_t step)
 {
-	int32_t npos = pos0 + nq;
+	int32_t npos = pos0 + (nq - 1) * step + 1;
 	float *buf = eg_alloc_fault()
 			     ? NULL
 			     : gemm_scratch(0, ((size_t)hd * ATTN_W + (size_t)npos * (ATTN_W + 1)) *
 						       sizeof(float) + 64);
 	if (!buf) /* out of memory: the reference's scratch is smaller */
-		return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+		return attn_core_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq, step);
 	float *Qt = buf, *St = Qt + hd * ATTN_W, *s = St + (size_t)npos * ATTN_W;
 	const float scale = sqrtf((float)hd);
 	for (int32_t j0 = 0; j0 < nq; j0 += ATTN_W) {
 		int32_t nj = nq - j0 < ATTN_W ? nq - j0 : ATTN_W;
-		int32_t keys = pos0 + j0 + nj; /* keys 0..keys-1 serve the group */
+		int32_t keys = pos0 + (j0 + nj - 1) * step + 1; /* keys 0..keys-1 serve the group */
 		for (int64_t i = 0; i < hd; i++)
 			for (int32_t j = 0; j < ATTN_W; j++)
 				Qt[i * ATTN_W + j] = j < nj ? q[(j0 + j) * qs + i] : 0.0f;
@@ -108,7 +111,7 @@ CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 			ST(St + (size_t)t * ATTN_W, a0 / scale);
 		}
 		for (int32_t j = 0; j < nj; j++) {
-			int32_t pos = pos0 + j0 + j;
+			int32_t pos = pos0 + (j0 + j) * step;
 			for (int32_t u = 0; u <= pos; u++)
 				s[u] = St[(size_t)u * ATTN_W + j];
 			softmax(s, pos + 1);
@@ -116,6 +119,22 @@ CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 		}
 	}
 	return 0;
+}
+
+__attribute__((target(ATTN_TARGET))) static int
+CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
+	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+	  int32_t nq)
+{
+	return CAT(attn_core_, ATTN_SUFFIX)(q, qs, K, V, kvs, out, os, hd, pos0, nq, 1);
+}
+
+__attribute__((target(ATTN_TARGET))) static int
+CAT(attn_rows_heads_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K,
+	  const float *V, int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
+	  int32_t nh)
+{
+	return CAT(attn_core_, ATTN_SUFFIX)(q, qs, K, V, kvs, out, os, hd, pos, nh, 0);
 }
 
 

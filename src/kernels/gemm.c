@@ -184,6 +184,17 @@ static gemm_quant_fn quant_kernel(void)
 	return NULL;
 }
 
+int gemm_small_batch(dtype_t t)
+{
+#if defined(__x86_64__)
+	return (t == DTYPE_Q8_0 || t == DTYPE_Q4_0) &&
+	       quant_kernel() == gemm_quant_avx512vnni;
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
 void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
 	       int64_t r1, int64_t ntok)

@@ -29,12 +29,19 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+#include <stdbool.h>
 
 #include "kernels/avx512_lanes.h"
 
 
 #define RG 16 /* weight rows per register */
 #define TG 8  /* tokens per tile */
+/* Batches of at most this many tokens read whole packed groups in place
+ * (tile_p16); larger ones repack each group once into scratch and run
+ * their tiles from it (pack_rows_p16). */
+#ifndef GEMM_INPLACE_TOKENS
+#define GEMM_INPLACE_TOKENS 16
+#endif
 
 
 static inline int32_t ld_i32(const uint8_t *p)
@@ -198,6 +205,102 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
 }
 
+/* tile() reading a packed group (pack16) in place instead of a repacked
+ * copy: the same vectors (Q8_0 unsigned as stored, Q4_0 nibbles split
+ * here), the same integer sums per lane and the same float steps, so the
+ * same bits. No copy of the group into scratch: for a few decode tokens
+ * that copy costs about as much as the dot products. first: the first tile
+ * of the group, which prefetches the next group (gb bytes on). */
+AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
+			    const uint8_t *X, size_t xs, const float *dx,
+			    const int32_t *sx, int32_t bias, int64_t nb, float *Y,
+			    int64_t ys, const int T)
+{
+	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+	__m512 acc[TG];
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		acc[k] = _mm512_setzero_ps();
+	const uint8_t *q = G, *sc = G;
+	for (int64_t b = 0; b < nb; b++) {
+		if (!(b & 1)) { /* a pair's scales */
+			sc = q;
+			q += 64;
+		}
+#ifndef GEMM_NO_PREFETCH
+		if (first)
+			for (size_t k = 0; k < qv; k += 64)
+				_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
+#endif
+		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
+		__m512i s[TG];
+#pragma GCC unroll 8
+		for (int k = 0; k < T; k++)
+			s[k] = _mm512_set1_epi32(-bias * sx[k * nb + b]);
+		if (t == DTYPE_Q8_0) {
+#pragma GCC unroll 8
+			for (int g = 0; g < 8; g++) {
+				__m512i w = _mm512_loadu_si512((const void *)(q + 64 * g));
+#pragma GCC unroll 8
+				for (int k = 0; k < T; k++)
+					s[k] = dpbusd512(s[k], w,
+						_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
+			}
+		} else {
+#pragma GCC unroll 4
+			for (int g = 0; g < 4; g++) {
+				__m512i z = _mm512_loadu_si512((const void *)(q + 64 * g));
+				__m512i lo = _mm512_and_si512(z, m0f);
+				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f);
+#pragma GCC unroll 8
+				for (int k = 0; k < T; k++) {
+					const uint8_t *xk = xq + (size_t)k * xs;
+					s[k] = dpbusd512(s[k], lo, _mm512_set1_epi32(ld_i32(xk + 4 * g)));
+					s[k] = dpbusd512(s[k], hi,
+						_mm512_set1_epi32(ld_i32(xk + 16 + 4 * g)));
+				}
+			}
+		}
+		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32 * (b & 1))));
+		q += qv;
+#pragma GCC unroll 8
+		for (int k = 0; k < T; k++) {
+			__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb + b]));
+			__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
+			VEC_ROUNDED(p);
+			acc[k] = _mm512_add_ps(acc[k], p);
+		}
+	}
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		_mm512_storeu_ps(Y + k * ys, acc[k]);
+}
+
+/* A whole packed group times all tokens, tiles of TG read in place. */
+AVX512_INLINE void group_p16(dtype_t t, const uint8_t *G, size_t gb, const uint8_t *X,
+			     size_t xs, const float *dx, const int32_t *sx, int32_t bias,
+			     int64_t nb, float *Y, int64_t ys, int64_t ntok)
+{
+	for (int64_t k = 0; k < ntok; k += TG) {
+		const uint8_t *xk = X + (size_t)k * xs;
+		float *yk = Y + k * ys;
+		const float *dk = dx + k * nb;
+		const int32_t *ck = sx + k * nb;
+		bool first = k == 0;
+		switch (ntok - k >= TG ? TG : (int)(ntok - k)) {
+		case 8: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 8); break;
+		case 7: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 7); break;
+		case 6: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 6); break;
+		case 5: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 5); break;
+		case 4: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 4); break;
+		case 3: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 3); break;
+		case 2: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 2); break;
+		default: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 1); break;
+		}
+	}
+}
+
 AVX512 void AVX512_SYM(gemm_quant_avx512)(GEMM_QUANT_ARGS)
 {
 	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
@@ -211,7 +314,13 @@ AVX512 void AVX512_SYM(gemm_quant_avx512)(GEMM_QUANT_ARGS)
 	const int32_t bias = gemm_wbias(t);
 	const size_t gb = P ? pack16_group_bytes(t, nb * QK) : 0;
 	for (int64_t r = r0; r < r1; r += RG) {
-		if (P && r % RG == 0 && r + RG <= np)
+		bool whole = P && r % RG == 0 && r + RG <= np && r + RG <= r1;
+		if (whole && ntok <= GEMM_INPLACE_TOKENS) {
+			group_p16(t, P + (size_t)(r / RG) * gb, gb, X, xs, dx, sx, bias, nb,
+				  Y + r, ys, ntok);
+			continue;
+		}
+		if (whole)
 			pack_rows_p16(t, P + (size_t)(r / RG) * gb, gb, nb, pk, dw);
 		else
 			pack_rows(t, W, rb, r, r1, nb, pk, dw);

@@ -260,6 +260,11 @@ void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
 		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);
+/* 1 when gemm_rows_packed at this level reads the whole packed groups of
+ * type t in place for a few tokens (AVX-512 VNNI, Q8_0 / Q4_0: one weight
+ * load, a dot product per token), so that it is faster than the matvec
+ * once per token from 2 tokens on; 0 otherwise. */
+int gemm_small_batch(dtype_t t);
 /* Side data of ntok Q8_0 activation rows of n elements for gemm_rows (per
  * token and block: the scale as a float and the sum of the quants):
  * gemm_aux_bytes(n, ntok) bytes at aux. */
@@ -286,5 +291,15 @@ int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 int attn_rows_generic(const float *q, int64_t qs, const float *K,
 		       const float *V, int64_t kvs, float *out, int64_t os,
 		       int64_t hd, int32_t pos0, int32_t nq);
+/* nh queries (query heads sharing one KV head: q + h * qs -> out + h * os)
+ * all at position pos, each against keys 0..pos: each head the same bits
+ * as attn_rows of that query alone (and so as decode). 0, or -1 as
+ * attn_rows. */
+int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
+		    int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
+		    int32_t nh);
+int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
+			    const float *V, int64_t kvs, float *out, int64_t os,
+			    int64_t hd, int32_t pos, int32_t nh);
 
 #endif

@@ -595,17 +595,22 @@ static inline const void *b_act(const forward_t *f, const tensor_t *w, const flo
  * arguments): gemm_rows_packed, or for at most MV_TOKENS tokens (a small
  * decode batch) the decode matvec once per token over the chunk's rows,
  * which stay in cache after the first token, so each row still comes from
- * memory once per step. gemm_rows' tile setup costs more than it saves
- * below about 8 tokens (a serial step of smollm-135m q8_0: 4 tokens 115
- * against 240 ms, 16 tokens 308 against 284 ms, on a loaded machine).
- * Both give every output the matvec's bits (kernels.h), so the switch
- * changes no bit (tests/test_batch.c runs both sides of it). */
+ * memory once per step. gemm_rows' tile setup (a repacked copy of each row
+ * group) costs more than it saves below about 8 tokens (a serial step of
+ * smollm-135m q8_0: 4 tokens 115 against 240 ms, 16 tokens 308 against 284
+ * ms, on a loaded machine); where the level reads a packed matrix's groups
+ * in place (gemm_small_batch) the GEMM is the faster from 2 tokens on
+ * (`test_gemm --bench 2048 2048 NTOK`, q8_0, thread CPU time: 1.14x the
+ * matvec per token at 2 tokens, 1.65x at 4). Both give every output the
+ * matvec's bits (kernels.h), so the switch changes no bit
+ * (tests/test_batch.c runs both sides of it). */
 #define MV_TOKENS 4
 
 static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, float *Y,
 		 int64_t ys, int64_t n, int64_t r0, int64_t r1, int64_t ntok)
 {
-	if (ntok <= MV_TOKENS) {
+	if (ntok == 1 ||
+	    (ntok <= MV_TOKENS && !(w->packed && gemm_small_batch(w->type)))) {
 		for (int64_t t = 0; t < ntok; t++)
 			matvec_range(w->type, w->data, w->packed, w->rows, (const char *)X + t * xs,
 				     Y + t * ys + r0, n, r0, r1);
@@ -715,46 +720,70 @@ static inline uint32_t att_groups(int32_t n)
 	return (uint32_t)((n + ATT_TOKENS - 1) / ATT_TOKENS);
 }
 
-/* Chunk = (head, group of ATT_TOKENS tokens); causal: token k attends to
- * positions 0..bpos_of[k] of its sequence, all in the cache after this
- * layer's QKV wave. attn_rows does per token exactly attn_chunk's
- * arithmetic; a group that spans sequences calls it once per run of one
- * sequence's tokens. */
+/* One run a..b-1 of one sequence's tokens, query heads h0..h1-1 of KV
+ * head kvh (attn_rows gives each query the decode path's bits). */
+static void b_attn_run(forward_t *f, const layer_t *y, int64_t l, int64_t kvh,
+		       int64_t h0, int64_t h1, int32_t a, int32_t b)
+{
+	const model_config_t *c = &f->c;
+	int64_t hd = c->head_dim, Q = q_dim(c), KV = kv_dim(c);
+	const forward_kv_t *kv = f->bsegs[f->bseg_of[a]].kv;
+	size_t lo = (size_t)l * (size_t)kv->cap * (size_t)KV + (size_t)(kvh * hd);
+	const float *K = kv->k + lo, *V = kv->v + lo;
+	bool failed = false;
+	if (b - a == 1) {
+		/* a decode token: its heads in the lanes at once, keys and
+		 * values read once for them (attn_rows_heads) */
+		int32_t t0 = attn_start(f, y, f->bpos_of[a]);
+		failed = attn_rows_heads(f->bq + a * Q + h0 * hd, hd, K + (size_t)t0 * KV,
+					 V + (size_t)t0 * KV, KV, f->batt + a * Q + h0 * hd,
+					 hd, hd, f->bpos_of[a] - t0, (int32_t)(h1 - h0)) < 0;
+	} else if (attn_start(f, y, f->bpos_of[b - 1]) == 0) {
+		for (int64_t h = h0; h < h1; h++)
+			failed |= attn_rows(f->bq + a * Q + h * hd, Q, K, V, KV,
+					    f->batt + a * Q + h * hd, Q, hd, f->bpos_of[a],
+					    b - a) < 0;
+	} else {
+		/* a sliding window cuts some of these queries' pasts: one
+		 * query at a time from its window's start */
+		for (int32_t k = a; k < b; k++) {
+			int32_t t0 = attn_start(f, y, f->bpos_of[k]);
+			for (int64_t h = h0; h < h1; h++)
+				failed |= attn_rows(f->bq + k * Q + h * hd, Q,
+						    K + (size_t)t0 * KV, V + (size_t)t0 * KV, KV,
+						    f->batt + k * Q + h * hd, Q, hd,
+						    f->bpos_of[k] - t0, 1) < 0;
+		}
+	}
+	if (failed)
+		atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
+}
+
+/* Chunk = (head, group of ATT_TOKENS tokens); the chunk of a part's first
+ * head does the part's heads (attn_parts: up to ATTN_GROUP query heads of
+ * one KV head, as decode), the part's other chunks return. Causal: token k
+ * attends to positions 0..bpos_of[k] of its sequence, all in the cache
+ * after this layer's QKV wave; a group that spans sequences runs once per
+ * run of one sequence's tokens. */
 static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
-	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, Q = q_dim(c),
-		KV = kv_dim(c);
+	int64_t l = (wave - 1) / STEP_COUNT;
+	int64_t g = c->n_heads / c->n_kv_heads, parts = attn_parts(c);
+	int64_t per = (g + parts - 1) / parts;
 	uint32_t groups = att_groups(f->bmax);
-	int64_t h = chunk / groups, kvh = h / (c->n_heads / c->n_kv_heads);
+	int64_t h = chunk / groups, kvh = h / g;
 	int32_t k0 = (int32_t)(chunk % groups) * ATT_TOKENS;
-	if (k0 >= f->bn) /* a group past this batch's tokens */
+	if (k0 >= f->bn || (h % g) % per) /* past the batch, or not a part's first */
 		return;
+	int64_t h1 = h + per < kvh * g + g ? h + per : kvh * g + g;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
 	const layer_t *y = layer_of(f, wave);
 	for (int32_t a = k0, b; a < k1; a = b) {
 		for (b = a + 1; b < k1 && f->bseg_of[b] == f->bseg_of[a]; b++)
 			;
-		const forward_kv_t *kv = f->bsegs[f->bseg_of[a]].kv;
-		size_t lo = (size_t)l * (size_t)kv->cap * (size_t)KV + (size_t)(kvh * hd);
-		const float *K = kv->k + lo, *V = kv->v + lo;
-		if (attn_start(f, y, f->bpos_of[b - 1]) == 0) {
-			if (attn_rows(f->bq + a * Q + h * hd, Q, K, V, KV, f->batt + a * Q + h * hd,
-				      Q, hd, f->bpos_of[a], b - a) < 0)
-				atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
-			continue;
-		}
-		/* a sliding window cuts some of these queries' pasts: one query
-		 * at a time from its window's start (attn_rows gives each query
-		 * the decode path's bits either way) */
-		for (int32_t k = a; k < b; k++) {
-			int32_t t0 = attn_start(f, y, f->bpos_of[k]);
-			if (attn_rows(f->bq + k * Q + h * hd, Q, K + (size_t)t0 * KV,
-				      V + (size_t)t0 * KV, KV, f->batt + k * Q + h * hd, Q, hd,
-				      f->bpos_of[k] - t0, 1) < 0)
-				atomic_store_explicit(&f->batt_failed, true, memory_order_relaxed);
-		}
+		b_attn_run(f, y, l, kvh, h, h1, a, b);
 	}
 }
 

@@ -218,6 +218,7 @@ void policy_rt_init(policy_rt_t *rt, const policy_lib_t *lib,
 	rt->acquire = -1;
 	rt->keep_ms = -1;
 	knee_init(&rt->knee, rt->n_slots);
+	rt->batch = 1;
 	TSTORE(cw->n_policies, (uint32_t)lib->n);
 	TSTORE(cw->n_slots, (uint32_t)rt->n_slots);
 	TSTORE(cw->leader_pid, (uint32_t)getpid());
@@ -237,6 +238,11 @@ static void set_effective(policy_rt_t *rt, uint32_t eff)
 	rt->n_ttft = rt->ttft_next = 0;
 	knee_init(&rt->knee, rt->n_slots);
 	TSTORE(rt->cw->effective, eff);
+}
+
+void policy_rt_set_batch(policy_rt_t *rt, int batch)
+{
+	rt->batch = batch > 1 ? batch : 1;
 }
 
 void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
@@ -273,6 +279,8 @@ void policy_rt_before_token(policy_rt_t *rt, uint64_t pos)
 	if (eff != rt->effective)
 		set_effective(rt, eff);
 	rec = &rt->lib->rec[eff];
+	/* after policy_observe: the token that ended ran at the old batch */
+	knee_set_batch(&rt->knee, rt->batch);
 	uint32_t mask = policy_next_mask(rec, &rt->knee, rt->n_slots);
 	if (rt->g && mask != rt->mask)
 		gang_request(rt->g, mask);

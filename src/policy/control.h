@@ -165,6 +165,7 @@ typedef struct policy_rt {
 	int acquire;             /* last acquire mode (-1: none yet) */
 	int64_t keep_ms;         /* last keep applied (-1: none yet) */
 	knee_state_t knee;
+	int batch;               /* tokens of the next step (policy_rt_set_batch) */
 	uint64_t t_token;        /* start of the last token (knee) */
 	uint64_t tokens, invalid, fallbacks, applied, generations;
 	double ttft_ms[POLICY_RT_WINDOW]; /* since the record took force */
@@ -178,6 +179,10 @@ void policy_rt_init(policy_rt_t *rt, const policy_lib_t *lib,
 /* Before every token (pos = the engine's position, 0 at the start of a
  * generation): one load of the index, the request for this token. */
 void policy_rt_before_token(policy_rt_t *rt, uint64_t pos);
+/* The batch size (tokens) of the step the next policy_rt_before_token
+ * starts (continuous batching; 1 unless set): the knee policy runs it at
+ * its batch size's knee, and measures it as that batch size's step. */
+void policy_rt_set_batch(policy_rt_t *rt, int batch);
 /* After a generation: ttft_s < 0 when no token was generated. */
 void policy_rt_generation_end(policy_rt_t *rt, double ttft_s,
 			      double decode_tok_s, uint32_t queue_depth);

@@ -21,8 +21,98 @@ void knee_init(knee_state_t *k, int n_slots)
 {
 	memset(k, 0, sizeof *k);
 	k->knee = n_slots;
+	k->batch = 1;
 	k->rng = 0x9e3779b97f4a7c15ull;
 	k->tolerance = KNEE_TOLERANCE;
+}
+
+int knee_table_set(knee_table_t *t, int batch, int knee, int n_slots)
+{
+	if (batch < 1)
+		return err_set("batch %d is not a batch size (>= 1)", batch);
+	if (knee < 1 || knee > n_slots)
+		return err_set("knee %d at batch %d is out of range [1, %d]", knee,
+			       batch, n_slots);
+	int i = 0;
+	while (i < t->n && t->batch[i] < batch)
+		i++;
+	if (i < t->n && t->batch[i] == batch) {
+		t->knee[i] = knee;
+		return 0;
+	}
+	if (t->n == KNEE_TABLE_MAX)
+		return err_set("more than %d batch sizes", KNEE_TABLE_MAX);
+	memmove(&t->batch[i + 1], &t->batch[i], (size_t)(t->n - i) * sizeof *t->batch);
+	memmove(&t->knee[i + 1], &t->knee[i], (size_t)(t->n - i) * sizeof *t->knee);
+	t->batch[i] = batch;
+	t->knee[i] = knee;
+	t->n++;
+	return 0;
+}
+
+int knee_table_lookup(const knee_table_t *t, int batch)
+{
+	if (t->n < 1 || batch < 1)
+		return 0;
+	int i = 0;
+	while (i + 1 < t->n && t->batch[i + 1] <= batch)
+		i++;
+	return t->knee[i];
+}
+
+int knee_table_parse(knee_table_t *t, const char *s, int n_slots)
+{
+	knee_table_t out = {0};
+	const char *p = s;
+	if (!*p)
+		return err_set("'' is not a list of BATCH:KNEE");
+	while (*p) {
+		char *end;
+		errno = 0;
+		long b = strtol(p, &end, 10);
+		long k = 0;
+		bool ok = end != p && *end == ':' && !errno && b >= 1 && b <= 1 << 20;
+		if (ok) {
+			const char *q = end + 1;
+			k = strtol(q, &end, 10);
+			ok = end != q && (*end == ',' || !*end) && !errno;
+		}
+		if (!ok)
+			return err_set("'%s': entry %d is not BATCH:KNEE (batch 1..%d)", s,
+				       out.n + 1, 1 << 20);
+		if (out.n && b <= out.batch[out.n - 1])
+			return err_set("'%s': batch %ld does not follow %d (increasing)", s,
+				       b, out.batch[out.n - 1]);
+		if (knee_table_set(&out, (int)b, (int)k, n_slots) < 0)
+			return err_wrap("'%s'", s);
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return err_set("'%s': empty entry at the end", s);
+	}
+	*t = out;
+	return 0;
+}
+
+char *knee_table_format(const knee_table_t *t, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < t->n && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%d:%d", i ? "," : "",
+					t->batch[i], t->knee[i]);
+	return buf;
+}
+
+/* The bucket of a batch size: floor(log2), capped. */
+static int bucket_of(int batch)
+{
+	int b = batch > 1 ? 31 - __builtin_clz((unsigned)batch) : 0;
+	return b < KNEE_BUCKETS ? b : KNEE_BUCKETS - 1;
+}
+
+void knee_set_batch(knee_state_t *k, int batch)
+{
+	k->batch = batch > 1 ? batch : 1;
 }
 
 int knee_of_rates(const double *rate, int n, double tolerance)
@@ -40,10 +130,11 @@ int knee_of_rates(const double *rate, int n, double tolerance)
 
 int knee_estimate(const knee_state_t *k, int n_slots)
 {
+	int b = bucket_of(k->batch);
 	double rate[GANG_MAX_SLOTS + 1] = {0};
 	for (int w = 1; w <= n_slots; w++)
-		if (k->seen[w])
-			rate[w] = 1e9 / k->ns[w];
+		if (k->seen[b][w])
+			rate[w] = 1e9 / k->ns[b][w];
 	return knee_of_rates(rate, n_slots, k->tolerance);
 }
 
@@ -63,32 +154,41 @@ static int clamp_width(const policy_t *p, int w, int n_slots)
 	return w < lo ? lo : w > hi ? hi : w;
 }
 
+/* The width the knee policy runs the next step at: the record's table's
+ * knee for the batch, or the online knee of the batch's bucket (first every
+ * width KNEE_WARM times, widest first, then one random width every
+ * KNEE_EXPLORE_EVERY tokens). */
+static int knee_width(const policy_t *p, knee_state_t *k, int n_slots)
+{
+	k->exploring = 0;
+	if (p->knees.n) {
+		k->knee = knee_table_lookup(&p->knees, k->batch);
+		return k->knee;
+	}
+	int b = bucket_of(k->batch);
+	k->knee = knee_estimate(k, n_slots);
+	for (int v = n_slots; v >= 1; v--)
+		if (k->seen[b][v] < KNEE_WARM) {
+			k->exploring = v;
+			break;
+		}
+	if (!k->exploring && k->tokens % KNEE_EXPLORE_EVERY == KNEE_EXPLORE_EVERY - 1) {
+		k->rng ^= k->rng << 13;
+		k->rng ^= k->rng >> 7;
+		k->rng ^= k->rng << 17;
+		k->exploring = 1 + (int)(k->rng % (uint64_t)n_slots);
+	}
+	return k->exploring ? k->exploring : k->knee;
+}
+
 uint32_t policy_next_mask(const policy_t *p, knee_state_t *k, int n_slots)
 {
 	uint32_t all = first_slots(n_slots) & ~p->reserved_mask;
 	switch (p->width) {
 	case WIDTH_STATIC:
 		return (p->static_mask & all) | 1u;
-	case WIDTH_KNEE: {
-		/* first sample every width KNEE_WARM times (widest first), then
-		 * explore one random width every KNEE_EXPLORE_EVERY tokens */
-		int w = k->knee;
-		k->exploring = 0;
-		for (int v = n_slots; v >= 1; v--)
-			if (k->seen[v] < KNEE_WARM) {
-				k->exploring = v;
-				break;
-			}
-		if (!k->exploring && k->tokens % KNEE_EXPLORE_EVERY == KNEE_EXPLORE_EVERY - 1) {
-			k->rng ^= k->rng << 13;
-			k->rng ^= k->rng >> 7;
-			k->rng ^= k->rng << 17;
-			k->exploring = 1 + (int)(k->rng % (uint64_t)n_slots);
-		}
-		if (k->exploring)
-			w = k->exploring;
-		return lowest_k(all | 1u, clamp_width(p, w, n_slots)) | 1u;
-	}
+	case WIDTH_KNEE:
+		return lowest_k(all | 1u, clamp_width(p, knee_width(p, k, n_slots), n_slots)) | 1u;
 	default:
 		return lowest_k(all | 1u, clamp_width(p, n_slots, n_slots)) | 1u;
 	}
@@ -97,9 +197,10 @@ uint32_t policy_next_mask(const policy_t *p, knee_state_t *k, int n_slots)
 void policy_observe(const policy_t *p, knee_state_t *k, uint32_t mask,
 		    uint64_t token_ns)
 {
-	if (p->width != WIDTH_KNEE)
+	if (p->width != WIDTH_KNEE || p->knees.n)
 		return;
 	int w = __builtin_popcount(mask);
+	int b = bucket_of(k->batch);
 	/* a token whose latch had fewer members than requested (a worker was
 	 * still waking) measures the width it ran at */
 	/* The first KNEE_WARM samples keep their best (the first token of a
@@ -108,17 +209,17 @@ void policy_observe(const policy_t *p, knee_state_t *k, uint32_t mask,
 	 * counts as at most 1.5x the mean, so a width is not dropped for
 	 * dozens of tokens because of one outlier while it is sampled only
 	 * on explorations. */
-	double t = (double)token_ns;
-	if (!k->seen[w])
-		k->ns[w] = t;
-	else if (k->seen[w] < KNEE_WARM)
-		k->ns[w] = t < k->ns[w] ? t : k->ns[w];
+	double t = (double)token_ns, *ns = &k->ns[b][w];
+	if (!k->seen[b][w])
+		*ns = t;
+	else if (k->seen[b][w] < KNEE_WARM)
+		*ns = t < *ns ? t : *ns;
 	else
-		k->ns[w] = (1 - KNEE_ALPHA) * k->ns[w] +
-			   KNEE_ALPHA * (t < 1.5 * k->ns[w] ? t : 1.5 * k->ns[w]);
-	k->seen[w]++;
+		*ns = (1 - KNEE_ALPHA) * *ns + KNEE_ALPHA * (t < 1.5 * *ns ? t : 1.5 * *ns);
+	k->seen[b][w]++;
 	k->tokens++;
 	k->knee = knee_estimate(k, GANG_MAX_SLOTS);
+	knee_table_set(&k->table, 1 << b, k->knee, GANG_MAX_SLOTS);
 }
 
 /* ---- records: names, validation, printing ---- */
@@ -246,6 +347,16 @@ int policy_validate(const policy_t *p, int n_slots, const char **field)
 							  : "kguard_window_ms"),
 		       err_set("%s: set without kguard_wait_p99_us",
 			       p->kguard_windows ? "kguard_windows" : "kguard_window_ms");
+	if (p->knees.n && p->width != WIDTH_KNEE)
+		return field_err(field, "knees"), err_set("knees: needs width knee");
+	for (int i = 0; i < p->knees.n; i++)
+		if (p->knees.knee[i] < 1 || p->knees.knee[i] > n_slots ||
+		    p->knees.batch[i] < 1 || p->knees.n > KNEE_TABLE_MAX ||
+		    (i && p->knees.batch[i] <= p->knees.batch[i - 1]))
+			return field_err(field, "knees"),
+			       err_set("knees: entry %d (%d:%d) is not an increasing batch "
+				       "with a knee in [1, %d]", i + 1, p->knees.batch[i],
+				       p->knees.knee[i], n_slots);
 	bool guarded = p->guard_ttft_p99_ms > 0 || p->guard_queue_depth > 0;
 	if (guarded && (p->guard_checks < 1 || p->guard_checks > 1000))
 		return field_err(field, "guard_checks"),
@@ -264,7 +375,7 @@ static char *slots_format(uint32_t m, char *buf, size_t cap)
 
 void policy_print(const policy_t *p, int n_slots, FILE *f)
 {
-	char buf[128];
+	char buf[256];
 	fprintf(f, "[%s]\nwidth = %s\n", p->name, policy_width_name(p->width));
 	if (p->width == WIDTH_STATIC)
 		fprintf(f, "cores = %s\n", slots_format(p->static_mask, buf, sizeof buf));
@@ -286,6 +397,8 @@ void policy_print(const policy_t *p, int n_slots, FILE *f)
 		fprintf(f, "kguard_wait_p99_us = %u\nkguard_windows = %u\n"
 			"kguard_window_ms = %u\n", p->kguard_wait_p99_us,
 			p->kguard_windows, p->kguard_window_ms);
+	if (p->knees.n)
+		fprintf(f, "knees = %s\n", knee_table_format(&p->knees, buf, sizeof buf));
 }
 
 /* ---- the library ---- */
@@ -380,13 +493,14 @@ typedef enum ini_key {
 	KEY_KGUARD_WAIT,
 	KEY_KGUARD_WINDOWS,
 	KEY_KGUARD_WINDOW_MS,
+	KEY_KNEES,
 	KEY_COUNT
 } ini_key_t;
 
 static const char *const key_names[KEY_COUNT] = {
 	"width", "min_width", "max_width", "cores", "reserved", "acquire",
 	"keep_ms", "guard_ttft_p99_ms", "guard_queue_depth", "guard_checks",
-	"kguard_wait_p99_us", "kguard_windows", "kguard_window_ms"};
+	"kguard_wait_p99_us", "kguard_windows", "kguard_window_ms", "knees"};
 
 typedef struct ini_rec {
 	policy_t p;
@@ -514,6 +628,8 @@ static int ini_set(ini_rec_t *r, int n_slots, ini_key_t k, const char *v)
 				       "[10, 60000]", v);
 		p->kguard_window_ms = (uint32_t)x;
 		return 0;
+	case KEY_KNEES:
+		return knee_table_parse(&p->knees, v, n_slots) < 0 ? err_wrap("knees") : 0;
 	default:
 		assert(0);
 		return -1;

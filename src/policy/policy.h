@@ -17,7 +17,8 @@
  *                default: an index that names no record selects it.
  *  1 knee        elastic capped at the width past which an added core no
  *                longer brings its share of tok/s (knee_of_rates),
- *                measured online (an exploration token every 16). Good: a
+ *                measured online per batch size (an exploration token
+ *                every 16) or taken from the record's knees table. Good: a
  *                memory-bound model whose speed saturates before the last
  *                core; sharing where tenant work counts as much as
  *                inference. Fails: the estimate lags a tenant that comes
@@ -69,6 +70,12 @@
  *   kguard_windows = N     1..1000 consecutive breached windows before the
  *                          BPF side stores index 0 (default 3)
  *   kguard_window_ms = N   10..60000, the window (default 100)
+ *   knees = B:K,...        width knee only: the knee K per batch size B
+ *                          (tokens per step), batches increasing, K in
+ *                          1..n; a step uses the entry of the largest
+ *                          B <= its batch (`egang bench width --batch`
+ *                          prints the line); without it the knee is
+ *                          measured online per batch size
  * Every record is checked once at load; a bad one refuses the whole file
  * with "FILE:LINE: [record] field: what is wrong".
  *
@@ -95,6 +102,29 @@ typedef enum policy_width {
 #define POLICY_KEEP_MS_MAX 60000
 #define POLICY_KGUARD_WAIT_MAX 10000000 /* 10 s */
 
+/* The knee per batch size: a step of B tokens (continuous batching) costs
+ * more compute for the same weight traffic, so the useful gang width
+ * depends on B. Entries are sorted by batch; a batch size uses the entry
+ * with the largest batch <= it (the first entry below the smallest). */
+#define KNEE_TABLE_MAX 16
+typedef struct knee_table {
+	int32_t n;
+	int32_t batch[KNEE_TABLE_MAX]; /* strictly increasing, >= 1 */
+	int32_t knee[KNEE_TABLE_MAX];  /* 1..n_slots */
+} knee_table_t;
+
+/* Sets batch's knee (replacing an entry of the same batch); -1 + err_get()
+ * for batch < 1, knee outside 1..n_slots or a full table. */
+int knee_table_set(knee_table_t *t, int batch, int knee, int n_slots);
+/* The knee for a batch of `batch` tokens (next-lower entry); 0 when the
+ * table is empty or batch < 1. */
+int knee_table_lookup(const knee_table_t *t, int batch);
+/* "B:K,B:K,..." (batches strictly increasing) into t; -1 + err_get()
+ * naming the bad entry (t is then unchanged). */
+int knee_table_parse(knee_table_t *t, const char *s, int n_slots);
+/* The same syntax into buf (empty for an empty table). */
+char *knee_table_format(const knee_table_t *t, char *buf, size_t cap);
+
 typedef struct policy {
 	char name[POLICY_NAME_MAX];
 	policy_width_t width;
@@ -111,15 +141,23 @@ typedef struct policy {
 	uint32_t kguard_wait_p99_us; /* 0: none */
 	uint32_t kguard_windows;     /* consecutive breached windows */
 	uint32_t kguard_window_ms;
+	/* WIDTH_KNEE: a measured knee per batch size (`bench width --batch`);
+	 * empty: the knee is measured online per batch size */
+	knee_table_t knees;
 } policy_t;
 
 /* Online knee measurement: an exponentially weighted mean of the token time
- * at each width, an exploration step every `explore_every` tokens. */
+ * at each width, an exploration step every KNEE_EXPLORE_EVERY tokens; one
+ * such measurement per batch bucket (batch sizes rounded down to a power of
+ * two, 1..2^(KNEE_BUCKETS-1)), since the knee moves with the batch size. */
+#define KNEE_BUCKETS 8
 typedef struct knee_state {
-	double ns[GANG_MAX_SLOTS + 1]; /* EWMA token time per width */
-	uint32_t seen[GANG_MAX_SLOTS + 1];
+	double ns[KNEE_BUCKETS][GANG_MAX_SLOTS + 1]; /* EWMA token time per width */
+	uint32_t seen[KNEE_BUCKETS][GANG_MAX_SLOTS + 1];
 	uint64_t tokens;
-	int knee;      /* current cap */
+	int batch;     /* tokens in the current step (knee_set_batch), >= 1 */
+	int knee;      /* current cap (the current batch's) */
+	knee_table_t table; /* the measured knee of each bucket seen so far */
 	int exploring; /* width being tried this token, 0 if none */
 	uint64_t rng;
 	double tolerance; /* see knee_of_rates (0.95 by default) */
@@ -138,8 +176,11 @@ void knee_init(knee_state_t *k, int n_slots);
  * one it spends 2 core-seconds for 1.3 core-seconds' worth of tokens.)
  * n if nothing was measured. */
 int knee_of_rates(const double *rate, int n, double tolerance);
-/* knee_of_rates over the widths k has measured. */
+/* knee_of_rates over the widths k has measured at its current batch. */
 int knee_estimate(const knee_state_t *k, int n_slots);
+/* The batch size of the next step (tokens it runs; < 1 counts as 1); the
+ * following policy_observe is attributed to it. */
+void knee_set_batch(knee_state_t *k, int batch);
 
 /* The mask to request for the next token (slot 0 always in). */
 uint32_t policy_next_mask(const policy_t *p, knee_state_t *k, int n_slots);

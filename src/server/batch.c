@@ -280,8 +280,10 @@ static bool admit(batch_t *b)
 				sl = &b->slots[i];
 		if (slot_start(b, sl, j, cap, need)) {
 			b->live++;
-			if (b->g && !b->begun)
+			if (b->g && !b->begun) {
 				gang_begin(b->g);
+				b->steps = 0; /* the knee measures no step across the idle gap */
+			}
 			b->begun = true;
 		}
 		publish_kv(b);
@@ -377,8 +379,10 @@ static int plan_step(batch_t *b, int32_t *tokens)
 static bool run_step(batch_t *b, int ns, int32_t tokens)
 {
 	server_t *s = b->s;
-	if (s->have_rt)
+	if (s->have_rt) {
+		policy_rt_set_batch(&s->rt, tokens);
 		policy_rt_before_token(&s->rt, b->steps);
+	}
 	b->steps++;
 	const wave_plan_t *plan;
 	bool one = ns == 1 && tokens == 1;
