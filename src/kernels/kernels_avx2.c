@@ -18,6 +18,12 @@
 
 /* ---------------------------------------------------------- helpers */
 
+#define VEC_ROUNDED(v) __asm__("" : "+x"(v))
+/* Pins an integer accumulator's add chain in program order: without it
+ * GCC reassociated the 8 or 16 adds of a block into a tree whose partial
+ * sums went through the stack (gemm_avx2.c has the same). */
+#define KEEP(v) __asm__("" : "+x"(v))
+
 /* Software prefetch distance ahead of each row of a 4-row group (see
  * kernels_avx512.c); prefetches never fault past the end. */
 #ifndef PF_DIST
@@ -335,10 +341,14 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 					__m256i z1 = _mm256_loadu_si256((const __m256i *)(p + 64 * v + 32));
 					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(_mm256_and_si256(z0, m0f), xl));
 					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(_mm256_and_si256(z1, m0f), xl));
+					KEEP(h0);
+					KEEP(h1);
 					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(
 						_mm256_and_si256(_mm256_srli_epi16(z0, 4), m0f), xh));
 					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(
 						_mm256_and_si256(_mm256_srli_epi16(z1, 4), m0f), xh));
+					KEEP(h0);
+					KEEP(h1);
 				}
 				s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
 				s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
@@ -352,6 +362,8 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 						(const __m256i *)(p + 64 * v + 32)), m80);
 					s0 = _mm256_add_epi32(s0, dot32_q8(w0, xv));
 					s1 = _mm256_add_epi32(s1, dot32_q8(w1, xv));
+					KEEP(s0);
+					KEEP(s1);
 				}
 			}
 			p += qv;
@@ -405,8 +417,6 @@ AVX2 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_
  * elementwise operations and sums that are independent per lane are
  * vectorized; every product is rounded before its add (FP_ROUNDED, no
  * FMA). Tails shorter than a vector run the generic's scalar operations. */
-
-#define VEC_ROUNDED(v) __asm__("" : "+x"(v))
 
 /* Lanes 0 .. rem-1 all ones (rem clamped to 0..8), for maskload/maskstore. */
 AVX2_INLINE __m256i tail_mask8(int64_t rem)
