@@ -256,7 +256,7 @@ void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
 	       const void *aux, float *Y, int64_t ys, int64_t n, int64_t r0,
 	       int64_t r1, int64_t ntok);
 /* gemm_rows with W's packed copy P (pack16 of W's `rows` rows; NULL:
- * none), which the AVX-512 level reads for the whole groups; the same bits. */
+ * none), which the x86 SIMD levels read for the whole groups; the same bits. */
 void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
 		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);

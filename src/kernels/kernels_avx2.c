@@ -18,6 +18,12 @@
 
 /* ---------------------------------------------------------- helpers */
 
+#define VEC_ROUNDED(v) __asm__("" : "+x"(v))
+/* Pins an integer accumulator's add chain in program order: without it
+ * GCC reassociated the 8 or 16 adds of a block into a tree whose partial
+ * sums went through the stack (gemm_avx2.c has the same). */
+#define KEEP(v) __asm__("" : "+x"(v))
+
 /* Software prefetch distance ahead of each row of a 4-row group (see
  * kernels_avx512.c); prefetches never fault past the end. */
 #ifndef PF_DIST
@@ -335,10 +341,14 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 					__m256i z1 = _mm256_loadu_si256((const __m256i *)(p + 64 * v + 32));
 					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(_mm256_and_si256(z0, m0f), xl));
 					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(_mm256_and_si256(z1, m0f), xl));
+					KEEP(h0);
+					KEEP(h1);
 					h0 = _mm256_add_epi16(h0, _mm256_maddubs_epi16(
 						_mm256_and_si256(_mm256_srli_epi16(z0, 4), m0f), xh));
 					h1 = _mm256_add_epi16(h1, _mm256_maddubs_epi16(
 						_mm256_and_si256(_mm256_srli_epi16(z1, 4), m0f), xh));
+					KEEP(h0);
+					KEEP(h1);
 				}
 				s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
 				s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
@@ -352,6 +362,8 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 						(const __m256i *)(p + 64 * v + 32)), m80);
 					s0 = _mm256_add_epi32(s0, dot32_q8(w0, xv));
 					s1 = _mm256_add_epi32(s1, dot32_q8(w1, xv));
+					KEEP(s0);
+					KEEP(s1);
 				}
 			}
 			p += qv;
@@ -397,6 +409,321 @@ AVX2 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_
 				 int64_t ng)
 {
 	matvec_p16_quant(DTYPE_Q4_0, P, xa, y, n, ng);
+}
+
+/* ------------------------------------------ forward-pass float math */
+
+/* Same bits as the generic twins (kernels.h), as kernels_avx512.c: only
+ * elementwise operations and sums that are independent per lane are
+ * vectorized; every product is rounded before its add (FP_ROUNDED, no
+ * FMA). Tails shorter than a vector run the generic's scalar operations. */
+
+/* Lanes 0 .. rem-1 all ones (rem clamped to 0..8), for maskload/maskstore. */
+AVX2_INLINE __m256i tail_mask8(int64_t rem)
+{
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	int32_t r = rem < 0 ? 0 : rem > 8 ? 8 : (int32_t)rem;
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), idx);
+}
+
+/* ss as the generic's (rmsnorm_scale: ggml's sum in double); o = w * (ss *
+ * x) 8 lanes at once. */
+AVX2 static void rmsnorm_avx2(float *o, const float *x, const float *w, int64_t n, float eps)
+{
+	const float ss = rmsnorm_scale(x, n, eps);
+	const __m256 vs = _mm256_set1_ps(ss);
+	int64_t j = 0;
+	for (; j + 8 <= n; j += 8) {
+		__m256 sx = _mm256_mul_ps(vs, _mm256_loadu_ps(x + j));
+		VEC_ROUNDED(sx);
+		_mm256_storeu_ps(o + j, _mm256_mul_ps(_mm256_loadu_ps(w + j), sx));
+	}
+	for (; j < n; j++)
+		o[j] = w[j] * (ss * x[j]);
+}
+
+/* The max over lanes (the max of numbers does not depend on the order; a
+ * NaN anywhere takes the generic path, whose comparisons define the
+ * result), expf and the sum in the generic's order, the division 8 lanes
+ * at once. */
+AVX2 static void softmax_avx2(float *x, int64_t n)
+{
+	if (n <= 0)
+		return;
+	__m256 mx = _mm256_set1_ps(x[0]), un = _mm256_setzero_ps();
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+		mx = _mm256_max_ps(mx, v);
+	}
+	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+	m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+	float max = _mm_cvtss_f32(m4);
+	int nan = _mm256_movemask_ps(un) != 0;
+	for (; i < n; i++) {
+		nan |= x[i] != x[i];
+		max = x[i] > max ? x[i] : max;
+	}
+	if (nan) {
+		softmax_generic(x, n);
+		return;
+	}
+	float sum = 0.0f;
+	for (i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += x[i];
+	}
+	const __m256 vs = _mm256_set1_ps(sum);
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), vs));
+	for (; i < n; i++)
+		x[i] /= sum;
+}
+
+/* exp_eg (kernels_impl.h) 8 lanes at once, the same operations in the
+ * same order (vroundps to nearest even as rintf): the same bits per lane. */
+AVX2_INLINE __m256 exp_eg_avx2(__m256 x)
+{
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_EG_LOG2E)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 a = _mm256_mul_ps(n, _mm256_set1_ps(EXP_EG_C1));
+	VEC_ROUNDED(a);
+	__m256 r = _mm256_sub_ps(x, a);
+	a = _mm256_mul_ps(n, _mm256_set1_ps(EXP_EG_C2));
+	VEC_ROUNDED(a);
+	r = _mm256_sub_ps(r, a);
+	__m256 z = _mm256_mul_ps(r, r);
+	__m256 p = _mm256_set1_ps(exp_eg_poly[0]);
+#pragma GCC unroll 5
+	for (int i = 1; i < 6; i++) {
+		p = _mm256_mul_ps(p, r);
+		VEC_ROUNDED(p);
+		p = _mm256_add_ps(p, _mm256_set1_ps(exp_eg_poly[i]));
+	}
+	p = _mm256_mul_ps(p, z);
+	VEC_ROUNDED(p);
+	p = _mm256_add_ps(_mm256_add_ps(p, r), _mm256_set1_ps(1.0f));
+	__m256i k = _mm256_cvtps_epi32(n), h = _mm256_srai_epi32(k, 1);
+	const __m256i bias = _mm256_set1_epi32(127);
+	p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23)));
+	VEC_ROUNDED(p);
+	p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+				     _mm256_add_epi32(_mm256_sub_epi32(k, h), bias), 23)));
+	/* the scalar's early returns, in its order: NaN, low, high */
+	p = _mm256_blendv_ps(p, _mm256_set1_ps(__builtin_inff()),
+			     _mm256_cmp_ps(x, _mm256_set1_ps(EXP_EG_HI), _CMP_GT_OQ));
+	p = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(EXP_EG_LO), _CMP_LE_OQ), p);
+	return _mm256_blendv_ps(p, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* swiglu_generic 8 lanes at once (same operations: the same bits). */
+AVX2 static void swiglu_avx2(float *o, const float *a, const float *b, int64_t n)
+{
+	const __m256 one = _mm256_set1_ps(1.0f);
+	const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(a + i);
+		__m256 e = exp_eg_avx2(_mm256_xor_ps(v, sign));
+		VEC_ROUNDED(e);
+		__m256 s = _mm256_div_ps(one, _mm256_add_ps(one, e));
+		v = _mm256_mul_ps(v, s);
+		VEC_ROUNDED(v);
+		_mm256_storeu_ps(o + i, _mm256_mul_ps(v, _mm256_loadu_ps(b + i)));
+	}
+	for (; i < n; i++) {
+		float val = a[i];
+		val *= (1.0f / (1.0f + exp_eg(-val)));
+		val *= b[i];
+		o[i] = val;
+	}
+}
+
+/* One pair's rotation, as rope_apply_generic. */
+static inline void rope_pair(float *v, int a, int b, float c, float s)
+{
+	float v0 = v[a], v1 = v[b];
+	v[a] = v0 * c - v1 * s;
+	v[b] = v0 * s + v1 * c;
+}
+
+/* neox = 0: 4 adjacent pairs per vector, cos and sin duplicated into both
+ * lanes of a pair (moveldup / movehdup of the table), the pair swapped;
+ * vaddsubps gives even lanes v0 c - v1 s and odd lanes v1 c + v0 s (an add
+ * commutes exactly). neox = 1: halves a and b = a + rot/2 as two vectors,
+ * cos and sin de-interleaved. */
+AVX2 static void rope_apply_avx2(float *x, int n_heads, int head_dim, int rot_dim,
+				 const float *cs, int neox)
+{
+	const __m256i ev = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+	const int half = rot_dim / 2;
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * head_dim;
+		int i = 0;
+		if (!neox) {
+			for (; i + 8 <= rot_dim; i += 8) {
+				__m256 t = _mm256_loadu_ps(cs + i);
+				__m256 a = _mm256_loadu_ps(v + i);
+				__m256 p = _mm256_mul_ps(a, _mm256_moveldup_ps(t));
+				__m256 q = _mm256_mul_ps(_mm256_permute_ps(a, 0xB1), _mm256_movehdup_ps(t));
+				VEC_ROUNDED(p);
+				VEC_ROUNDED(q);
+				_mm256_storeu_ps(v + i, _mm256_addsub_ps(p, q));
+			}
+			for (; i < rot_dim; i += 2)
+				rope_pair(v, i, i + 1, cs[i], cs[i + 1]);
+			continue;
+		}
+		int j = 0;
+		for (; j + 8 <= half; j += 8) {
+			/* pairs j..j+7: cs[2j .. 2j+15] -> cos (low 128) and sin (high 128) */
+			__m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(cs + 2 * j), ev);
+			__m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(cs + 2 * j + 8), ev);
+			__m256 c = _mm256_permute2f128_ps(lo, hi, 0x20);
+			__m256 sn = _mm256_permute2f128_ps(lo, hi, 0x31);
+			__m256 a = _mm256_loadu_ps(v + j), b = _mm256_loadu_ps(v + j + half);
+			__m256 ac = _mm256_mul_ps(a, c), bs = _mm256_mul_ps(b, sn);
+			__m256 as = _mm256_mul_ps(a, sn), bc = _mm256_mul_ps(b, c);
+			VEC_ROUNDED(ac);
+			VEC_ROUNDED(bs);
+			VEC_ROUNDED(as);
+			VEC_ROUNDED(bc);
+			_mm256_storeu_ps(v + j, _mm256_sub_ps(ac, bs));
+			_mm256_storeu_ps(v + j + half, _mm256_add_ps(as, bc));
+		}
+		for (; j < half; j++)
+			rope_pair(v, j, j + half, cs[2 * j], cs[2 * j + 1]);
+	}
+}
+
+/* 8x8 transpose: r[i] = row i -> r[j] lane i = row i's element j. */
+AVX2_INLINE void transpose8_ps(__m256 *r)
+{
+	__m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+	__m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+	__m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+	__m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+	r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+	r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+	r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+	r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+	r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 8
+ * positions per vector (lane l = position t + l), each summed over i in
+ * order from +0 (the generic's dot, per lane): the 8 keys are read as rows,
+ * 8 dimensions at a time, and transposed in registers once for the c heads
+ * (positions past n_pos and dimensions past hd read as 0 and are never
+ * added); the division by sqrtf(hd) per lane. */
+AVX2_INLINE void att_scores(const float *q, int c, const float *k, int64_t stride,
+			    int n_pos, int hd, float *scores, int64_t ss)
+{
+	const __m256 scale = _mm256_set1_ps(sqrtf((float)hd));
+	for (int t = 0; t < n_pos; t += 8) {
+		const int nr = n_pos - t < 8 ? n_pos - t : 8;
+		const float *kt = k + (size_t)t * (size_t)stride;
+		__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
+				_mm256_setzero_ps(), _mm256_setzero_ps() };
+		for (int i0 = 0; i0 < hd; i0 += 8) {
+			const int nj = hd - i0 < 8 ? hd - i0 : 8;
+			const __m256i m = tail_mask8(nj);
+			__m256 r[8];
+#pragma GCC unroll 8
+			for (int i = 0; i < 8; i++) {
+				const float *ki = kt + (size_t)i * (size_t)stride + i0;
+				r[i] = i >= nr ? _mm256_setzero_ps()
+				     : nj == 8 ? _mm256_loadu_ps(ki)
+					       : _mm256_maskload_ps(ki, m);
+			}
+			transpose8_ps(r);
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++) {
+				if (h >= c)
+					continue;
+				const float *qh = q + (size_t)h * (size_t)hd + i0;
+#pragma GCC unroll 8
+				for (int j = 0; j < 8; j++) {
+					if (j >= nj)
+						continue;
+					__m256 p = _mm256_mul_ps(_mm256_set1_ps(qh[j]), r[j]);
+					VEC_ROUNDED(p);
+					a[h] = _mm256_add_ps(a[h], p);
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++)
+			if (h < c)
+				_mm256_maskstore_ps(scores + (size_t)h * (size_t)ss + t, tail_mask8(nr),
+						    _mm256_div_ps(a[h], scale));
+	}
+}
+
+/* out (hd) = sum_u s[u] v_u: 32 dimensions (four independent chains) per
+ * pass over the values, each summed over u in order from +0. */
+AVX2_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t stride,
+			  int n_pos, int hd)
+{
+	for (int i = 0; i < hd; i += 32) {
+		const __m256i m0 = tail_mask8(hd - i), m1 = tail_mask8(hd - i - 8);
+		const __m256i m2 = tail_mask8(hd - i - 16), m3 = tail_mask8(hd - i - 24);
+		__m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+		for (int u = 0; u < n_pos; u++) {
+			const float *vu = v + (size_t)u * (size_t)stride + i;
+			const __m256 su = _mm256_set1_ps(s[u]);
+			__m256 p0 = _mm256_mul_ps(su, _mm256_maskload_ps(vu, m0));
+			__m256 p1 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 8, m1));
+			__m256 p2 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 16, m2));
+			__m256 p3 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 24, m3));
+			VEC_ROUNDED(p0);
+			VEC_ROUNDED(p1);
+			VEC_ROUNDED(p2);
+			VEC_ROUNDED(p3);
+			o0 = _mm256_add_ps(o0, p0);
+			o1 = _mm256_add_ps(o1, p1);
+			o2 = _mm256_add_ps(o2, p2);
+			o3 = _mm256_add_ps(o3, p3);
+		}
+		_mm256_maskstore_ps(out + i, m0, o0);
+		_mm256_maskstore_ps(out + i + 8, m1, o1);
+		_mm256_maskstore_ps(out + i + 16, m2, o2);
+		_mm256_maskstore_ps(out + i + 24, m3, o3);
+	}
+}
+
+/* nh heads: scores 4 heads at a time (att_scores), then per head softmax
+ * and the weighted sum. */
+AVX2 static void attention_avx2(float *out, const float *q, const float *k, const float *v,
+				int64_t stride, int n_pos, int hd, float *scores, int nh,
+				int64_t ss)
+{
+	for (int h = 0; h < nh; h += 4) {
+		const float *qh = q + (size_t)h * (size_t)hd;
+		float *sh = scores + (size_t)h * (size_t)ss;
+		/* a constant head count per call, so that the accumulators
+		 * and the transposed keys stay in registers */
+		switch (nh - h) {
+		case 1: att_scores(qh, 1, k, stride, n_pos, hd, sh, ss); break;
+		case 2: att_scores(qh, 2, k, stride, n_pos, hd, sh, ss); break;
+		case 3: att_scores(qh, 3, k, stride, n_pos, hd, sh, ss); break;
+		default: att_scores(qh, 4, k, stride, n_pos, hd, sh, ss); break;
+		}
+	}
+	for (int h = 0; h < nh; h++) {
+		float *s = scores + (size_t)h * (size_t)ss;
+		softmax_avx2(s, n_pos);
+		att_wsum(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
+	}
 }
 
 /* ------------------------------------------------------ entry points */
@@ -462,6 +789,11 @@ const kernel_ops_t kops_avx2 = {
 	.quantize_q8_0 = quantize_q8_0_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx2,
 	.f32_to_fp16_row = f32_to_fp16_row_avx2,
+	.rmsnorm = rmsnorm_avx2,
+	.softmax = softmax_avx2,
+	.rope_apply = rope_apply_avx2,
+	.attention = attention_avx2,
+	.swiglu = swiglu_avx2,
 };
 
 #endif

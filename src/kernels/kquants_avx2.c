@@ -24,6 +24,11 @@ AVX2_INLINE int32_t hsum_i32(__m256i v)
 	return _mm_cvtsi128_si32(s);
 }
 
+/* Pins an integer accumulator's add chain in program order: without it
+ * GCC reassociated a token's 8 adds into a tree whose partial sums went
+ * through the stack (gemm_avx2.c has the same). */
+#define KEEP(v) __asm__("" : "+x"(v))
+
 AVX2_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Two adjacent halves at p as floats (vcvtph2ps: the bits of
@@ -114,7 +119,9 @@ AVX2_INLINE void k32_token(const k32_w_t *w, const uint8_t *x, __m256i *si, __m2
 		__m256i plo = _mm256_maddubs_epi16(w->lo[k], ld256(xq + 64 * k));
 		__m256i phi = _mm256_maddubs_epi16(w->hi[k], ld256(xq + 64 * k + 32));
 		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_shuffle_epi8(w->sc, BCAST16(2 * k))));
+		KEEP(acc);
 		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_shuffle_epi8(w->sc, BCAST16(2 * k + 1))));
+		KEEP(acc);
 	}
 	*si = acc;
 	*sm = _mm256_madd_epi16(ld256(x + 4 + QK_K), w->mdup);
@@ -223,6 +230,7 @@ AVX2_INLINE void k16_token(const k16_w_t *w, const uint8_t *x, __m256i *si, __m2
 			_mm256_setr_epi32(a, a, a, a, a + 1, a + 1, a + 1, a + 1));
 		__m256i p = _mm256_maddubs_epi16(w->q[j], ld256(xq + 32 * j));
 		acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
+		KEEP(acc);
 	}
 	__m256i bs = ld256(x + 4 + QK_K);
 	if (kind == K16_Q2) {
