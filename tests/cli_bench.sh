@@ -91,6 +91,20 @@ else fail "bench agent: 10 decisions" "rc=$rc $(tail -3 $TMP/agent.out)"; fi
 if grep -q 'variant two-choice decisions 4 .* chance 50.0%' $TMP/agent2.out; then
 	pass "bench agent --two-choice: two choices"
 else fail "bench agent --two-choice" "$(tail -2 $TMP/agent2.out)"; fi
+# the prompt goes through a chat template: the model's (none here: a
+# synthetic stories260k has no tokenizer.chat_template), a built-in, none
+if grep -q '^bench agent: model .* template none variant full' $TMP/agent.out; then
+	pass "bench agent: no chat template in the model: plain prompt"
+else fail "bench agent: template none by default" "$(head -1 $TMP/agent.out)"; fi
+"$EGANG" bench agent -m $TMP/m.gguf --decisions 2 --chat-template chatml > $TMP/agent3.out 2>&1; rc=$?
+if [[ $rc -eq 0 ]] && grep -q '^bench agent: model .* template chatml variant full decisions 2 ' $TMP/agent3.out; then
+	pass "bench agent --chat-template chatml"
+else fail "bench agent --chat-template chatml" "rc=$rc $(tail -2 $TMP/agent3.out)"; fi
+"$EGANG" bench agent -m $TMP/m.gguf --decisions 2 --chat-template none > $TMP/agent4.out 2>&1
+if grep -q ' template none ' $TMP/agent4.out; then pass "bench agent --chat-template none"
+else fail "bench agent --chat-template none" "$(tail -2 $TMP/agent4.out)"; fi
+expect_exit "agent unknown --chat-template" 2 "bench agent: --chat-template 'jinja' is not one of none, chatml" \
+	"$EGANG" bench agent -m $TMP/m.gguf --chat-template jinja
 "$EGANG" bench knobs --reps 50 > $TMP/knobs.out 2>&1; rc=$?
 if [[ $rc -eq 0 && $(grep -c '^knob ' $TMP/knobs.out) -eq 6 ]] &&
    grep -q '^knob index store  *reps=50 median_ns=' $TMP/knobs.out; then

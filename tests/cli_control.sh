@@ -24,6 +24,8 @@ expect_exit "control: no controller" 2 "missing --oracle SCHEDULE, --bandit or -
 expect_exit "control: --oracle and --bandit" 2 "only one of --oracle, --bandit, --agent" \
 	"$EGANG" control --control "$CW" --oracle "0-1s:latency" --bandit
 expect_exit "control: --agent without -m" 2 "missing -m MODEL" "$EGANG" control --control "$CW" --agent
+expect_exit "control: --chat-template without --agent" 2 "-m/-z/--chat-template are only for --agent" \
+	"$EGANG" control --control "$CW" --bandit --chat-template chatml
 expect_exit "control: bad --period-ms" 2 "--period-ms: 0 is out of range" \
 	"$EGANG" control --control "$CW" --bandit --period-ms 0
 expect_exit "control: unknown option" 2 "unknown option" "$EGANG" control --control "$CW" --bogus

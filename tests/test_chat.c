@@ -137,12 +137,44 @@ static void test_tokenize(void **state)
 	tokenizer_free(tok);
 }
 
+/* one user message through the template, the assistant's header after it:
+ * the agent's prompt (chat_user_prompt_ids) is chat_render + chat_tokenize */
+static void test_user_prompt_ids(void **state)
+{
+	(void)state;
+	tokenizer_t *tok = tokenizer_synth(TOKENIZER_GPT2, 600, 1);
+	chat_template_t *t = chat_template_new(NULL, tok); /* ChatML */
+	const char *q = "Policies: 0 elastic. Answer:";
+	chat_msg_t m = {"user", q, strlen(q)};
+	char *r;
+	int64_t len = chat_render(t, &m, 1, true, &r);
+	assert_true(len > 0 && strstr(r, q) && strstr(r, "<|im_start|>assistant"));
+	int32_t want[512], *got = NULL;
+	int64_t nw = chat_tokenize(t, r, (size_t)len, want, 512);
+	int64_t n = chat_user_prompt_ids(t, q, &got);
+	assert_true(nw > 0);
+	assert_int_equal(n, nw);
+	assert_memory_equal(got, want, (size_t)n * sizeof *got);
+	assert_int_equal(got[0], tokenizer_find(tok, "<|im_start|>"));
+	free(got);
+	free(r);
+	chat_template_free(t);
+	/* no template: an error, nothing allocated */
+	t = chat_template_new_kind(CHAT_NONE, tok);
+	got = NULL;
+	assert_int_equal(chat_user_prompt_ids(t, q, &got), -1);
+	assert_null(got);
+	chat_template_free(t);
+	tokenizer_free(tok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_tokenize),
+		cmocka_unit_test(test_user_prompt_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

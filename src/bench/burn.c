@@ -2,6 +2,7 @@
 #include "bench/burn.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,11 +72,33 @@ static void *burner_main(void *arg)
 	return NULL;
 }
 
+/* Sleeps until next; returns at once when next is past (a late reporter:
+ * next - now would wrap to centuries). */
 static void sleep_until(uint64_t now, uint64_t next)
 {
+	if (next <= now)
+		return;
 	struct timespec ts = {(time_t)((next - now) / 1000000000ull),
 			      (long)((next - now) % 1000000000ull)};
 	nanosleep(&ts, NULL);
+}
+
+int burn_report_format(char *buf, size_t n, double t_s, double units_s,
+		       uint64_t now_ns)
+{
+	return snprintf(buf, n, "burn t=%.3f units/s=%.0f at_ns=%llu", t_s, units_s,
+			(unsigned long long)now_ns);
+}
+
+int burn_report_parse(const char *line, double *t_s, double *units_s,
+		      uint64_t *now_ns)
+{
+	unsigned long long at = 0;
+	int k = sscanf(line, "burn t=%lf units/s=%lf at_ns=%llu", t_s, units_s, &at);
+	if (k < 2)
+		return -1;
+	*now_ns = k == 3 ? (uint64_t)at : 0;
+	return 0;
 }
 
 int burn_run(const burn_config_t *c, burn_result_t *r)
@@ -105,7 +128,8 @@ int burn_run(const burn_config_t *c, burn_result_t *r)
 		uint64_t u = atomic_load(&units); /* a running count: no ordering */
 		if (c->report_ms && c->report && now < end)
 			c->report(c->user, (double)(now - t0) / 1e9,
-				  (double)(u - last_u) / ((double)(now - last_t) / 1e9));
+				  (double)(u - last_u) / ((double)(now - last_t) / 1e9),
+				  now);
 		last_t = now;
 		last_u = u;
 	}

@@ -35,9 +35,14 @@ typedef struct burn_config {
 	int n_cpus;
 	double seconds;    /* 0: until the process is killed */
 	int64_t report_ms; /* 0: no periodic reports */
-	/* called every report_ms with the seconds since the start and the
-	 * rate over the last period (units/s); may be NULL */
-	void (*report)(void *user, double t_s, double units_s);
+	/* called every report_ms with the seconds since the start, the rate
+	 * over the period since the last report (units/s) and the time it
+	 * ends (time_now_ns, CLOCK_MONOTONIC: the same clock in every process,
+	 * so a reader places the units by it, not by when the line arrives);
+	 * may be NULL. A late report (the reporter descheduled past its
+	 * period) covers the longer period; the next one is due a period
+	 * after it. */
+	void (*report)(void *user, double t_s, double units_s, uint64_t now_ns);
 	void *user;
 } burn_config_t;
 
@@ -45,6 +50,14 @@ typedef struct burn_result {
 	uint64_t units;
 	double seconds;
 } burn_result_t;
+
+/* The report line of `egang burn` ("burn t=T units/s=R at_ns=NS") and its
+ * parser: 0 and the fields, -1 when line is not one (at_ns 0 when a line
+ * lacks it). */
+int burn_report_format(char *buf, size_t n, double t_s, double units_s,
+		       uint64_t now_ns);
+int burn_report_parse(const char *line, double *t_s, double *units_s,
+		      uint64_t *now_ns);
 
 /* Runs the threads for c->seconds; -1 + err_get() when a thread cannot
  * start (the ones started are stopped). */

@@ -20,6 +20,7 @@
 
 #include "base/base.h"
 #include "base/stats.h"
+#include "bench/burn.h"
 #include "bench/loadgen.h"
 #include "policy/control.h"
 
@@ -111,17 +112,23 @@ static void burners_add(burners_t *b, uint64_t a, uint64_t e, double units)
 	}
 }
 
+/* One report line: the units of the period it covers, placed at the
+ * period's end as the burner stamped it (at_ns: the same monotonic clock),
+ * so a line read late (the monitor or the pipe behind) still lands in its
+ * window; a line without the stamp is placed at its arrival, now. */
 static void burners_line(burners_t *b, int i, uint64_t now)
 {
 	double t, rate;
+	uint64_t at;
 	b->buf[i][b->len[i]] = 0;
-	if (sscanf(b->buf[i], "burn t=%lf units/s=%lf", &t, &rate) != 2)
+	if (burn_report_parse(b->buf[i], &t, &rate, &at) < 0)
 		return;
 	double dt = t - b->last_t[i];
 	b->last_t[i] = t;
 	if (dt <= 0)
 		return;
-	burners_add(b, now - (uint64_t)(dt * 1e9), now, rate * dt);
+	uint64_t end = at ? at : now;
+	burners_add(b, end - (uint64_t)(dt * 1e9), end, rate * dt);
 }
 
 static void units_write(const burners_t *b)
@@ -142,11 +149,15 @@ static void *burners_main(void *arg)
 	struct pollfd pf[MAX_BURNERS];
 	uint64_t last_write = 0;
 	/* seq_cst, stronger than needed: a stop flag; the join orders the
-	 * buckets for the reader */
-	while (!atomic_load(&b->stop)) {
+	 * buckets for the reader. Once stopped (the burners are gone), the
+	 * passes drain what is still in the pipes, then end. */
+	for (;;) {
+		bool last = atomic_load(&b->stop);
 		for (int i = 0; i < b->n; i++)
 			pf[i] = (struct pollfd){.fd = b->fd[i], .events = POLLIN};
-		int r = poll(pf, (nfds_t)b->n, 20);
+		int r = poll(pf, (nfds_t)b->n, last ? 0 : 20);
+		if (last && r <= 0)
+			break;
 		uint64_t now = time_now_ns();
 		for (int i = 0; r > 0 && i < b->n; i++) {
 			if (!(pf[i].revents & (POLLIN | POLLHUP)))
@@ -210,14 +221,17 @@ static int burners_start(burners_t *b, const cfg_t *c, double max_s)
 	return 0;
 }
 
+/* Ends the burners, then the monitor once it has read every report they
+ * wrote (the last ones cover the baseline after the load). */
 static void burners_stop(burners_t *b)
 {
-	atomic_store(&b->stop, true); /* polled by burners_main */
-	pthread_join(b->thread, NULL);
 	for (int i = 0; i < b->n; i++)
 		kill(b->pid[i], SIGTERM);
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < b->n; i++)
 		reap(b->pid[i], 0, 2);
+	atomic_store(&b->stop, true); /* polled by burners_main */
+	pthread_join(b->thread, NULL);
+	for (int i = 0; i < b->n; i++) {
 		if (b->fd[i] >= 0)
 			close(b->fd[i]);
 		b->fd[i] = -1;

@@ -5,11 +5,9 @@
 #include <string.h>
 
 #include "bench/agent_eval.h"
+#include "cli/agent_model.h"
 #include "cli/cli.h"
 #include "cli/cmd_bench.h"
-#include "model/forward.h"
-#include "server/engine.h"
-#include "server/engine_open.h"
 
 static const char agent_help[] =
 	"usage: egang bench agent -m MODEL [options]\n"
@@ -24,34 +22,22 @@ static const char agent_help[] =
 	"\n"
 	"  -m, --model FILE     the agent's model (GGUF or llama2.c; required)\n"
 	"  -z, --tokenizer FILE tokenizer.bin for a llama2.c checkpoint\n"
+	"      --chat-template NAME  the prompt goes through this template as a\n"
+	"                       user message (chatml, llama2, llama3, zephyr,\n"
+	"                       qwen3, gemma3), or none: plain text (default: the\n"
+	"                       model's tokenizer.chat_template when known)\n"
 	"      --decisions N    decisions (default 48)\n"
 	"      --two-choice     offer only {0 latency, 1 throughput}\n"
 	"      --slots N        the gang the library is built for (default 4)\n"
 	"      --seed N         the telemetry jitter (default 1)\n"
 	"  -h, --help           this text\n";
 
-/* One greedy token after the prompt (as cmd_control.c's agent). */
-static const float *eval_logits(void *user, const char *prompt)
+static void print_eval(const char *model, const char *tmpl, bool two,
+		       const agent_eval_t *v)
 {
-	engine_t *e = user;
-	engine_params_t ep = {.prompt = prompt, .n_predict = 1,
-			      .sampler = {.temp = 0, .top_p = 1}};
-	engine_result_t r;
-	if (engine_generate(e->m, e->f, NULL, &ep, &r) < 0)
-		return NULL;
-	bool ran = r.n_gen == 1 || r.stop == STOP_EOS;
-	engine_result_free(&r);
-	if (!ran)
-		return err_set("the prompt leaves no room in the context %d", e->ctx),
-		       NULL;
-	return forward_logits(e->f);
-}
-
-static void print_eval(const char *model, bool two, const agent_eval_t *v)
-{
-	printf("bench agent: model %s variant %s decisions %d valid %d (%.1f%%) "
+	printf("bench agent: model %s template %s variant %s decisions %d valid %d (%.1f%%) "
 	       "correct %d (%.1f%%) chance %.1f%% best_constant %.1f%% "
-	       "decision_ms p50 %.3f p99 %.3f%s\n", model,
+	       "decision_ms p50 %.3f p99 %.3f%s\n", model, tmpl,
 	       two ? "two-choice" : "full", v->decisions, v->valid,
 	       100.0 * v->valid / v->decisions, v->correct,
 	       100.0 * v->correct / v->decisions, 100 * v->chance,
@@ -69,12 +55,13 @@ static void print_eval(const char *model, bool two, const agent_eval_t *v)
 
 int cmd_bench_agent(int argc, char **argv)
 {
-	const char *model = NULL, *tok = NULL;
+	const char *model = NULL, *tok = NULL, *tmpl = NULL;
 	int64_t decisions = 48, slots = 4, seed = 1;
 	bool two = false;
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &model, .required = true),
 		OPT_STR("tokenizer", 'z', &tok),
+		OPT_STR("chat-template", 0, &tmpl),
 		OPT_INT("decisions", 0, &decisions, 1, 100000),
 		OPT_FLAG("two-choice", 0, &two),
 		OPT_INT("slots", 0, &slots, 2, GANG_MAX_SLOTS),
@@ -85,26 +72,15 @@ int cmd_bench_agent(int argc, char **argv)
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
-	int cpu0 = 0;
-	engine_config_t ec = {.model_path = model, .tok_path = tok, .cpus = &cpu0,
-			      .n_cpus = 1, .no_gang = true, .no_forward = true};
-	engine_t *e = engine_open(&ec, &status);
-	if (e) {
-		e->ctx = e->ctx < 1024 ? e->ctx : 1024;
-		if (!(e->f = forward_new(e->m, e->ctx, 0)))
-			status = EXIT_FAIL;
-	}
-	if (!e || !e->f) {
-		log_error("bench agent: %s", err_get());
-		engine_close(e);
+	static agent_model_t am;
+	if (agent_model_open(&am, "bench agent", model, tok, 0, tmpl, &status) < 0)
 		return status;
-	}
 	static policy_lib_t lib;
 	agent_eval_lib(&lib, (int)slots, two);
 	controller_config_t cc = {.kind = CONTROLLER_AGENT, .lib = &lib,
-				  .n_arms = lib.n, .tok = e->m->tok,
-				  .vocab = e->m->cfg.vocab_size,
-				  .logits = eval_logits, .user = e};
+				  .n_arms = lib.n, .tok = am.e->m->tok,
+				  .vocab = am.e->m->cfg.vocab_size,
+				  .logits = agent_model_logits, .user = &am};
 	static controller_t ctl;
 	agent_eval_t v;
 	status = EXIT_OK;
@@ -116,10 +92,10 @@ int cmd_bench_agent(int argc, char **argv)
 			log_error("bench agent: %s", err_get());
 			status = EXIT_FAIL;
 		} else {
-			print_eval(model, two, &v);
+			print_eval(model, agent_model_template(&am), two, &v);
 		}
 		controller_free(&ctl);
 	}
-	engine_close(e);
+	agent_model_close(&am);
 	return status;
 }

@@ -11,7 +11,8 @@ static const char burn_help[] =
 	"\n"
 	"A tenant for experiments: N threads doing fixed units of work (cpu: ~1 us\n"
 	"of integer arithmetic; mem: 64 KiB of streaming reads) and reporting the\n"
-	"rate every MS ms (to stdout, 'burn t=SECONDS units/s=RATE') and in total.\n"
+	"rate every MS ms (to stdout, 'burn t=SECONDS units/s=RATE at_ns=NS', NS\n"
+	"the period's end on CLOCK_MONOTONIC) and in total.\n"
 	"\n"
 	"  --seconds S     run time (default 10; 0 = until killed)\n"
 	"  --report-ms MS  report period (default 1000; 0 = only the total)\n"
@@ -20,12 +21,14 @@ static const char burn_help[] =
 	"  --cores LIST    pin thread i to the i-th CPU of LIST (round robin)\n"
 	"  -q, --quiet     only the total line\n";
 
-static void on_report(void *user, double t_s, double units_s)
+static void on_report(void *user, double t_s, double units_s, uint64_t now_ns)
 {
 	(void)user;
 	if (log_quiet)
 		return;
-	printf("burn t=%.3f units/s=%.0f\n", t_s, units_s);
+	char line[128];
+	burn_report_format(line, sizeof line, t_s, units_s, now_ns);
+	printf("%s\n", line);
 	fflush(stdout);
 }
 

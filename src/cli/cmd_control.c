@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/agent_model.h"
 #include "cli/cli.h"
 #include "policy/control.h"
 #include "policy/controller.h"
@@ -39,6 +40,10 @@ static const char control_help[] =
 	"                         constrained to valid indices (at most 0..9)\n"
 	"  -m, --model PATH       the agent's model (GGUF or llama2.c)\n"
 	"  -z, --tokenizer PATH   tokenizer.bin for a llama2.c checkpoint\n"
+	"      --chat-template NAME  the agent's prompt as a user message of this\n"
+	"                         template (chatml, llama2, llama3, zephyr, qwen3,\n"
+	"                         gemma3) or none: plain text (default: the\n"
+	"                         model's tokenizer.chat_template when known)\n"
 	"      --period-ms N      the period (default 100; 1..60000)\n"
 	"      --seconds S        run this long (default: until SIGINT/SIGTERM;\n"
 	"                         oracle: until the schedule ends)\n"
@@ -61,7 +66,7 @@ static void on_signal(int sig)
 }
 
 typedef struct control_opts {
-	const char *control, *oracle, *model, *tok, *units, *policies;
+	const char *control, *oracle, *model, *tok, *units, *policies, *tmpl;
 	bool bandit, agent;
 	int64_t period_ms, hold, seed;
 	double seconds, w_ttft;
@@ -83,33 +88,13 @@ static int check_opts(const control_opts_t *o, controller_kind_t *kind)
 	const char *bad = NULL;
 	if (o->agent && !o->model)
 		bad = "control --agent: missing -m MODEL";
-	else if (!o->agent && (o->model || o->tok))
-		bad = "control: -m/-z are only for --agent";
+	else if (!o->agent && (o->model || o->tok || o->tmpl))
+		bad = "control: -m/-z/--chat-template are only for --agent";
 	else if (!o->bandit && o->units)
 		bad = "control: --tenant-units is only for --bandit";
 	if (bad)
 		log_error("%s", bad);
 	return bad ? -1 : 0;
-}
-
-/* The agent's model: one greedy token after the prompt, serially; the
- * logits of the prompt's last position stay in the forward pass (no
- * later position runs with n_predict 1). */
-static const float *agent_logits(void *user, const char *prompt)
-{
-	engine_t *e = user;
-	engine_params_t ep = {.prompt = prompt, .n_predict = 1,
-			      .sampler = {.temp = 0, .top_p = 1}};
-	engine_result_t r;
-	if (engine_generate(e->m, e->f, NULL, &ep, &r) < 0)
-		return NULL;
-	bool ran = r.n_gen == 1 || r.stop == STOP_EOS;
-	int64_t n = r.n_prompt;
-	engine_result_free(&r);
-	if (!ran)
-		return err_set("the prompt (%lld tokens) leaves no room in the "
-			       "context %d", (long long)n, e->ctx), NULL;
-	return forward_logits(e->f);
 }
 
 /* The arms: the library, cut to the running leader's if it is smaller. */
@@ -130,27 +115,17 @@ static int run(const control_opts_t *o, controller_config_t *cc, control_t *cw)
 {
 	static controller_t ctl;
 	int status = EXIT_OK;
-	engine_t *e = NULL;
+	static agent_model_t am;
 	if (cc->kind == CONTROLLER_AGENT) {
-		/* serial; a KV cache of 1024 positions at most (the prompt is
-		 * a few hundred tokens), not the engine's default 4096 */
-		engine_config_t ec = {.model_path = o->model, .tok_path = o->tok,
-				      .cpus = o->cpus.cpu, .n_cpus = 1,
-				      .no_gang = true, .no_forward = true};
-		if ((e = engine_open(&ec, &status))) {
-			e->ctx = e->ctx < 1024 ? e->ctx : 1024;
-			if (!(e->f = forward_new(e->m, e->ctx, 0)))
-				status = EXIT_FAIL;
-		}
-		if (!e || !e->f) {
-			log_error("control --agent: %s", err_get());
-			engine_close(e);
+		if (agent_model_open(&am, "control --agent", o->model, o->tok,
+				     o->cpus.cpu[0], o->tmpl, &status) < 0)
 			return status;
-		}
-		cc->tok = e->m->tok;
-		cc->vocab = e->m->cfg.vocab_size;
-		cc->logits = agent_logits;
-		cc->user = e;
+		log_info("control --agent: prompts through chat template %s",
+			 agent_model_template(&am));
+		cc->tok = am.e->m->tok;
+		cc->vocab = am.e->m->cfg.vocab_size;
+		cc->logits = agent_model_logits;
+		cc->user = &am;
 	}
 	if (controller_init(&ctl, cc) < 0) {
 		log_error("%s%s", o->agent ? "control --agent: " : "", err_get());
@@ -177,7 +152,8 @@ static int run(const control_opts_t *o, controller_config_t *cc, control_t *cw)
 		fflush(stdout);
 	}
 	controller_free(&ctl);
-	engine_close(e);
+	if (am.e)
+		agent_model_close(&am);
 	return status;
 }
 
@@ -191,6 +167,7 @@ int cmd_control(int argc, char **argv)
 		OPT_FLAG("agent", 0, &o.agent),
 		OPT_STR("model", 'm', &o.model),
 		OPT_STR("tokenizer", 'z', &o.tok),
+		OPT_STR("chat-template", 0, &o.tmpl),
 		OPT_INT("period-ms", 0, &o.period_ms, 1, 60000),
 		OPT_FLOAT("seconds", 0, &o.seconds, 0.001, 1e7),
 		OPT_INT("hold", 0, &o.hold, 1, 1000000),

@@ -425,3 +425,21 @@ int64_t chat_tokenize(const chat_template_t *t, const char *text, size_t len,
 	bool add = !(nb && len >= nb && !memcmp(text, t->bos, nb));
 	return tokenizer_tokenize(t->tok, text, len, add, true, ids, max);
 }
+
+int64_t chat_user_prompt_ids(const chat_template_t *t, const char *text,
+			     int32_t **ids)
+{
+	chat_msg_t m = {"user", text, strlen(text)};
+	char *r;
+	*ids = NULL;
+	int64_t len = chat_render(t, &m, 1, true, &r);
+	if (len < 0)
+		return -1;
+	int64_t n = chat_tokenize(t, r, (size_t)len, NULL, 0);
+	if (n >= 0 && !(*ids = malloc((size_t)(n + 1) * sizeof **ids)))
+		n = err_set("out of memory");
+	else if (n >= 0)
+		chat_tokenize(t, r, (size_t)len, *ids, n); /* the same count */
+	free(r);
+	return n;
+}

@@ -85,4 +85,11 @@ int64_t chat_render_full(const chat_template_t *t, const chat_msg_t *msgs,
 int64_t chat_tokenize(const chat_template_t *t, const char *text, size_t len,
 		      int32_t *ids, int64_t max);
 
+/* One user message, text, rendered with the assistant's header after it
+ * and tokenized (chat_render + chat_tokenize): the prompt a chat model
+ * answers a single question from. *ids: malloc'd. Returns the count, or
+ * -1 + err_get(). */
+int64_t chat_user_prompt_ids(const chat_template_t *t, const char *text,
+			     int32_t **ids);
+
 #endif

@@ -385,7 +385,9 @@ static struct bpf_map *map_by_name(struct egang_bpf *s, const char *name)
 	return bpf_object__find_map_by_name(s->obj, name);
 }
 
-int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
+/* What must hold before a load: sched_ext idle, a BPF filesystem, and no
+ * scheduler of ours pinned (the pin folder is made here). */
+static int load_check(void)
 {
 	char state[64], ops[128];
 	if (scx_state(state, sizeof state) < 0)
@@ -406,37 +408,52 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 			       "mount -t bpf bpf /sys/fs/bpf)", EGANG_SCX_PIN,
 			       strerror(errno));
 	}
-	libbpf_set_print(libbpf_quiet);
-	uint64_t t_open = time_now_ns();
-	struct egang_bpf *s = egang_bpf__open();
-	struct bpf_link *link = NULL;
-	if (!s) {
-		err_set("opening the BPF object: %s", strerror(errno));
-		goto fail;
-	}
-	/* every program, the policies' included, is verified here */
-	uint64_t t_load = time_now_ns();
-	if (egang_bpf__load(s)) {
-		err_set("loading the BPF scheduler: %s (the verifier's log is above)",
-			strerror(errno));
-		goto fail;
-	}
-	uint64_t t_loaded = time_now_ns();
-	/* Gate 1 (AKTS): the dispatcher with its tail call, without it, and a
-	 * plain program; the two variants are freed with the skeleton below
-	 * (nothing references them), so their sizes are read now */
+	return 0;
+}
+
+static void gate1_line(const char *name, int fd)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof info;
+	memset(&info, 0, sizeof info);
+	if (!bpf_prog_get_info_by_fd(fd, &info, &len))
+		log_info("scx: gate1 %s jited_bytes=%u xlated_bytes=%u "
+			 "verified_insns=%u", name, info.jited_prog_len,
+			 info.xlated_prog_len, info.verified_insns);
+}
+
+/* Gate 1 (AKTS): the JIT images of the dispatcher with its tail call,
+ * without it, a plain struct_ops program, and the XDP control: the
+ * smallest XDP program (return XDP_PASS), loaded, never attached. The two
+ * variants are freed with the skeleton (nothing references them), so the
+ * sizes are read now. */
+static void gate1_report(struct egang_bpf *s)
+{
 	struct bpf_program *g1[3] = {s->progs.egang_select_cpu, s->progs.g1_notail,
 				     s->progs.g1_plain};
-	for (int i = 0; i < 3; i++) {
-		struct bpf_prog_info info;
-		uint32_t len = sizeof info;
-		memset(&info, 0, sizeof info);
-		if (!bpf_prog_get_info_by_fd(bpf_program__fd(g1[i]), &info, &len))
-			log_info("scx: gate1 %s jited_bytes=%u xlated_bytes=%u "
-				 "verified_insns=%u", bpf_program__name(g1[i]),
-				 info.jited_prog_len, info.xlated_prog_len,
-				 info.verified_insns);
+	for (int i = 0; i < 3; i++)
+		gate1_line(bpf_program__name(g1[i]), bpf_program__fd(g1[i]));
+	const struct bpf_insn xdp[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
+		 .imm = XDP_PASS},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "g1_xdp", "GPL", xdp,
+			       EG_ARRAY_LEN(xdp), NULL);
+	if (fd < 0) {
+		log_info("scx: gate1 g1_xdp not loaded: %s (a kernel without "
+			 "CONFIG_NET?)", strerror(errno));
+		return;
 	}
+	gate1_line("g1_xdp", fd);
+	close(fd);
+}
+
+/* Fills the records and each record's three tail-call slots with its
+ * kind's programs, and the index. */
+static int load_fill(struct egang_bpf *s, const policy_lib_t *lib,
+		     const int *cpus, int n, uint32_t index)
+{
 	struct bpf_program *progs[EGANG_KIND_COUNT][EGANG_CB_COUNT] = {
 		[EGANG_KIND_ELASTIC] = {s->progs.elastic_select_cpu,
 					s->progs.elastic_enqueue, s->progs.elastic_dispatch},
@@ -455,60 +472,83 @@ int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 		uint32_t key = (uint32_t)i;
 		struct egang_krec r;
 		scx_krec_from_policy(&lib->rec[i], cpus, n, &r);
-		if (bpf_map_update_elem(bpf_map__fd(s->maps.krec), &key, &r, BPF_ANY)) {
-			err_sys("bpf_map_update_elem(krec)");
-			goto fail;
-		}
+		if (bpf_map_update_elem(bpf_map__fd(s->maps.krec), &key, &r, BPF_ANY))
+			return err_sys("bpf_map_update_elem(krec)");
 		if (r.kind == EGANG_KIND_NONE)
 			continue;
 		for (int cb = 0; cb < EGANG_CB_COUNT; cb++) {
 			int fd = bpf_program__fd(progs[r.kind][cb]);
-			if (bpf_map_update_elem(arrays[cb], &key, &fd, BPF_ANY)) {
-				err_set("%s: slot %d (%s) refused by the tail-call "
-					"array: %s", lib->rec[i].name, i,
-					scx_kind_name(r.kind), strerror(errno));
-				goto fail;
-			}
+			if (bpf_map_update_elem(arrays[cb], &key, &fd, BPF_ANY))
+				return err_set("%s: slot %d (%s) refused by the "
+					       "tail-call array: %s", lib->rec[i].name,
+					       i, scx_kind_name(r.kind), strerror(errno));
 		}
 	}
 	uint32_t zero = 0;
-	if (bpf_map_update_elem(bpf_map__fd(s->maps.policy_index), &zero, &index, BPF_ANY)) {
-		err_sys("bpf_map_update_elem(policy_index)");
-		goto fail;
-	}
+	if (bpf_map_update_elem(bpf_map__fd(s->maps.policy_index), &zero, &index, BPF_ANY))
+		return err_sys("bpf_map_update_elem(policy_index)");
+	return 0;
+}
+
+/* Pins the maps, attaches the scheduler and pins its link (the pin keeps
+ * it attached after this process). */
+static int load_attach(struct egang_bpf *s)
+{
 	char path[256];
 	for (size_t i = 0; i < EG_ARRAY_LEN(pin_names); i++) {
 		pin_path(path, sizeof path, pin_names[i]);
-		if (bpf_map__pin(map_by_name(s, pin_names[i]), path)) {
-			err_set("pinning %s: %s", path, strerror(errno));
-			goto fail;
-		}
+		if (bpf_map__pin(map_by_name(s, pin_names[i]), path))
+			return err_set("pinning %s: %s", path, strerror(errno));
 	}
-	link = bpf_map__attach_struct_ops(s->maps.egang_ops);
-	if (!link) {
-		err_set("attaching the scheduler: %s", strerror(errno));
-		goto fail;
-	}
+	struct bpf_link *link = bpf_map__attach_struct_ops(s->maps.egang_ops);
+	if (!link)
+		return err_set("attaching the scheduler: %s", strerror(errno));
 	pin_path(path, sizeof path, "link");
 	if (bpf_link__pin(link, path)) {
 		err_set("pinning %s: %s", path, strerror(errno));
-		goto fail;
+		bpf_link__destroy(link);
+		return -1;
 	}
-	bpf_link__disconnect(link); /* the pin keeps it attached */
+	bpf_link__disconnect(link);
 	bpf_link__destroy(link);
+	return 0;
+}
+
+int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
+{
+	if (load_check() < 0)
+		return -1;
+	libbpf_set_print(libbpf_quiet);
+	uint64_t t_open = time_now_ns();
+	struct egang_bpf *s = egang_bpf__open();
+	if (!s) {
+		err_set("opening the BPF object: %s", strerror(errno));
+		unpin_all();
+		return -1;
+	}
+	/* every program, the policies' included, is verified here */
+	uint64_t t_load = time_now_ns(), t_loaded = 0, t_fill = 0;
+	int rc = -1;
+	if (egang_bpf__load(s)) {
+		err_set("loading the BPF scheduler: %s (the verifier's log is above)",
+			strerror(errno));
+	} else {
+		t_loaded = time_now_ns();
+		gate1_report(s);
+		t_fill = time_now_ns();
+		rc = load_fill(s, lib, cpus, n, index) < 0 ? -1 : load_attach(s);
+	}
 	egang_bpf__destroy(s);
+	if (rc < 0) {
+		unpin_all();
+		return -1;
+	}
 	/* the code path's cost (AKTS 4.1): verify + JIT of every program */
 	log_info("scx: open %.1f ms, load (verify + JIT of every program) %.1f ms, "
 		 "fill + pin + attach %.1f ms", (double)(t_load - t_open) / 1e6,
 		 (double)(t_loaded - t_load) / 1e6,
-		 (double)(time_now_ns() - t_loaded) / 1e6);
+		 (double)(time_now_ns() - t_fill) / 1e6);
 	return 0;
-fail:
-	if (link)
-		bpf_link__destroy(link);
-	egang_bpf__destroy(s);
-	unpin_all();
-	return -1;
 }
 
 int scx_unload(struct egang_exit *ex)
