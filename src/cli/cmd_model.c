@@ -177,6 +177,10 @@ static const char synth_help[] =
 	"      --sliding-window-pattern N  write gemma3's sliding_window_pattern:\n"
 	"                      layer l slides unless (l + 1) % N == 0, 0: every\n"
 	"                      layer slides (default: no key; llama.cpp assumes 6)\n"
+	"      --flat-logits   a tied classifier's logits with an sd near 1 (the\n"
+	"                      final norm scaled by sqrt(3 / dim)) instead of one\n"
+	"                      token taking all the probability; for agreement\n"
+	"                      checks (no effect on an untied classifier)\n"
 	"      --tokenizer FILE         a Hugging Face tokenizer.json: its vocabulary,\n"
 	"                      merges, token types and special tokens go into the\n"
 	"                      GGUF as llama.cpp's converter writes them, and the\n"
@@ -209,6 +213,7 @@ int cmd_synth(int argc, char **argv)
 	const char *out = NULL, *type = "q8_0", *shape = NULL, *tok_json = NULL,
 		   *tok_cfg = NULL;
 	int64_t seed = 1, layers = 0, window = 0, pattern = -1;
+	bool flat = false;
 	const cli_opt_t opts[] = {
 		OPT_STR("output", 'o', &out, .required = true),
 		OPT_STR("tokenizer", 0, &tok_json),
@@ -218,6 +223,7 @@ int cmd_synth(int argc, char **argv)
 		OPT_INT("layers", 0, &layers, 1, 1024),
 		OPT_INT("sliding-window", 0, &window, 1, 1 << 20),
 		OPT_INT("sliding-window-pattern", 0, &pattern, 0, 1 << 20),
+		OPT_FLAG("flat-logits", 0, &flat),
 		CLI_END,
 	};
 	int status;
@@ -239,6 +245,7 @@ int cmd_synth(int argc, char **argv)
 		copy.swa_window = (int32_t)window;
 	if (pattern >= 0)
 		copy.swa_pattern = (int32_t)pattern;
+	copy.flat_logits = flat;
 	s = &copy;
 	quant_mix_t mix;
 	if (quant_mix_from_name(type, &mix) < 0) {

@@ -203,6 +203,10 @@ typedef struct synth_shape {
 	/* attention.sliding_window_pattern to write; -1: none (the converter
 	 * writes none for gemma3, and llama.cpp assumes 6) */
 	int32_t swa_pattern;
+	/* a tied classifier's logits with a standard deviation near 1, as the
+	 * untied synthetic classifier's (output_norm scaled by sqrt(3 / dim));
+	 * set by `synth --flat-logits`, never by a shape */
+	int flat_logits;
 } synth_shape_t;
 
 extern const synth_shape_t synth_shapes[];

@@ -23,26 +23,26 @@
 /* Shapes of public models (from their config.json); weights are random.
  * The last six fields: head_dim (when not dim / heads), sliding window,
  * the sliding layers' RoPE base, llama3 rope scaling's factor, the rope
- * scaling's original context, and the sliding-window pattern key (-1:
+ * scaling's original context, the sliding-window pattern key (-1:
  * not written). */
 const synth_shape_t synth_shapes[] = {
-	{"stories260k", ARCH_LLAMA, 64, 172, 5, 8, 4, 512, 512, 10000.0f, 1e-5f, 1, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
-	{"smollm-135m", ARCH_LLAMA, 576, 1536, 30, 9, 3, 49152, 2048, 10000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
-	{"smollm2-360m", ARCH_LLAMA, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
-	{"qwen2.5-0.5b", ARCH_QWEN2, 896, 4864, 24, 14, 2, 151936, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1},
-	{"tinyllama-1.1b", ARCH_LLAMA, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
-	{"llama2-7b", ARCH_LLAMA, 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
+	{"stories260k", ARCH_LLAMA, 64, 172, 5, 8, 4, 512, 512, 10000.0f, 1e-5f, 1, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1, 0},
+	{"smollm-135m", ARCH_LLAMA, 576, 1536, 30, 9, 3, 49152, 2048, 10000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1, 0},
+	{"smollm2-360m", ARCH_LLAMA, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1, 0},
+	{"qwen2.5-0.5b", ARCH_QWEN2, 896, 4864, 24, 14, 2, 151936, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 0, 0, 0, 0, 0, -1, 0},
+	{"tinyllama-1.1b", ARCH_LLAMA, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1, 0},
+	{"llama2-7b", ARCH_LLAMA, 4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1, 0},
 	/* Llama-3.2-1B: llama3 rope scaling (factor 32, low 1, high 4,
 	 * original context 8192) as the rope_freqs tensor */
-	{"llama3.2-1b", ARCH_LLAMA, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 32.0f, 8192, -1},
-	{"qwen3-0.6b", ARCH_QWEN3, 1024, 3072, 28, 16, 8, 151936, 40960, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 128, 0, 0, 0, 0, -1},
-	{"gemma3-270m", ARCH_GEMMA3, 640, 2048, 18, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1},
-	{"gemma3-1b", ARCH_GEMMA3, 1152, 6912, 26, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1},
+	{"llama3.2-1b", ARCH_LLAMA, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, 1e-5f, 1, TOKENIZER_GPT2, 0, 0, 0, 32.0f, 8192, -1, 0},
+	{"qwen3-0.6b", ARCH_QWEN3, 1024, 3072, 28, 16, 8, 151936, 40960, 1000000.0f, 1e-6f, 1, TOKENIZER_GPT2, 128, 0, 0, 0, 0, -1, 0},
+	{"gemma3-270m", ARCH_GEMMA3, 640, 2048, 18, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1, 0},
+	{"gemma3-1b", ARCH_GEMMA3, 1152, 6912, 26, 4, 1, 262144, 32768, 1000000.0f, 1e-6f, 1, TOKENIZER_LLAMA, 256, 512, 10000.0f, 0, 0, -1, 0},
 	/* Phi-3-mini-4k-instruct (its sliding_window 2047 is written, as the
 	 * converter does, and ignored, as llama.cpp does) */
-	{"phi3-mini", ARCH_PHI3, 3072, 8192, 32, 32, 32, 32064, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 2047, 0, 0, 4096, -1},
+	{"phi3-mini", ARCH_PHI3, 3072, 8192, 32, 32, 32, 32064, 4096, 10000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 2047, 0, 0, 4096, -1, 0},
 	/* Mistral-7B-Instruct-v0.2 */
-	{"mistral-7b", ARCH_LLAMA, 4096, 14336, 32, 32, 8, 32000, 32768, 1000000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1},
+	{"mistral-7b", ARCH_LLAMA, 4096, 14336, 32, 32, 8, 32000, 32768, 1000000.0f, 1e-5f, 0, TOKENIZER_LLAMA, 0, 0, 0, 0, 0, -1, 0},
 };
 const int synth_n_shapes = (int)EG_ARRAY_LEN(synth_shapes);
 
@@ -147,6 +147,7 @@ typedef struct synth_tensor {
 	int64_t rows, cols;
 	uint64_t seed;
 	const uint8_t *mute; /* (rows) rows to write as zeros, or NULL */
+	float scale;         /* KIND_NORM: the values' factor (1 unless flat_logits) */
 	const float *values; /* KIND_VALUES: the one row, given */
 } synth_tensor_t;
 
@@ -175,7 +176,7 @@ static int synth_fill(void *user, int64_t index, void *dst, size_t nbytes)
 	for (int64_t r = 0; r < t->rows; r++) {
 		for (int64_t i = 0; i < t->cols; i++) {
 			float u = rng_float(&rng) * 2.0f - 1.0f;
-			row[i] = t->kind == KIND_NORM ? 1.0f + 0.1f * u : a * u;
+			row[i] = t->kind == KIND_NORM ? (1.0f + 0.1f * u) * t->scale : a * u;
 		}
 		if (t->mute && t->mute[r]) /* drawn all the same: the rng
 					      stream of the other rows stays */
@@ -297,7 +298,7 @@ int synth_write_tok(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 						 s->tied);                        \
 		int64_t ne_[2] = {(cols_), (rows_)};                             \
 		sc.t[sc.n] = (synth_tensor_t){(kind_), t_, (rows_), (cols_),     \
-					      hash64(name_, strlen(name_), h0), NULL, NULL}; \
+					      hash64(name_, strlen(name_), h0), NULL, 1.0f, NULL}; \
 		if (!strcmp(name_, s->tied ? "token_embd.weight" : "output.weight")) \
 			sc.t[sc.n].mute = mute;                                  \
 		gguf_writer_add_tensor(w, name_, t_, (rows_) == 1 ? 1 : 2, ne_, NULL); \
@@ -341,6 +342,14 @@ int synth_write_tok(const synth_shape_t *s, const quant_mix_t *mix, uint64_t see
 #undef NAME
 	}
 	ADD("output_norm.weight", KIND_NORM, 1, D);
+	/* The tied classifier is the embedding (entries U(-1, 1), sd 0.58):
+	 * against a normalized hidden state of norm sqrt(D) its logits have
+	 * an sd of about 0.58 sqrt(D) (26 at D = 2048), one token takes all the
+	 * probability and greedy agreement says little. --flat-logits scales
+	 * the final norm so the logits' sd is about 1, as the untied
+	 * classifier's (U(-a, a), a = sqrt(3 / D)). */
+	if (s->tied && s->flat_logits)
+		sc.t[sc.n - 1].scale = sqrtf(3.0f / (float)D);
 	if (s->llama3_factor > 0) {
 		ADD("rope_freqs.weight", KIND_VALUES, 1, (int64_t)c.rope_dim / 2);
 		sc.t[sc.n - 1].values = rope_freqs;
