@@ -10,6 +10,8 @@
 # `egang synth --flat-logits`, whose logits spread over the vocabulary.
 # LLAMA_MODEL (a control): llama.cpp reads that file instead, e.g. the
 # same shape with another sliding-window pattern, to show d moving.
+# NLC=DIR: another node-llama-cpp folder (as bench/compare-llamacpp --isa
+# makes: only one ggml CPU library).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${EGANG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/egang}
@@ -26,7 +28,7 @@ for p in 1 2 3 4 5; do # as compare-llamacpp's check_model
 	for ((i = 1; i < 8 * p; i++)); do list+=",$(((i * 7919 + p * 104729) % (vocab - 1) + 1))"; done
 	prompts+=("$list")
 done
-mapfile -t ll < <(env EGANG_NLC_DIR="$CACHE/node-llama-cpp" NODE_LLAMA_CPP_SKIP_DOWNLOAD=true \
+mapfile -t ll < <(env EGANG_NLC_DIR="${NLC:-$CACHE/node-llama-cpp}" NODE_LLAMA_CPP_SKIP_DOWNLOAD=true \
 	NODE_LLAMA_CPP_GPU=false EGANG_LLAMA_LOGPROBS="$W/ll" \
 	node "$ROOT/bench/llamacpp-run.mjs" check "$lf" 1 1 "${prompts[@]}" 2>"$W/err" |
 	sed -n 's/^sequence_ids: //p')
