@@ -26,3 +26,18 @@ if grep -q "bytes/token" $TMP/info && grep -q "blk.1.ffn_down.weight" $TMP/info;
 else fail "info describes a synthetic model"; fi
 # a write into a missing folder fails cleanly and leaves nothing behind
 expect_exit "synth into a missing folder" 1 "nonexistent" "$EGANG" synth stories260k -o /nonexistent/dir/x.gguf -q
+
+# --flat-logits: a tied classifier's logits spread (sd near 1) where the
+# default's have an sd of tens; the greedy pick is the same (the scale of
+# the final norm does not reorder the logits)
+sd() { python3 -c 'import struct,sys,statistics as s; b=open(sys.argv[1],"rb").read(); v=struct.unpack("<%df" % (len(b)//4), b); print(round(s.pstdev([x for x in v if x != 0.0]), 2))' "$1"; }
+"$EGANG" synth smollm-135m --layers 2 --type q8_0 --seed 5 --flat-logits -o $TMP/flat.gguf -q
+for f in a flat; do
+	"$EGANG" generate -m $TMP/$f.gguf --prompt-ids 1,500,900 -n 1 -t 0 -q --no-echo \
+		--logits-dump $TMP/$f.dump --ids $TMP/$f.ids >/dev/null 2>&1
+done
+s_a=$(sd $TMP/a.dump) s_f=$(sd $TMP/flat.dump)
+if awk -v a="$s_a" -v f="$s_f" 'BEGIN { exit !(f > 0.3 && f < 3 && a > 8) }' &&
+	cmp -s <(sed -n 's/^sequence_ids: //p' $TMP/a.ids) <(sed -n 's/^sequence_ids: //p' $TMP/flat.ids); then
+	pass "synth --flat-logits: logit sd $s_f (default $s_a), the same greedy pick"
+else fail "synth --flat-logits: logit sd $s_f (default $s_a)"; fi
