@@ -70,7 +70,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 TESTS    := $(TEST_SRC:tests/%.c=$(B)/tests/%) $(B)/tests/test_gang_debug
 SH_TESTS := $(filter-out tests/lib.sh tests/run.sh,$(sort $(wildcard tests/*.sh)))
 
-.PHONY: kernel test-scx deps-scx
+.PHONY: kernel test-scx scx-switching deps-scx
 .PHONY: all deps test test-run test-large verify-long torture verify fuzz fuzz-run bench clean demo
 all: $(B)/egang egang
 
@@ -187,6 +187,13 @@ kernel: deps-scx
 test-scx: kernel
 	@$(MAKE) --no-print-directory SCX=1 VMLINUX_BTF=build/kernel/vmlinux all
 	@tests/scx/run.sh $(abspath build/$(CCNAME)-release-scx)
+
+# the switching experiment on the sched_ext backend in the guest, every
+# arm (a figure, not a test: ~15-30 minutes under TCG); writes
+# doc/akts/switching-scx.{txt,png} and doc/akts/switching-scx/*.csv
+scx-switching: kernel
+	@$(MAKE) --no-print-directory SCX=1 VMLINUX_BTF=build/kernel/vmlinux all
+	@tests/scx/switching.sh $(abspath build/$(CCNAME)-release-scx)
 
 # ---- ARM64 (README "ARM64") ----
 # Cross-builds egang and the unit tests for aarch64, runs them under

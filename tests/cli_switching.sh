@@ -71,6 +71,14 @@ if have_models "bench switching: tiny run"; then
 	if [[ -s $OUT/switching.png ]] && [[ $(head -c 4 "$OUT/switching.png" | tail -c 3) == PNG ]]
 	then pass "bench switching: switching.png written"
 	else fail "bench switching: switching.png written"; fi
+	# --no-plot (a machine without gnuplot: the QEMU guest): the script, no PNG
+	"$EGANG" bench switching -m "$MODELS/stories260K.gguf" --reps 1 --arms oracle \
+		--phase-seconds 1,1,1 --rates 5,20,5 --max-tokens 8 --burns-per-core 1 \
+		--drain-seconds 10 --no-plot --out "$TMP/sw2" -q >"$TMP/run2.out" 2>"$TMP/run2.err"
+	rc=$?
+	if [[ $rc -eq 0 && -s $TMP/sw2/switching.gp && ! -e $TMP/sw2/switching.png ]]
+	then pass "bench switching --no-plot: switching.gp, no PNG, exit 0"
+	else fail "bench switching --no-plot" "rc=$rc $(tail -2 "$TMP/run2.err")"; fi
 	# other engineers' runs may leave theirs: ours must not add any
 	shm_after=$(ls /dev/shm | grep -c '^egang-switching-')
 	if [[ $shm_after -le $shm_before ]]; then pass "bench switching: control words removed"

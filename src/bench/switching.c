@@ -511,8 +511,8 @@ static int server_start(run_t *u)
 			 c->tok ? "-z" : NULL, (char *)c->tok, NULL};
 	u->srv = spawn(c, sargs, lfd, lfd);
 	close(lfd);
-	int port = 0;
-	for (int i = 0; i < 1000 && !port; i++) {
+	int port = 0; /* up to 30 s: an emulated guest loads slowly */
+	for (int i = 0; i < 3000 && !port; i++) {
 		if (waitpid(u->srv, NULL, WNOHANG) == u->srv) {
 			u->srv = -1;
 			break;
@@ -845,6 +845,8 @@ static int write_plot(const cfg_t *c)
 		c->out, c->scx ? " (sched_ext backend)" : "", c->rate[0], c->rate[1],
 		c->rate[2], a, b2, total_phase_s(c), c->out, c->out);
 	fclose(f);
+	if (c->no_plot)
+		return 0;
 	char cmd[8600];
 	snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", path);
 	if (system(cmd) != 0)

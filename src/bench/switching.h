@@ -82,6 +82,9 @@ typedef struct switching_config {
 	 * switch kernel policies with the same store) and the antagonists in
 	 * SCHED_EXT (`scx exec`) */
 	bool scx;
+	/* write switching.gp but do not run gnuplot (a machine without it:
+	 * the QEMU guest; the plot is drawn elsewhere from the CSVs) */
+	bool no_plot;
 } switching_config_t;
 
 /* The defaults of every field but model, tok and the CPUs. */

@@ -50,6 +50,7 @@ static const char switching_help[] =
 	"                          controllers switch kernel policies through the\n"
 	"                          one index (needs egang's scheduler: root, a\n"
 	"                          sched_ext kernel, make SCX=1)\n"
+	"      --no-plot           write switching.gp, do not run gnuplot\n"
 	"  -q, --quiet             no progress lines (summary lines stay)\n"
 	"  -h, --help              this text\n";
 
@@ -178,6 +179,7 @@ int cmd_bench_switching(int argc, char **argv)
 		OPT_INT("seed", 0, &c.seed, 0, INT64_MAX / 2),
 		OPT_STR("out", 0, &out),
 		OPT_CHOICE("backend", 0, &backend, backends),
+		OPT_FLAG("no-plot", 0, &c.no_plot),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench switching", .help = switching_help,
@@ -213,6 +215,7 @@ int cmd_bench_switching(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	log_info("bench switching: %d runs in %.0f s; %s/switching.csv%s", s.runs,
-		 s.seconds, c.out, c.arm_on[SWITCHING_ARM_ORACLE] ? ", switching.png" : "");
+		 s.seconds, c.out, !c.arm_on[SWITCHING_ARM_ORACLE] ? ""
+				   : c.no_plot ? ", switching.gp" : ", switching.png");
 	return EXIT_OK;
 }
