@@ -169,6 +169,21 @@ AVX512_INLINE void pack_rows_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t
 	}
 }
 
+/* Block b's float step for T tokens, the matvec's: acc[k] += (float)s[k]
+ * * (d * dx[k nb]), each product rounded before the add (dx: the tokens'
+ * scales of block b, nb apart). */
+AVX512_INLINE void float_step512(__m512 *acc, const __m512i *s, __m512 d, const float *dx,
+				 int64_t nb, const int T)
+{
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++) {
+		__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb]));
+		__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
+		VEC_ROUNDED(p);
+		acc[k] = _mm512_add_ps(acc[k], p);
+	}
+}
+
 /* T tokens (T <= TG) x 16 rows over all blocks; token k's activations at
  * X + k * xs, its scales and quant sums at dx + k * nb, sx + k * nb; outputs Y[k * ys + i] for the lanes i in m. */
 AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
@@ -195,13 +210,7 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 					_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
 		}
 		__m512 d = _mm512_load_ps(dw + b * RG);
-#pragma GCC unroll 8
-		for (int k = 0; k < T; k++) {
-			__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb + b]));
-			__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
-			VEC_ROUNDED(p);
-			acc[k] = _mm512_add_ps(acc[k], p);
-		}
+		float_step512(acc, s, d, dx + b, nb, T);
 	}
 #pragma GCC unroll 8
 	for (int k = 0; k < T; k++)
@@ -267,13 +276,7 @@ AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 		}
 		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(sc + 32 * (b & 1))));
 		q += qv;
-#pragma GCC unroll 8
-		for (int k = 0; k < T; k++) {
-			__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb + b]));
-			__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
-			VEC_ROUNDED(p);
-			acc[k] = _mm512_add_ps(acc[k], p);
-		}
+		float_step512(acc, s, d, dx + b, nb, T);
 	}
 #pragma GCC unroll 8
 	for (int k = 0; k < T; k++)
