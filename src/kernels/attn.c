@@ -103,24 +103,41 @@ int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 #include "kernels/attn_tmpl.h"
 #endif
 
+/* The template instance for the level in use (kernels_isa, not cached:
+ * tests switch levels with kernels_set_isa). */
+enum { ATTN_GENERIC, ATTN_AVX2, ATTN_AVX512, ATTN_NEON };
+static int attn_level(void)
+{
+	const char *isa = kernels_isa();
+	if (strncmp(isa, "avx512", 6) == 0) /* avx512, avx512vnni */
+		return ATTN_AVX512;
+	if (strcmp(isa, "avx2") == 0)
+		return ATTN_AVX2;
+	if (strcmp(isa, "neon") == 0 || strcmp(isa, "dotprod") == 0)
+		return ATTN_NEON;
+	return ATTN_GENERIC;
+}
+
 int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 	      int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
 	      int32_t nq)
 {
 	if (nq <= 0)
 		return 0;
+	switch (attn_level()) {
 #if defined(__x86_64__)
-	const char *isa = kernels_isa();
-	if (strncmp(isa, "avx512", 6) == 0) /* avx512, avx512vnni */
+	case ATTN_AVX512:
 		return attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-	if (strcmp(isa, "avx2") == 0)
+	case ATTN_AVX2:
 		return attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 #endif
 #if defined(__aarch64__)
-	if (strcmp(kernels_isa(), "generic") != 0)
+	case ATTN_NEON:
 		return attn_rows_neon(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 #endif
-	return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+	default:
+		return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
+	}
 }
 
 int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
@@ -129,16 +146,18 @@ int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
 {
 	if (nh <= 0)
 		return 0;
+	switch (attn_level()) {
 #if defined(__x86_64__)
-	const char *isa = kernels_isa();
-	if (strncmp(isa, "avx512", 6) == 0)
+	case ATTN_AVX512:
 		return attn_rows_heads_avx512(q, qs, K, V, kvs, out, os, hd, pos, nh);
-	if (strcmp(isa, "avx2") == 0)
+	case ATTN_AVX2:
 		return attn_rows_heads_avx2(q, qs, K, V, kvs, out, os, hd, pos, nh);
 #endif
 #if defined(__aarch64__)
-	if (strcmp(kernels_isa(), "generic") != 0)
+	case ATTN_NEON:
 		return attn_rows_heads_neon(q, qs, K, V, kvs, out, os, hd, pos, nh);
 #endif
-	return attn_rows_heads_generic(q, qs, K, V, kvs, out, os, hd, pos, nh);
+	default:
+		return attn_rows_heads_generic(q, qs, K, V, kvs, out, os, hd, pos, nh);
+	}
 }
