@@ -732,3 +732,40 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n)
 		dequantize_k(t, x, y, n);
 	}
 }
+
+/* ------------------------------------------------- packed groups (Q4_K) */
+
+/* pack16 of Q4_K (layout: kquants.h KQ_P16_*): per group of 16 rows and
+ * per super-block, the 16 rows' d and dmin, their decoded 6-bit scales and
+ * mins, then the nibbles regrouped so that one 64-byte vector holds a
+ * 4-element group of every row (low nibbles) and the next group (high). */
+void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	const int64_t nsb = n / QK_K;
+	uint8_t *o = P;
+	for (int64_t g = 0; g < rows / 16; g++) {
+		for (int64_t b = 0; b < nsb; b++, o += KQ_P16_Q4K_BYTES) {
+			for (int i = 0; i < 16; i++) {
+				const uint8_t *k = (const uint8_t *)W + (size_t)(16 * g + i) * rb +
+						   (size_t)b * sizeof(block_q4_K);
+				memcpy(o + KQ_P16_D + 2 * i, k, 2);
+				memcpy(o + KQ_P16_DMIN + 2 * i, k + 2, 2);
+				for (int s = 0; s < 8; s++) {
+					uint8_t sc, m;
+					kq_scale_min_k4(k + 4, s, &sc, &m);
+					o[KQ_P16_SC + 16 * s + i] = sc;
+					o[KQ_P16_MN + 32 * (s / 2) + 2 * i + (s & 1)] = m;
+				}
+				/* element 64 c + l is qs[32 c + l] & 15, 64 c + 32 + l
+				 * its high nibble */
+				for (int e = 0; e < QK_K; e += 8)
+					for (int j = 0; j < 4; j++) {
+						int e0 = e + j, e1 = e + 4 + j;
+						int q0 = (k[16 + 32 * (e0 / 64) + e0 % 32] >> (4 * (e0 % 64 / 32))) & 15;
+						int q1 = (k[16 + 32 * (e1 / 64) + e1 % 32] >> (4 * (e1 % 64 / 32))) & 15;
+						o[KQ_P16_QS + 64 * (e / 8) + 4 * i + j] = (uint8_t)(q0 | q1 << 4);
+					}
+			}
+		}
+	}
+}
