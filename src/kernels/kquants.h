@@ -191,8 +191,24 @@ KQ_AVX512_DECL(q6_K)
 #define KQ_P16_MN 192
 #define KQ_P16_QS 320
 #define KQ_P16_Q4K_BYTES (KQ_P16_QS + 16 * QK_K / 2)
+/* Q6_K packed in groups of 16 rows, the same idea: per group and
+ * super-block KQ_P16_Q6K_BYTES (3360 = 16 x 210, as stored) at offsets:
+ *   KQ_P16_Q6K_D   the 16 rows' f16 d;
+ *   KQ_P16_Q6K_SC  sc[s][i]: sub-block s's int8 scale of row i;
+ *   KQ_P16_Q6K_QL  per sub-block s (16 elements: groups of 4, g < 4) two
+ *                  vectors of 64 bytes: vector 2 s + u, byte 4 i + j =
+ *                  the low nibbles of u(i, 16 s + 8 u + j) |
+ *                  u(i, 16 s + 8 u + 4 + j) << 4, u = q + 32 in 0..63;
+ *   KQ_P16_Q6K_QH  per sub-block s one vector: byte 4 i + j holds the high
+ *                  2 bits of u(i, 16 s + 4 g + j) at bit 2 g. */
+#define KQ_P16_Q6K_D 0
+#define KQ_P16_Q6K_SC 32
+#define KQ_P16_Q6K_QL 288
+#define KQ_P16_Q6K_QH (KQ_P16_Q6K_QL + 16 * 128)
+#define KQ_P16_Q6K_BYTES (KQ_P16_Q6K_QH + 16 * 64)
 /* Packs the whole groups of 16 of W (rows rb bytes apart, n elements). */
 void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
+void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 
 #if defined(__x86_64__)
 /* Packed Q4_K (kq_pack_avx512.c, compiled per AVX-512 level; the avx2 twin
@@ -204,6 +220,13 @@ void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int6
 void kq_p16_matmat_q4_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
 			       int64_t n, int64_t ng, int64_t ntok);
 void kq_p16_matmat_q4_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
+				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matvec_q6_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng);
+void kq_p16_matmat_q6_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			       int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
 				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
 #endif
 
