@@ -1264,6 +1264,55 @@ static int32_t argmax_ref(const float *x, int32_t n)
 	return best;
 }
 
+/* The K-quants' activations (act_prepare -> Q8_K) give the generic
+ * quantizer's bytes at every level: random blocks, and blocks with a tie
+ * of +amax and -amax (the first wins), NaNs (never the max), infinities,
+ * zeros, values at x * 127 / amax = k + 0.5 (ties to even). */
+static void test_q8_K_levels(void **state)
+{
+	(void)state;
+	enum { N = 16 * QK_K };
+	float *x = malloc(N * sizeof *x);
+	uint8_t *ref = malloc(dtype_row_bytes(DTYPE_Q8_K, N)), *q = malloc(dtype_row_bytes(DTYPE_Q8_K, N));
+	rng_t r;
+	rng_seed(&r, 88);
+	fill_normal(&r, x, N, 1.0f);
+	float *b = x + QK_K; /* block 1: -30 then +30 */
+	b[5] = -30.0f;
+	b[9] = 30.0f;
+	b = x + 2 * QK_K; /* block 2: +30 then -30, a NaN */
+	b[1] = NAN;
+	b[7] = 30.0f;
+	b[200] = -30.0f;
+	b = x + 3 * QK_K; /* block 3: all zero but a -0 */
+	memset(b, 0, QK_K * sizeof *b);
+	b[3] = -0.0f;
+	b = x + 4 * QK_K; /* block 4: all NaN */
+	for (int j = 0; j < QK_K; j++)
+		b[j] = NAN;
+	b = x + 5 * QK_K; /* block 5: an infinity */
+	b[17] = -INFINITY;
+	b = x + 6 * QK_K; /* block 6: exact halves against max 127 */
+	for (int j = 0; j < QK_K; j++)
+		b[j] = (float)(j % 127) + 0.5f;
+	b[255] = -127.0f;
+	quantize_row(DTYPE_Q8_K, x, ref, N);
+	const char *lv[TEST_N_ISA_LEVELS];
+	int k = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		memset(q, 0xA5, dtype_row_bytes(DTYPE_Q8_K, N));
+		act_prepare(DTYPE_Q4_K, x, q, N);
+		if (memcmp(q, ref, dtype_row_bytes(DTYPE_Q8_K, N)))
+			fail_msg("%s: Q8_K activations differ from the generic's", lv[l]);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(ref);
+	free(q);
+}
+
 /* act_prepare for F16 / BF16 weights rounds each activation to that type
  * (ggml's CPU backend converts them so before its dot products), F32 copies. */
 static void test_act_prepare_float(void **state)
@@ -1351,6 +1400,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_act_prepare_float),
+		cmocka_unit_test(test_q8_K_levels),
 		cmocka_unit_test(test_argmax),
 		TEST_ISA_LEVEL_TESTS,
 	};

@@ -167,6 +167,11 @@ static void quantize_q4_0(const float *x, void *yv, int64_t n)
 	}
 }
 
+static void quantize_q8_K_generic(const float *x, void *y, int64_t n)
+{
+	kq_quantize(DTYPE_Q8_K, x, y, n);
+}
+
 static void dequantize_q8_0(const void *x, float *y, int64_t n)
 {
 	for (int64_t b = 0; b < n / QK; b++) {
@@ -346,6 +351,7 @@ const kernel_ops_t kops_generic = {
 		[DTYPE_IQ4_XS] = matvec_iq4_xs_generic,
 	},
 	.quantize_q8_0 = quantize_q8_0_generic,
+	.quantize_q8_K = quantize_q8_K_generic,
 	.fp16_to_f32_row = fp16_to_f32_row_generic,
 	.f32_to_fp16_row = f32_to_fp16_row_generic,
 	.rmsnorm = rmsnorm_generic,
@@ -415,6 +421,8 @@ static void isa_tables_build(void)
 		}
 		if (s->quantize_q8_0)
 			t->quantize_q8_0 = s->quantize_q8_0;
+		if (s->quantize_q8_K)
+			t->quantize_q8_K = s->quantize_q8_K;
 		if (s->fp16_to_f32_row)
 			t->fp16_to_f32_row = s->fp16_to_f32_row;
 		if (s->f32_to_fp16_row)
@@ -434,6 +442,7 @@ static void isa_tables_build(void)
 	/* the K-quants' SIMD dot products (kquants_avx2.c) serve every x86
 	 * level */
 	for (int i = ISA_AVX2; i < ISA_COUNT; i++) {
+		g_tables[i].quantize_q8_K = kq_quantize_q8_K_avx2;
 		g_tables[i].matmat[DTYPE_Q2_K] = kq_matmat_q2_K_avx2;
 		g_tables[i].matmat[DTYPE_Q3_K] = kq_matmat_q3_K_avx2;
 		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
@@ -663,7 +672,7 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 		ops_get()->quantize_q8_0(x, xa, n);
 	} else if (dtype_info[wt].act == DTYPE_Q8_K) {
 		assert(n % QK_K == 0);
-		kq_quantize(DTYPE_Q8_K, x, xa, n);
+		ops_get()->quantize_q8_K(x, xa, n);
 	} else if (dtype_info[wt].act == DTYPE_Q8_1) {
 		assert(n % QK == 0);
 		kq_quantize(DTYPE_Q8_1, x, xa, n);

@@ -161,6 +161,9 @@ typedef struct kernel_ops {
 	matmat_p16_fn matmat_p16[DTYPE_COUNT];
 	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
 	void (*quantize_q8_0)(const float *x, void *y, int64_t n);
+	/* x (n,) -> Q8_K blocks (n/256), the K-quants' activations; the
+	 * generic's bytes. */
+	void (*quantize_q8_K)(const float *x, void *y, int64_t n);
 	/* Row conversions (halves at any byte address); bit-exact with the
 	 * scalar generic converters. */
 	void (*fp16_to_f32_row)(const void *x, float *y, int64_t n);

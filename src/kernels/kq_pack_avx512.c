@@ -35,12 +35,16 @@
  * bsum(s) = bsums[2s] + bsums[2s + 1] (Q8_K keeps sums per 16). */
 AVX512_INLINE void bsum_pairs(const uint8_t *xb, int32_t *pr)
 {
-	const uint8_t *bs = xb + 4 + QK_K;
-	for (int p = 0; p < 4; p++) {
-		int32_t a = (int16_t)ld_u16(bs + 8 * p) + (int16_t)ld_u16(bs + 8 * p + 2);
-		int32_t b = (int16_t)ld_u16(bs + 8 * p + 4) + (int16_t)ld_u16(bs + 8 * p + 6);
-		pr[p] = (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
-	}
+	/* bsum(s) in dword s, then packed to int16 per 128-bit lane: dwords
+	 * 0, 1 hold pairs 0, 1 and dwords 4, 5 pairs 2, 3 */
+	__m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(xb + 4 + QK_K)),
+					_mm256_set1_epi16(1));
+	int32_t v[8];
+	_mm256_storeu_si256((__m256i *)v, _mm256_packs_epi32(s32, s32));
+	pr[0] = v[0];
+	pr[1] = v[1];
+	pr[2] = v[4];
+	pr[3] = v[5];
 }
 
 /* The 8 weight vectors of sub-block s: w[2u] the low nibbles of vector
@@ -66,28 +70,44 @@ AVX512_INLINE __m512i sub_dot(const __m512i *w, const uint8_t *xq, __m512i sc)
 	return _mm512_mullo_epi32(acc, sc);
 }
 
-/* summ of the 16 rows for one token (pr: bsum_pairs) */
-AVX512_INLINE __m512i mins_dot(const uint8_t *h, const int32_t *pr)
+/* A super-block's per-row values, the same for every token: the mins
+ * paired as int16 (m[p]: sub-blocks 2p, 2p + 1), d and dmin as floats */
+typedef struct {
+	__m512i m[4];
+	__m512 d, dmin;
+} k_rows_t;
+
+AVX512_INLINE void k_rows(const uint8_t *h, k_rows_t *r)
 {
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++)
+		r->m[p] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_MN + 32 * p)));
+	r->d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_D)));
+	r->dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_DMIN)));
+}
+
+/* summ of the 16 rows for one token (xb: its Q8_K super-block) */
+AVX512_INLINE __m512i mins_dot(const k_rows_t *r, const uint8_t *xb)
+{
+	int32_t pr[4];
+	bsum_pairs(xb, pr);
 	__m512i sm = _mm512_setzero_si512();
 #pragma GCC unroll 4
-	for (int p = 0; p < 4; p++) {
-		__m512i m = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_MN + 32 * p)));
-		sm = _mm512_add_epi32(sm, _mm512_madd_epi16(m, _mm512_set1_epi32(pr[p])));
-	}
+	for (int p = 0; p < 4; p++)
+		sm = _mm512_add_epi32(sm, _mm512_madd_epi16(r->m[p], _mm512_set1_epi32(pr[p])));
 	return sm;
 }
 
 /* kq_k_step in 16 lanes: acc + ((dx d) sumi - (dx dmin) summ), each
  * product rounded */
-AVX512_INLINE __m512 k_step16(__m512 acc, float dx, const uint8_t *h, __m512i si, __m512i sm)
+AVX512_INLINE __m512 k_step16(__m512 acc, float dx, const k_rows_t *r, __m512i si, __m512i sm)
 {
 	const __m512 vx = _mm512_set1_ps(dx);
-	__m512 a = _mm512_mul_ps(vx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_D))));
+	__m512 a = _mm512_mul_ps(vx, r->d);
 	VEC_ROUNDED(a);
 	__m512 p = _mm512_mul_ps(a, _mm512_cvtepi32_ps(si));
 	VEC_ROUNDED(p);
-	__m512 am = _mm512_mul_ps(vx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_DMIN))));
+	__m512 am = _mm512_mul_ps(vx, r->dmin);
 	VEC_ROUNDED(am);
 	__m512 pm = _mm512_mul_ps(am, _mm512_cvtepi32_ps(sm));
 	VEC_ROUNDED(pm);
@@ -112,8 +132,6 @@ void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa,
 		__m512 acc = _mm512_setzero_ps();
 		for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {
 			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
-			int32_t pr[4];
-			bsum_pairs(xb, pr);
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 8; s++) {
@@ -121,7 +139,9 @@ void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa,
 				sub_weights(h, s, w);
 				si = _mm512_add_epi32(si, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s)));
 			}
-			acc = k_step16(acc, ld_f32(xb), h, si, mins_dot(h, pr));
+			k_rows_t kr;
+			k_rows(h, &kr);
+			acc = k_step16(acc, ld_f32(xb), &kr, si, mins_dot(&kr, xb));
 		}
 		_mm512_storeu_ps(y + 16 * g, acc);
 	}
@@ -144,14 +164,15 @@ AVX512_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, f
 			__m512i w[8];
 			sub_weights(h, s, w);
 			__m512i sc = sub_scales(h, s);
+#pragma GCC unroll 8
 			for (int k = 0; k < nt; k++)
 				si[k] = _mm512_add_epi32(si[k], sub_dot(w, X + (size_t)k * xs + xo + 4 + 32 * s, sc));
 		}
+		k_rows_t kr;
+		k_rows(h, &kr);
 		for (int k = 0; k < nt; k++) {
 			const uint8_t *xb = X + (size_t)k * xs + xo;
-			int32_t pr[4];
-			bsum_pairs(xb, pr);
-			acc[k] = k_step16(acc[k], ld_f32(xb), h, si[k], mins_dot(h, pr));
+			acc[k] = k_step16(acc[k], ld_f32(xb), &kr, si[k], mins_dot(&kr, xb));
 		}
 	}
 	for (int k = 0; k < nt; k++)
@@ -244,6 +265,7 @@ AVX512_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs
 			__m512i w[4];
 			q6_sub_weights(h, s, w);
 			__m512i sc = q6_scales(h, s);
+#pragma GCC unroll 8
 			for (int k = 0; k < nt; k++)
 				si[k] = _mm512_add_epi32(si[k], q6_sub_dot(w, X + (size_t)k * xs + xo, s, sc));
 		}

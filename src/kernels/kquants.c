@@ -758,13 +758,16 @@ void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
 				}
 				/* element 64 c + l is qs[32 c + l] & 15, 64 c + 32 + l
 				 * its high nibble */
-				for (int e = 0; e < QK_K; e += 8)
-					for (int j = 0; j < 4; j++) {
-						int e0 = e + j, e1 = e + 4 + j;
-						int q0 = (k[16 + 32 * (e0 / 64) + e0 % 32] >> (4 * (e0 % 64 / 32))) & 15;
-						int q1 = (k[16 + 32 * (e1 / 64) + e1 % 32] >> (4 * (e1 % 64 / 32))) & 15;
-						o[KQ_P16_QS + 64 * (e / 8) + 4 * i + j] = (uint8_t)(q0 | q1 << 4);
+				uint8_t q[QK_K];
+				for (int c = 0; c < 4; c++)
+					for (int l = 0; l < 32; l++) {
+						q[64 * c + l] = k[16 + 32 * c + l] & 15;
+						q[64 * c + 32 + l] = k[16 + 32 * c + l] >> 4;
 					}
+				for (int e = 0; e < QK_K; e += 8)
+					for (int j = 0; j < 4; j++)
+						o[KQ_P16_QS + 64 * (e / 8) + 4 * i + j] =
+							(uint8_t)(q[e + j] | q[e + 4 + j] << 4);
 			}
 		}
 	}

@@ -153,6 +153,8 @@ KQ_MATMAT_DECL(q4_1)
 KQ_MATMAT_DECL(q5_1)
 KQ_MATMAT_DECL(iq4_nl)
 KQ_MATMAT_DECL(iq4_xs)
+/* The Q8_K activation quantizer, kq_quantize(DTYPE_Q8_K)'s bytes. */
+void kq_quantize_q8_K_avx2(const float *x, void *y, int64_t n);
 /* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
  * same bits; both AVX-512 levels use them. */
 #define KQ_AVX512_DECL(lower)                                                          \
