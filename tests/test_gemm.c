@@ -256,8 +256,9 @@ static void test_gemm_q5_0(void **state)
 
 /* The kquants.h types (Q8_K activations for the K-quants, Q8_0 for the
  * others): every gemm output is the matvec's bits at every level, and the
- * generic's; Q4_K and Q6_K run their own gemm kernels (kquants_avx2.c),
- * the others the matvec per token. */
+ * generic's; on x86 each runs its row-x-tokens kernel (kquants_avx2.c,
+ * kquants_avx512.c) but Q5_0, which runs the Q8_0 gemm (test_gemm_q5_0);
+ * on ARM64 the matvec per token. */
 static void test_gemm_kquant_types(void **state)
 {
 	(void)state;
