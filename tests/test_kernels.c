@@ -739,7 +739,8 @@ static void test_pack16(void **state)
 	(void)state;
 	static const int64_t ns[] = { 32, 96, 576, 2048 };
 	static const int64_t rowss[] = { 16, 40, 105 };
-	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0 };
+	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
+				      DTYPE_Q6_K };
 	rng_t r;
 	rng_seed(&r, 1616);
 	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 64 * 64 * 2);
@@ -761,22 +762,37 @@ static void test_pack16(void **state)
 		dtype_t t = ts[it];
 		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
 			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
-				int64_t n = ns[in], rows = rowss[ir];
+				/* K-quants: super-blocks of 256 */
+				const bool kq = t == DTYPE_Q4_K || t == DTYPE_Q6_K;
+				int64_t n = kq ? ns[in] * 8 : ns[in], rows = rowss[ir];
 				size_t rb = dtype_row_bytes(t, n);
 				uint8_t *w = malloc(rb * (size_t)rows + 1);
 				for (size_t i = 0; i < rb * (size_t)rows; i++)
 					w[i] = (uint8_t)rng_next(&r);
-				/* sane scales; every 5th block's quants -128 / 0xFF */
-				for (int64_t b = 0; b < rows * (n / QK); b++) {
-					uint8_t *blk = w + (size_t)b * dtype_info[t].block_bytes;
-					uint16_t d = f32_to_fp16((float)(rng_normal(&r) * 0.01));
-					memcpy(blk, &d, 2);
+				/* sane scales (Q4_K: d and dmin; Q6_K: d last);
+				 * every 5th block's quants -128 / 0xFF (the
+				 * K-quants' scales and mins too: Q6_K's -1, the
+				 * others' 63), every 7th Q6_K block's scales -128 */
+				const int64_t bs = dtype_info[t].block;
+				const size_t bb = dtype_info[t].block_bytes;
+				for (int64_t b = 0; b < rows * (n / bs); b++) {
+					uint8_t *blk = w + (size_t)b * bb;
+					const int nh = t == DTYPE_Q4_K ? 2 : 1;
+					const size_t d0 = t == DTYPE_Q6_K ? bb - 2 : 0;
+					const size_t q0 = t == DTYPE_Q6_K ? 0 : 2 * (size_t)nh;
 					if (b % 5 == 0)
-						memset(blk + 2, t == DTYPE_Q8_0 ? 0x80 : 0xFF,
-						       dtype_info[t].block_bytes - 2);
+						memset(blk + q0, t == DTYPE_Q8_0 ? 0x80 : 0xFF,
+						       bb - 2 * (size_t)nh);
+					if (t == DTYPE_Q6_K && b % 7 == 0)
+						memset(blk + 192, 0x80, 16);
+					for (int i = 0; i < nh; i++) {
+						uint16_t d = f32_to_fp16((float)(rng_normal(&r) * 0.01));
+						memcpy(blk + d0 + 2 * (size_t)i, &d, 2);
+					}
 				}
 				pack_case_t c;
-				pack_case_new(&c, &r, t, w, rows, n, dtype_row_bytes(DTYPE_Q8_0, n));
+				pack_case_new(&c, &r, t, w, rows, n,
+					      dtype_row_bytes(dtype_info[t].act, n));
 				assert_non_null(c.P);
 				for (int64_t i = 0; i < rows; i++)
 					c.ref[i] = vec_dot_generic(t, w + (size_t)i * rb, c.xa, n);
@@ -785,8 +801,11 @@ static void test_pack16(void **state)
 				/* ref: the generic's bits, which every level keeps */
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
-					/* every x86 SIMD level has the packed kernels */
-					assert_int_equal(pack16_used(t, n), test_level_packs(lv[l]));
+					/* every x86 SIMD level has the packed kernels
+					 * (the K-quants: the AVX-512 levels) */
+					assert_int_equal(pack16_used(t, n),
+							 test_level_packs(lv[l]) &&
+								 (!kq || !strncmp(lv[l], "avx512", 6)));
 					check_cuts(lv[l], t, w, NULL, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));
 					check_cuts(lv[l], t, w, c.P, rows, c.xa, n, c.ref, c.y, cuts,
@@ -818,7 +837,9 @@ static void test_pack16_float(void **state)
 		dtype_t t = ts[it];
 		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
 			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
-				int64_t n = ns[in], rows = rowss[ir];
+				/* K-quants: super-blocks of 256 */
+				const bool kq = t == DTYPE_Q4_K || t == DTYPE_Q6_K;
+				int64_t n = kq ? ns[in] * 8 : ns[in], rows = rowss[ir];
 				size_t rb = dtype_row_bytes(t, n);
 				float *wf = malloc((size_t)(rows * n) * sizeof *wf);
 				fill_normal(&r, wf, rows * n, 0.05f);

@@ -250,9 +250,10 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		pack16_split(wt, rows, r0, r1, &a, &b);
 		if (a > r0)
 			mm(W, rb, X, xs, Y, ys, n, r0, a, ntok);
+		const int64_t G = pack16_group_rows(wt);
 		if (b > a)
-			mp((const uint8_t *)P + (size_t)(a / 4) * pack16_group_bytes(wt, n), X, xs,
-			   Y + a, ys, n, (b - a) / 4, ntok);
+			mp((const uint8_t *)P + (size_t)(a / G) * pack16_group_bytes(wt, n), X, xs,
+			   Y + a, ys, n, (b - a) / G, ntok);
 		if (r1 > b)
 			mm(W, rb, X, xs, Y, ys, n, b, r1, ntok);
 		return;

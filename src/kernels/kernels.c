@@ -464,6 +464,15 @@ static void isa_tables_build(void)
 		g_tables[i].vec_dot[DTYPE_IQ4_XS] = kq_dot_iq4_xs_avx2;
 		g_tables[i].matvec[DTYPE_IQ4_XS] = matvec_iq4_xs_avx2;
 	}
+	/* packed Q4_K and Q6_K (kq_pack_avx512.c) */
+	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512;
+	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512;
+	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512vnni;
+	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512vnni;
+	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512;
+	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx512;
+	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512vnni;
+	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx512vnni;
 	/* Q4_K, Q5_K, Q6_K: 512-bit forms at both AVX-512 levels */
 	for (int i = ISA_AVX512; i < ISA_COUNT; i++) {
 		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx512;
@@ -713,6 +722,9 @@ size_t pack16_group_bytes(dtype_t t, int64_t n)
 		return 0;
 	if (is_float(t))
 		return 4 * dtype_row_bytes(t, n);
+	if (t == DTYPE_Q4_K || t == DTYPE_Q6_K)
+		return n % QK_K ? 0 : (size_t)(n / QK_K) *
+			(t == DTYPE_Q4_K ? KQ_P16_Q4K_BYTES : KQ_P16_Q6K_BYTES);
 	if (!q8_form(t) && t != DTYPE_Q4_0)
 		return 0;
 	/* Q5_0 in Q8_0's layout: 34/22 of its rows' bytes, for the VNNI
@@ -741,6 +753,10 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 				for (int i = 0; i < 4; i++, o += sb)
 					memcpy(o, w + (size_t)i * rb + (size_t)k * sb, sb);
 		}
+		return;
+	}
+	if (t == DTYPE_Q4_K || t == DTYPE_Q6_K) {
+		(t == DTYPE_Q4_K ? kq_pack16_q4_K : kq_pack16_q6_K)(W, rb, rows, n, P);
 		return;
 	}
 	const size_t bb = dtype_info[t].block_bytes;

@@ -732,3 +732,78 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n)
 		dequantize_k(t, x, y, n);
 	}
 }
+
+/* ------------------------------------------------- packed groups (Q4_K) */
+
+/* pack16 of Q4_K (layout: kquants.h KQ_P16_*): per group of 16 rows and
+ * per super-block, the 16 rows' d and dmin, their decoded 6-bit scales and
+ * mins, then the nibbles regrouped so that one 64-byte vector holds a
+ * 4-element group of every row (low nibbles) and the next group (high). */
+void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	const int64_t nsb = n / QK_K;
+	uint8_t *o = P;
+	for (int64_t g = 0; g < rows / 16; g++) {
+		for (int64_t b = 0; b < nsb; b++, o += KQ_P16_Q4K_BYTES) {
+			for (int i = 0; i < 16; i++) {
+				const uint8_t *k = (const uint8_t *)W + (size_t)(16 * g + i) * rb +
+						   (size_t)b * sizeof(block_q4_K);
+				memcpy(o + KQ_P16_D + 2 * i, k, 2);
+				memcpy(o + KQ_P16_DMIN + 2 * i, k + 2, 2);
+				for (int s = 0; s < 8; s++) {
+					uint8_t sc, m;
+					kq_scale_min_k4(k + 4, s, &sc, &m);
+					o[KQ_P16_SC + 16 * s + i] = sc;
+					o[KQ_P16_MN + 32 * (s / 2) + 2 * i + (s & 1)] = m;
+				}
+				/* element 64 c + l is qs[32 c + l] & 15, 64 c + 32 + l
+				 * its high nibble */
+				for (int e = 0; e < QK_K; e += 8)
+					for (int j = 0; j < 4; j++) {
+						int e0 = e + j, e1 = e + 4 + j;
+						int q0 = (k[16 + 32 * (e0 / 64) + e0 % 32] >> (4 * (e0 % 64 / 32))) & 15;
+						int q1 = (k[16 + 32 * (e1 / 64) + e1 % 32] >> (4 * (e1 % 64 / 32))) & 15;
+						o[KQ_P16_QS + 64 * (e / 8) + 4 * i + j] = (uint8_t)(q0 | q1 << 4);
+					}
+			}
+		}
+	}
+}
+
+/* pack16 of Q6_K (layout: kquants.h KQ_P16_Q6K_*): per group of 16 rows
+ * and per super-block, the rows' d and int8 scales, then per sub-block of
+ * 16 the low nibbles of two 4-element groups a byte and the high 2 bits of
+ * four groups a byte, 16 rows a vector. */
+void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	const int64_t nsb = n / QK_K;
+	uint8_t *o = P;
+	for (int64_t g = 0; g < rows / 16; g++) {
+		for (int64_t b = 0; b < nsb; b++, o += KQ_P16_Q6K_BYTES) {
+			for (int i = 0; i < 16; i++) {
+				const uint8_t *k = (const uint8_t *)W + (size_t)(16 * g + i) * rb +
+						   (size_t)b * sizeof(block_q6_K);
+				int8_t q[QK_K];
+				int sc[16], mn[16];
+				float d, dmin;
+				unpack_q6_K(k, q, sc, mn, &d, &dmin);
+				memcpy(o + KQ_P16_Q6K_D + 2 * i, k + 208, 2);
+				for (int s = 0; s < 16; s++) {
+					o[KQ_P16_Q6K_SC + 16 * s + i] = (uint8_t)sc[s];
+					for (int j = 0; j < 4; j++) {
+						int e = 16 * s + j;
+						/* the 6-bit quants q + 32 in 0..63 */
+						int u0 = q[e] + 32, u1 = q[e + 4] + 32;
+						int u2 = q[e + 8] + 32, u3 = q[e + 12] + 32;
+						uint8_t *lo = o + KQ_P16_Q6K_QL + 128 * s + 4 * i + j;
+						lo[0] = (uint8_t)((u0 & 15) | (u1 & 15) << 4);
+						lo[64] = (uint8_t)((u2 & 15) | (u3 & 15) << 4);
+						o[KQ_P16_Q6K_QH + 64 * s + 4 * i + j] =
+							(uint8_t)(u0 >> 4 | (u1 >> 4) << 2 | (u2 >> 4) << 4 |
+								  (u3 >> 4) << 6);
+					}
+				}
+			}
+		}
+	}
+}

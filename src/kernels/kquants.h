@@ -167,6 +167,69 @@ KQ_AVX512_DECL(q5_K)
 KQ_AVX512_DECL(q6_K)
 #endif
 
+/* Q4_K packed in groups of 16 rows (pack16, kernels.h): for decode and
+ * prefill the 16 rows of a group sit in the 16 dword lanes of a register,
+ * so the float step of kq_k_step runs once per super-block for 16 rows
+ * (each lane the scalar step's bits) instead of once per row after a
+ * horizontal sum, and a 4-element group of the activations is one
+ * broadcast against 16 rows (vpdpbusd). Per group and super-block b, in
+ * ascending b, KQ_P16_Q4K_BYTES (2368 = 16 x 148 against 16 x 144 as
+ * stored) at offsets:
+ *   KQ_P16_D     the 16 rows' f16 d;
+ *   KQ_P16_DMIN  their f16 dmin;
+ *   KQ_P16_SC    sc[s][i]: sub-block s's 6-bit scale of row i (u8);
+ *   KQ_P16_MN    mn[s / 2][i][s % 2]: the mins, row i's pair of sub-blocks
+ *                2p, 2p + 1 adjacent (one vpmaddwd against the
+ *                activations' paired sub-block sums);
+ *   KQ_P16_QS    32 vectors of 64 bytes: vector v = 4 s + u (sub-block s,
+ *                u < 4), byte 4 i + j = q(i, 32 s + 8 u + j) |
+ *                q(i, 32 s + 8 u + 4 + j) << 4 (the low nibbles: group 2u
+ *                of the sub-block, the high: group 2u + 1). */
+#define KQ_P16_D 0
+#define KQ_P16_DMIN 32
+#define KQ_P16_SC 64
+#define KQ_P16_MN 192
+#define KQ_P16_QS 320
+#define KQ_P16_Q4K_BYTES (KQ_P16_QS + 16 * QK_K / 2)
+/* Q6_K packed in groups of 16 rows, the same idea: per group and
+ * super-block KQ_P16_Q6K_BYTES (3360 = 16 x 210, as stored) at offsets:
+ *   KQ_P16_Q6K_D   the 16 rows' f16 d;
+ *   KQ_P16_Q6K_SC  sc[s][i]: sub-block s's int8 scale of row i;
+ *   KQ_P16_Q6K_QL  per sub-block s (16 elements: groups of 4, g < 4) two
+ *                  vectors of 64 bytes: vector 2 s + u, byte 4 i + j =
+ *                  the low nibbles of u(i, 16 s + 8 u + j) |
+ *                  u(i, 16 s + 8 u + 4 + j) << 4, u = q + 32 in 0..63;
+ *   KQ_P16_Q6K_QH  per sub-block s one vector: byte 4 i + j holds the high
+ *                  2 bits of u(i, 16 s + 4 g + j) at bit 2 g. */
+#define KQ_P16_Q6K_D 0
+#define KQ_P16_Q6K_SC 32
+#define KQ_P16_Q6K_QL 288
+#define KQ_P16_Q6K_QH (KQ_P16_Q6K_QL + 16 * 128)
+#define KQ_P16_Q6K_BYTES (KQ_P16_Q6K_QH + 16 * 64)
+/* Packs the whole groups of 16 of W (rows rb bytes apart, n elements). */
+void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
+void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
+
+#if defined(__x86_64__)
+/* Packed Q4_K (kq_pack_avx512.c, compiled per AVX-512 level; the avx2 twin
+ * in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of kernels_impl.h,
+ * every output kq_dot_generic's bits. */
+void kq_p16_matvec_q4_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng);
+void kq_p16_matmat_q4_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			       int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matmat_q4_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
+				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matvec_q6_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng);
+void kq_p16_matmat_q6_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			       int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
+				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+#endif
+
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
 static inline void kq_scale_min_k4(const uint8_t *q, int s, uint8_t *sc, uint8_t *m)
 {

@@ -1,0 +1,279 @@
+/* kq_pack: Q4_K and Q6_K read from their packed groups (kquants.h
+ * KQ_P16_*) at the
+ * AVX-512 levels; compiled a second time with VNNI as
+ * kq_pack_avx512vnni.c (avx512_lanes.h). The 16 rows of a group are the
+ * 16 dword lanes of a register:
+ *   per sub-block s of 32 elements, 8 vpdpbusd (4-element groups of the
+ *   16 rows' nibbles against one broadcast group of the activations) give
+ *   the 16 rows' exact sub-block sums; times the 16 scales (vpmulld) they
+ *   add up to sumi; the mins against the activations' sub-block sums give
+ *   summ (vpmaddwd, two sub-blocks a step);
+ *   then kq_k_step's float step in 16 lanes at once: each lane the same
+ *   IEEE operations in the same order as the scalar step, so every output
+ *   is kq_dot_generic's bits.
+ * The sums are exact: a sub-block sum is at most 32 * 15 * 128 in
+ * magnitude, times a scale < 64, and 8 of them fit int32; a pair of mins
+ * times sub-block sums (each <= 32 * 128) fits vpmaddwd's int32.
+ * Q6_K the same with sub-blocks of 16, its 6-bit quants made unsigned
+ * (u = q + 32: the - 32 sum x of a sub-block is its sum's start value)
+ * and no mins.
+ * Without VNNI, dpbusd512_u7 is vpmaddubsw + vpmaddwd (quants < 128: no
+ * saturation). */
+#include "kernels/kernels_impl.h"
+#include "kernels/kquants.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include "kernels/avx512_lanes.h"
+
+#define KT 8 /* tokens per pass of the packed gemm */
+
+/* An activation super-block's sub-block pair sums as vpmaddwd operands:
+ * pair p = (bsum(2p), bsum(2p + 1)) as int16 (|bsum| <= 32 * 128), where
+ * bsum(s) = bsums[2s] + bsums[2s + 1] (Q8_K keeps sums per 16). */
+AVX512_INLINE void bsum_pairs(const uint8_t *xb, int32_t *pr)
+{
+	const uint8_t *bs = xb + 4 + QK_K;
+	for (int p = 0; p < 4; p++) {
+		int32_t a = (int16_t)ld_u16(bs + 8 * p) + (int16_t)ld_u16(bs + 8 * p + 2);
+		int32_t b = (int16_t)ld_u16(bs + 8 * p + 4) + (int16_t)ld_u16(bs + 8 * p + 6);
+		pr[p] = (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
+	}
+}
+
+/* The 8 weight vectors of sub-block s: w[2u] the low nibbles of vector
+ * 4s + u (group 2u), w[2u + 1] the high (group 2u + 1). */
+AVX512_INLINE void sub_weights(const uint8_t *h, int s, __m512i *w)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+	for (int u = 0; u < 4; u++) {
+		__m512i z = _mm512_loadu_si512((const void *)(h + KQ_P16_QS + 64 * (4 * s + u)));
+		w[2 * u] = _mm512_and_si512(z, m4);
+		w[2 * u + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+	}
+}
+
+/* sub-block s of one token: the 16 rows' exact sums, times their scales */
+AVX512_INLINE __m512i sub_dot(const __m512i *w, const uint8_t *xq, __m512i sc)
+{
+	__m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 8
+	for (int g = 0; g < 8; g++)
+		acc = dpbusd512_u7(acc, w[g], _mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+	return _mm512_mullo_epi32(acc, sc);
+}
+
+/* summ of the 16 rows for one token (pr: bsum_pairs) */
+AVX512_INLINE __m512i mins_dot(const uint8_t *h, const int32_t *pr)
+{
+	__m512i sm = _mm512_setzero_si512();
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m512i m = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_MN + 32 * p)));
+		sm = _mm512_add_epi32(sm, _mm512_madd_epi16(m, _mm512_set1_epi32(pr[p])));
+	}
+	return sm;
+}
+
+/* kq_k_step in 16 lanes: acc + ((dx d) sumi - (dx dmin) summ), each
+ * product rounded */
+AVX512_INLINE __m512 k_step16(__m512 acc, float dx, const uint8_t *h, __m512i si, __m512i sm)
+{
+	const __m512 vx = _mm512_set1_ps(dx);
+	__m512 a = _mm512_mul_ps(vx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_D))));
+	VEC_ROUNDED(a);
+	__m512 p = _mm512_mul_ps(a, _mm512_cvtepi32_ps(si));
+	VEC_ROUNDED(p);
+	__m512 am = _mm512_mul_ps(vx, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_DMIN))));
+	VEC_ROUNDED(am);
+	__m512 pm = _mm512_mul_ps(am, _mm512_cvtepi32_ps(sm));
+	VEC_ROUNDED(pm);
+	p = _mm512_sub_ps(p, pm);
+	VEC_ROUNDED(p);
+	return _mm512_add_ps(acc, p);
+}
+
+AVX512_INLINE __m512i sub_scales(const uint8_t *h, int s)
+{
+	return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(h + KQ_P16_SC + 16 * s)));
+}
+
+void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa, float *y,
+						  int64_t n, int64_t ng)
+{
+	const int64_t nsb = n / QK_K;
+	const uint8_t *h = P;
+	for (size_t k = 0; k < 2048; k += 64) /* as kernels_avx512.c matvec_p16 */
+		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	for (int64_t g = 0; g < ng; g++) {
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {
+			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+			int32_t pr[4];
+			bsum_pairs(xb, pr);
+			__m512i si = _mm512_setzero_si512();
+#pragma GCC unroll 2
+			for (int s = 0; s < 8; s++) {
+				__m512i w[8];
+				sub_weights(h, s, w);
+				si = _mm512_add_epi32(si, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s)));
+			}
+			acc = k_step16(acc, ld_f32(xb), h, si, mins_dot(h, pr));
+		}
+		_mm512_storeu_ps(y + 16 * g, acc);
+	}
+}
+
+/* nt (<= KT) tokens at X (xs apart) against one group: Y[k ys + i] */
+AVX512_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, float *Y,
+				int64_t ys, int64_t nsb, const int nt)
+{
+	__m512 acc[KT];
+	for (int k = 0; k < nt; k++)
+		acc[k] = _mm512_setzero_ps();
+	const uint8_t *h = G;
+	for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {
+		const size_t xo = (size_t)b * sizeof(block_q8_K);
+		__m512i si[KT];
+		for (int k = 0; k < nt; k++)
+			si[k] = _mm512_setzero_si512();
+		for (int s = 0; s < 8; s++) {
+			__m512i w[8];
+			sub_weights(h, s, w);
+			__m512i sc = sub_scales(h, s);
+			for (int k = 0; k < nt; k++)
+				si[k] = _mm512_add_epi32(si[k], sub_dot(w, X + (size_t)k * xs + xo + 4 + 32 * s, sc));
+		}
+		for (int k = 0; k < nt; k++) {
+			const uint8_t *xb = X + (size_t)k * xs + xo;
+			int32_t pr[4];
+			bsum_pairs(xb, pr);
+			acc[k] = k_step16(acc[k], ld_f32(xb), h, si[k], mins_dot(h, pr));
+		}
+	}
+	for (int k = 0; k < nt; k++)
+		_mm512_storeu_ps(Y + k * ys, acc[k]);
+}
+
+/* ---- Q6_K ---- */
+
+/* The 4 weight vectors of sub-block s (groups 0..3 of 4 elements, 16 rows
+ * each): low nibbles from the two QL vectors, the high 2 bits from QH. */
+AVX512_INLINE void q6_sub_weights(const uint8_t *h, int s, __m512i *w)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+	__m512i z0 = _mm512_loadu_si512((const void *)(h + KQ_P16_Q6K_QL + 128 * s));
+	__m512i z1 = _mm512_loadu_si512((const void *)(h + KQ_P16_Q6K_QL + 128 * s + 64));
+	__m512i hb = _mm512_loadu_si512((const void *)(h + KQ_P16_Q6K_QH + 64 * s));
+	w[0] = _mm512_or_si512(_mm512_and_si512(z0, m4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+	w[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z0, 4), m4),
+			       _mm512_and_si512(_mm512_slli_epi16(hb, 2), m30));
+	w[2] = _mm512_or_si512(_mm512_and_si512(z1, m4), _mm512_and_si512(hb, m30));
+	w[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(z1, 4), m4),
+			       _mm512_and_si512(_mm512_srli_epi16(hb, 2), m30));
+}
+
+/* sub-block s of one token (xb: its Q8_K super-block): the 16 rows' exact
+ * sums of (u - 32) x, times their scales */
+AVX512_INLINE __m512i q6_sub_dot(const __m512i *w, const uint8_t *xb, int s, __m512i sc)
+{
+	const uint8_t *xq = xb + 4 + 16 * s;
+	__m512i acc = _mm512_set1_epi32(-32 * (int16_t)ld_u16(xb + 4 + QK_K + 2 * s));
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+		acc = dpbusd512_u7(acc, w[g], _mm512_set1_epi32((int)ld_u32(xq + 4 * g)));
+	return _mm512_mullo_epi32(acc, sc);
+}
+
+AVX512_INLINE __m512i q6_scales(const uint8_t *h, int s)
+{
+	return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(h + KQ_P16_Q6K_SC + 16 * s)));
+}
+
+/* kq_k_step without the min term in 16 lanes: acc + (dx d) sumi */
+AVX512_INLINE __m512 q6_step16(__m512 acc, float dx, const uint8_t *h, __m512i si)
+{
+	__m512 a = _mm512_mul_ps(_mm512_set1_ps(dx),
+				 _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + KQ_P16_Q6K_D))));
+	VEC_ROUNDED(a);
+	__m512 p = _mm512_mul_ps(a, _mm512_cvtepi32_ps(si));
+	VEC_ROUNDED(p);
+	return _mm512_add_ps(acc, p);
+}
+
+void AVX512 AVX512_SYM(kq_p16_matvec_q6_K_avx512)(const void *P, const void *xa, float *y,
+						  int64_t n, int64_t ng)
+{
+	const int64_t nsb = n / QK_K;
+	const uint8_t *h = P;
+	for (size_t k = 0; k < 2048; k += 64)
+		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	for (int64_t g = 0; g < ng; g++) {
+		__m512 acc = _mm512_setzero_ps();
+		for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {
+			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+			__m512i si = _mm512_setzero_si512();
+#pragma GCC unroll 2
+			for (int s = 0; s < 16; s++) {
+				__m512i w[4];
+				q6_sub_weights(h, s, w);
+				si = _mm512_add_epi32(si, q6_sub_dot(w, xb, s, q6_scales(h, s)));
+			}
+			acc = q6_step16(acc, ld_f32(xb), h, si);
+		}
+		_mm512_storeu_ps(y + 16 * g, acc);
+	}
+}
+
+AVX512_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, float *Y,
+				   int64_t ys, int64_t nsb, const int nt)
+{
+	__m512 acc[KT];
+	for (int k = 0; k < nt; k++)
+		acc[k] = _mm512_setzero_ps();
+	const uint8_t *h = G;
+	for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {
+		const size_t xo = (size_t)b * sizeof(block_q8_K);
+		__m512i si[KT];
+		for (int k = 0; k < nt; k++)
+			si[k] = _mm512_setzero_si512();
+		for (int s = 0; s < 16; s++) {
+			__m512i w[4];
+			q6_sub_weights(h, s, w);
+			__m512i sc = q6_scales(h, s);
+			for (int k = 0; k < nt; k++)
+				si[k] = _mm512_add_epi32(si[k], q6_sub_dot(w, X + (size_t)k * xs + xo, s, sc));
+		}
+		for (int k = 0; k < nt; k++)
+			acc[k] = q6_step16(acc[k], ld_f32(X + (size_t)k * xs + xo), h, si[k]);
+	}
+	for (int k = 0; k < nt; k++)
+		_mm512_storeu_ps(Y + k * ys, acc[k]);
+}
+
+/* Groups x tokens in passes of KT, 4, then 1 token(s) (fn: group_tokens
+ * or q6_group_tokens, gb: a super-block's bytes in a group) */
+#define MATMAT_P16(name, fn, gb)                                                       \
+	void AVX512 AVX512_SYM(name)(const void *P, const void *X_, size_t xs, float *Y, \
+				     int64_t ys, int64_t n, int64_t ng, int64_t ntok)   \
+	{                                                                              \
+		const int64_t nsb = n / QK_K;                                          \
+		const uint8_t *X = X_;                                                 \
+		for (int64_t g = 0; g < ng; g++) {                                     \
+			const uint8_t *G = (const uint8_t *)P + (size_t)(g * nsb) * (gb); \
+			int64_t k0 = 0;                                                \
+			for (; k0 + KT <= ntok; k0 += KT)                              \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, KT); \
+			for (; k0 + 4 <= ntok; k0 += 4)                                \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 4); \
+			for (; k0 < ntok; k0++)                                        \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 1); \
+		}                                                                      \
+	}
+MATMAT_P16(kq_p16_matmat_q4_K_avx512, group_tokens, KQ_P16_Q4K_BYTES)
+MATMAT_P16(kq_p16_matmat_q6_K_avx512, q6_group_tokens, KQ_P16_Q6K_BYTES)
+
+#endif
