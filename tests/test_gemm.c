@@ -12,7 +12,7 @@
  * chunks, as the prefill waves), the same from the packed copy where the
  * level reads one ("packed", as forward.c calls it), and the matvec once
  * per token over each chunk's rows (the small decode batches' form,
- * forward.c b_mm), for q8_0, q4_0, q4_k, q6_k, f16, f32 and bf16 (one
+ * forward.c b_mm), for q8_0, q4_0, q5_0, q4_k, q6_k, f16, f32 and bf16 (one
  * summary line each). */
 #include <math.h>
 #include <stdbool.h>
@@ -50,7 +50,7 @@ static void fixture_make(fixture_t *f, dtype_t wt, int64_t rows, int64_t n,
 	float *row = malloc((size_t)n * sizeof(float));
 	for (int64_t i = 0; i < rows; i++) {
 		uint8_t *w = f->W + (size_t)i * f->rb;
-		if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
+		if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0 || wt == DTYPE_Q5_0) {
 			/* raw random bytes: every quant (-128 included), scales
 			 * random positive and negative halves of moderate size */
 			for (size_t j = 0; j < f->rb; j++)
@@ -244,10 +244,21 @@ static void test_gemm_q4_0(void **state)
 	check_type(DTYPE_Q4_0, 576);
 }
 
+/* Q5_0 runs the Q8_0 kernels (its packed copy in Q8_0's layout, its rows
+ * as stored unpacked to Q8_0 quants) on x86: raw random blocks, so every
+ * quant and high bit, against its own dot product at every level. */
+static void test_gemm_q5_0(void **state)
+{
+	(void)state;
+	check_type(DTYPE_Q5_0, 160);
+	check_type(DTYPE_Q5_0, 576);
+}
+
 /* The kquants.h types (Q8_K activations for the K-quants, Q8_0 for the
  * others): every gemm output is the matvec's bits at every level, and the
- * generic's; Q4_K and Q6_K run their own gemm kernels (kquants_avx2.c),
- * the others the matvec per token. */
+ * generic's; on x86 each runs its row-x-tokens kernel (kquants_avx2.c,
+ * kquants_avx512.c) but Q5_0, which runs the Q8_0 gemm (test_gemm_q5_0);
+ * on ARM64 the matvec per token. */
 static void test_gemm_kquant_types(void **state)
 {
 	(void)state;
@@ -395,7 +406,7 @@ static int bench(int argc, char **argv)
 	int64_t n = argc > 3 ? atoll(argv[3]) : 576;
 	int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
 	int reps = argc > 5 ? atoi(argv[5]) : 20;
-	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q6_K,
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K, DTYPE_Q6_K,
 					 DTYPE_F16, DTYPE_F32, DTYPE_BF16 };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
 		fixture_t f;
@@ -469,6 +480,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_bf16),
 		cmocka_unit_test(test_gemm_q8_0),
 		cmocka_unit_test(test_gemm_q4_0),
+		cmocka_unit_test(test_gemm_q5_0),
 		cmocka_unit_test(test_gemm_kquant_types),
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),

@@ -739,7 +739,8 @@ static void test_pack16(void **state)
 	(void)state;
 	static const int64_t ns[] = { 32, 96, 576, 2048 };
 	static const int64_t rowss[] = { 16, 40, 105 };
-	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q6_K };
+	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
+				      DTYPE_Q6_K };
 	rng_t r;
 	rng_seed(&r, 1616);
 	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 64 * 64 * 2);
@@ -750,6 +751,10 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q8_0, 96), 2 * 64 + 3 * 512);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 64), 64 + 2 * 256);
 	assert_int_equal(pack16_group_bytes(DTYPE_Q4_0, 33), 0);
+	/* Q5_0 packs as Q8_0 blocks (kernels.h) */
+	assert_int_equal(pack16_group_bytes(DTYPE_Q5_0, 96), 2 * 64 + 3 * 512);
+	assert_int_equal(pack16_bytes(DTYPE_Q5_0, 40, 64), 2 * (64 + 2 * 512));
+	assert_int_equal(pack16_group_rows(DTYPE_Q5_0), 16);
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();

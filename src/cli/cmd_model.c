@@ -114,7 +114,8 @@ int cmd_info(int argc, char **argv)
 	       tokenizer_eos(m->tok));
 	printf("classifier:    %s\n", m->output.data == m->tok_embd.data
 					      ? "tied to the embedding" : "separate");
-	printf("bytes/token:   %llu (weights streamed per decoded token)\n",
+	printf("bytes/token:   %llu (weights streamed per decoded token, from the packed "
+	       "copies the level reads)\n",
 	       (unsigned long long)model_bytes_per_token(m));
 	printf("isa:           %s (kernel level in use; EGANG_ISA forces a lower one)\n",
 	       kernels_isa());

@@ -10,7 +10,8 @@
  * vec_dot(row r, x_t) at the ISA level in use, so a batched prefill gives the
  * same logits as token-by-token decoding, whatever the chunking and the
  * batch size:
- *  - Q8_0 / Q4_0 weights (true matrix-matrix kernels). vec_dot's order is
+ *  - Q8_0 / Q4_0 weights, and Q5_0 on x86 as the Q8_0 blocks it equals
+ *    (true matrix-matrix kernels). vec_dot's order is
  *    the generic's at every level (kernels_impl.h): per block the exact
  *    integer sum, then acc = acc + (float)sumi * (dw * dx), blocks in
  *    ascending order. The SIMD kernels keep it per output: a register holds
@@ -184,11 +185,22 @@ static gemm_quant_fn quant_kernel(void)
 	return NULL;
 }
 
+/* Whether wt runs gemm_quant_*: Q8_0, Q4_0, and on x86 Q5_0 (as the Q8_0
+ * blocks it equals, kernels_impl.h q8_form; the ARM64 kernels read Q8_0 and
+ * Q4_0 blocks only, so Q5_0 there takes the matvec per token). */
+static bool quant_type(dtype_t wt)
+{
+#if defined(__x86_64__)
+	if (wt == DTYPE_Q5_0)
+		return true;
+#endif
+	return wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0;
+}
+
 int gemm_small_batch(dtype_t t)
 {
 #if defined(__x86_64__)
-	return (t == DTYPE_Q8_0 || t == DTYPE_Q4_0) &&
-	       quant_kernel() == gemm_quant_avx512vnni;
+	return quant_type(t) && quant_kernel() == gemm_quant_avx512vnni;
 #else
 	(void)t;
 	return 0;
@@ -209,7 +221,7 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	if (r1 <= r0 || ntok <= 0)
 		return;
-	if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0) {
+	if (quant_type(wt)) {
 		gemm_quant_fn k = quant_kernel();
 		if (k && !aux) {
 			aux = gemm_scratch(0, gemm_aux_bytes(n, ntok));

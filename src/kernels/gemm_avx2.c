@@ -7,7 +7,8 @@
  * broadcast each token's 4 activation bytes of the group. AVX2 has no
  * vpdpbusd; pmaddubsw multiplies unsigned by signed bytes into saturating
  * int16 pair sums:
- *  - Q8_0: the scratch holds |w| (unsigned, <= 128) and w (for the sign);
+ *  - Q8_0 (and Q5_0, as the Q8_0 blocks it equals: kernels_impl.h
+ *    q8_form): the scratch holds |w| (unsigned, <= 128) and w (for the sign);
  *    the broadcast activations get w's sign (psignb: 0 where w = 0), and
  *        pmaddubsw(|w|, sign(x, w)) = w x per byte, |pair sum| <= 2*128*127
  *    never saturates; pmaddwd by 1 widens to int32 per group.
@@ -51,7 +52,7 @@
 
 /* Scratch bytes of one block of 8 rows: Q8_0 8 groups x { |w|, w }, Q4_0
  * 8 groups of nibbles. */
-static inline size_t blk_bytes(dtype_t t) { return t == DTYPE_Q8_0 ? 512 : 256; }
+static inline size_t blk_bytes(dtype_t t) { return q8_form(t) ? 512 : 256; }
 
 static inline int32_t ld_i32(const uint8_t *p)
 {
@@ -73,7 +74,7 @@ AVX2_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 		uint32_t *p = (uint32_t *)(pk + (size_t)b * blk_bytes(t));
 		for (int i = 0; i < RG; i++) {
 			const uint8_t *blk = row[i] + (size_t)b * qb;
-			if (t == DTYPE_Q8_0) {
+			if (q8_form(t)) {
 UNROLL
 				for (int g = 0; g < 8; g++)
 					p[g * 2 * RG + RG + i] = gemm_wgroup_s(t, blk, g);
@@ -84,7 +85,7 @@ UNROLL
 			}
 			dw[b * RG + i] = fp16_to_f32_inline(ld_u16(blk));
 		}
-		if (t == DTYPE_Q8_0)
+		if (q8_form(t))
 UNROLL
 			for (int g = 0; g < 8; g++) {
 				__m256i w = _mm256_load_si256((const __m256i *)(p + g * 2 * RG + RG));
@@ -101,7 +102,7 @@ AVX2_INLINE void pack_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t nb,
 			  uint8_t *pk0, float *dw0, uint8_t *pk1, float *dw1)
 {
 	const __m256i m0f = _mm256_set1_epi8(0x0F), m80 = _mm256_set1_epi8((char)0x80);
-	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const size_t qv = q8_form(t) ? 512 : 256;
 	const uint8_t *q = G, *sc = G;
 	for (int64_t b = 0; b < nb; b++) {
 		if (!(b & 1)) {
@@ -114,7 +115,7 @@ AVX2_INLINE void pack_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t nb,
 			_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
-			if (t == DTYPE_Q8_0) {
+			if (q8_form(t)) {
 UNROLL
 				for (int g = 0; g < 8; g++) {
 					__m256i w = _mm256_xor_si256(_mm256_loadu_si256(
@@ -253,7 +254,7 @@ AVX2_INLINE void tiles(dtype_t t, const uint8_t *pk, const float *dw, const uint
 		const int T = ntok - k >= TG ? TG : (int)(ntok - k);
 #define TILE_CASE(n)                                                                  \
 	case n:                                                                       \
-		if (t == DTYPE_Q8_0)                                                  \
+		if (q8_form(t))                                                       \
 			tile_q8(pk, dw, xk, xs, dk, ck, nb, yk, ys, nrows, n);        \
 		else                                                                  \
 			tile_q4(pk, dw, xk, xs, dk, ck, nb, yk, ys, nrows, n);        \

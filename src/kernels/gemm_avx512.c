@@ -1,6 +1,10 @@
 /* gemm: AVX-512 VNNI level of the quantized matrix-matrix kernel (see
  * gemm.c for the design and what is bit-exact).
  *
+ * Q5_0 runs as the Q8_0 blocks it equals (kernels_impl.h q8_form): its
+ * packed copy is Q8_0's layout, its rows as stored are unpacked to Q8_0's
+ * quants (load_q8s).
+ *
  * Per row group of 16 weight rows, the rows are repacked into thread
  * scratch so that one 512-bit register holds element group g (4 bytes) of
  * block b for all 16 rows, as unsigned bytes u = w + bias (gemm_impl.h),
@@ -54,6 +58,25 @@ static inline int32_t ld_i32(const uint8_t *p)
 	return v;
 }
 
+/* The 32 quants of a Q8_0 or Q5_0 block as Q8_0's signed bytes, from p =
+ * the block + 2 (Q8_0: qs; Q5_0: qh then qs, kernels_impl.h q8_group_u):
+ * the nibbles minus 16, plus 16 where qh has the element's bit (a byte
+ * mask). */
+AVX512_INLINE __m256i load_q8s(dtype_t t, const uint8_t *p)
+{
+	if (t == DTYPE_Q8_0)
+		return _mm256_loadu_si256((const __m256i *)p);
+	uint32_t qh;
+	memcpy(&qh, p, 4);
+	__m128i qs = _mm_loadu_si128((const __m128i *)(p + 4));
+	const __m128i m0f = _mm_set1_epi8(0x0F);
+	__m256i nib = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(qs, m0f)),
+					      _mm_and_si128(_mm_srli_epi16(qs, 4), m0f), 1);
+	const __m256i m16 = _mm256_set1_epi8(16);
+	__m256i w = _mm256_sub_epi8(nib, m16);
+	return _mm256_mask_add_epi8(w, (__mmask32)qh, w, m16);
+}
+
 /* Rows r..r+15 (rows at or past r1 repeat row r1-1; their outputs are not
  * stored) -> pk[b][g][row] (unsigned groups, gemm_wgroup_u) and dw[b][row].
  * The 16 x 8 group matrix of a block is transposed in registers: 128-bit
@@ -88,16 +111,14 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 				_mm_prefetch((const char *)row[i] + (size_t)RG * rb + o,
 					     _MM_HINT_T0);
 #endif
-		if (t == DTYPE_Q8_0) {
+		if (q8_form(t)) {
 			__m512i lo[4], hi[4];
 #pragma GCC unroll 4
 			for (int i = 0; i < 4; i++) {
 				__m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(
-					_mm256_loadu_si256((const __m256i *)(row[i] + o))),
-					_mm256_loadu_si256((const __m256i *)(row[4 + i] + o)), 1);
+					load_q8s(t, row[i] + o)), load_q8s(t, row[4 + i] + o), 1);
 				__m512i c = _mm512_inserti64x4(_mm512_castsi256_si512(
-					_mm256_loadu_si256((const __m256i *)(row[8 + i] + o))),
-					_mm256_loadu_si256((const __m256i *)(row[12 + i] + o)), 1);
+					load_q8s(t, row[8 + i] + o)), load_q8s(t, row[12 + i] + o), 1);
 				lo[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(2, 0, 2, 0));
 				hi[i] = _mm512_shuffle_i32x4(a, c, _MM_SHUFFLE(3, 1, 3, 1));
 			}
@@ -139,7 +160,7 @@ AVX512_INLINE void pack_rows_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t
 				 uint32_t *pk, float *dw)
 {
 	const __m512i m0f = _mm512_set1_epi8(0x0F);
-	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const size_t qv = q8_form(t) ? 512 : 256;
 	const uint8_t *q = G, *sc = G;
 	for (int64_t b = 0; b < nb; b++) {
 		if (!(b & 1)) {
@@ -151,7 +172,7 @@ AVX512_INLINE void pack_rows_p16(dtype_t t, const uint8_t *G, size_t gb, int64_t
 		for (size_t k = 0; k < qv; k += 64)
 			_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
 #endif
-		if (t == DTYPE_Q8_0) {
+		if (q8_form(t)) {
 #pragma GCC unroll 8
 			for (int g = 0; g < 8; g++)
 				_mm512_store_si512(p + g, _mm512_loadu_si512((const void *)(q + 64 * g)));
@@ -228,7 +249,7 @@ AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 			    const int32_t *sx, int32_t bias, int64_t nb, float *Y,
 			    int64_t ys, const int T)
 {
-	const size_t qv = t == DTYPE_Q8_0 ? 512 : 256;
+	const size_t qv = q8_form(t) ? 512 : 256;
 	const __m512i m0f = _mm512_set1_epi8(0x0F);
 	__m512 acc[TG];
 #pragma GCC unroll 8
@@ -250,7 +271,7 @@ AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 #pragma GCC unroll 8
 		for (int k = 0; k < T; k++)
 			s[k] = _mm512_set1_epi32(-bias * sx[k * nb + b]);
-		if (t == DTYPE_Q8_0) {
+		if (q8_form(t)) {
 #pragma GCC unroll 8
 			for (int g = 0; g < 8; g++) {
 				__m512i w = _mm512_loadu_si512((const void *)(q + 64 * g));

@@ -7,7 +7,7 @@
 
 #include "kernels/kernels_impl.h"
 
-/* Quantized weights (Q8_0 or Q4_0, t) rows r0..r1-1 (row stride rb bytes)
+/* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb bytes)
  * against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb blocks
  * each, with their aux (dx: scales as floats, sx: sums of the quants; token
  * t's block b at [t * nb + b]) -> Y[t * ys + r]. Every output is the same
@@ -37,36 +37,35 @@ void gemm_quant_dotprod(GEMM_QUANT_ARGS);
  * if memory is exhausted. */
 void *gemm_scratch(int k, size_t bytes);
 
-/* Weight bytes of one Q8_0 / Q4_0 block. */
+/* Weight bytes of one Q8_0 / Q4_0 / Q5_0 block. */
 static inline size_t gemm_qbytes(dtype_t t)
 {
-	return t == DTYPE_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+	return dtype_info[t].block_bytes;
 }
 
 /* The 4 weights of group g (elements 4g..4g+3, g < 8) of block blk as
- * unsigned bytes u = w + bias packed in a little-endian word: Q8_0
- * w + 128 (w as stored, xor 0x80); Q4_0 the nibble n = w + 8 (elements
- * 0-15 are the low nibbles of qs[0..15], 16-31 the high ones). */
+ * unsigned bytes u = w + bias packed in a little-endian word: Q8_0 and
+ * Q5_0 (the Q8_0 block it equals, kernels_impl.h q8_form) w + 128; Q4_0
+ * the nibble n = w + 8 (elements 0-15 are the low nibbles of qs[0..15],
+ * 16-31 the high ones). */
 static inline uint32_t gemm_wgroup_u(dtype_t t, const uint8_t *blk, int g)
 {
+	if (q8_form(t))
+		return q8_group_u(t, blk, g);
 	uint32_t v;
-	if (t == DTYPE_Q8_0) {
-		memcpy(&v, blk + 2 + 4 * g, 4);
-		return v ^ 0x80808080u;
-	}
 	memcpy(&v, blk + 2 + 4 * (g & 3), 4);
 	return g < 4 ? v & 0x0F0F0F0Fu : (v >> 4) & 0x0F0F0F0Fu;
 }
 
 /* The same weights as signed bytes w: u with its bias removed per byte
- * (Q8_0: u ^ 0x80; Q4_0: n in 0..15, (n + 0x78) ^ 0x80 = n - 8). */
+ * (Q8_0 / Q5_0: u ^ 0x80; Q4_0: n in 0..15, (n + 0x78) ^ 0x80 = n - 8). */
 static inline uint32_t gemm_wgroup_s(dtype_t t, const uint8_t *blk, int g)
 {
 	uint32_t u = gemm_wgroup_u(t, blk, g);
-	return t == DTYPE_Q8_0 ? u ^ 0x80808080u : (u + 0x78787878u) ^ 0x80808080u;
+	return q8_form(t) ? u ^ 0x80808080u : (u + 0x78787878u) ^ 0x80808080u;
 }
 
-/* The bias of gemm_wgroup_u: 128 for Q8_0, 8 for Q4_0. */
-static inline int32_t gemm_wbias(dtype_t t) { return t == DTYPE_Q8_0 ? 128 : 8; }
+/* The bias of gemm_wgroup_u: 128 for Q8_0 / Q5_0, 8 for Q4_0. */
+static inline int32_t gemm_wbias(dtype_t t) { return q8_form(t) ? 128 : 8; }
 
 #endif

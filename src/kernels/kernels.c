@@ -440,7 +440,7 @@ static void isa_tables_build(void)
 	}
 #if defined(__x86_64__)
 	/* the K-quants' SIMD dot products (kquants_avx2.c) serve every x86
-	 * level */
+	 * level (Q5_0's gemm: gemm_quant_*, as Q8_0 blocks, gemm.c) */
 	for (int i = ISA_AVX2; i < ISA_COUNT; i++) {
 		g_tables[i].quantize_q8_K = kq_quantize_q8_K_avx2;
 		g_tables[i].matmat[DTYPE_Q2_K] = kq_matmat_q2_K_avx2;
@@ -448,7 +448,6 @@ static void isa_tables_build(void)
 		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
 		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx2;
 		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx2;
-		g_tables[i].matmat[DTYPE_Q5_0] = kq_matmat_q5_0_avx2;
 		g_tables[i].matmat[DTYPE_Q4_1] = kq_matmat_q4_1_avx2;
 		g_tables[i].matmat[DTYPE_Q5_1] = kq_matmat_q5_1_avx2;
 		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
@@ -735,9 +734,11 @@ size_t pack16_group_bytes(dtype_t t, int64_t n)
 	if (t == DTYPE_Q4_K || t == DTYPE_Q6_K)
 		return n % QK_K ? 0 : (size_t)(n / QK_K) *
 			(t == DTYPE_Q4_K ? KQ_P16_Q4K_BYTES : KQ_P16_Q6K_BYTES);
-	if (t != DTYPE_Q8_0 && t != DTYPE_Q4_0)
+	if (!q8_form(t) && t != DTYPE_Q4_0)
 		return 0;
-	size_t nb = (size_t)(n / QK), qv = t == DTYPE_Q8_0 ? 512 : 256;
+	/* Q5_0 in Q8_0's layout: 34/22 of its rows' bytes, for the VNNI
+	 * kernels' vectors with the same bits (kernels_impl.h q8_form) */
+	size_t nb = (size_t)(n / QK), qv = q8_form(t) ? 512 : 256;
 	return (nb + 1) / 2 * 64 + nb * qv;
 }
 
@@ -767,9 +768,9 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 		(t == DTYPE_Q4_K ? kq_pack16_q4_K : kq_pack16_q6_K)(W, rb, rows, n, P);
 		return;
 	}
-	const size_t qb = dtype_info[t].block_bytes - 2; /* quant bytes a block */
+	const size_t bb = dtype_info[t].block_bytes;
+	const int nv = q8_form(t) ? 8 : 4; /* 64-byte quant vectors a block */
 	const int64_t nb = n / QK;
-	const uint8_t bias = t == DTYPE_Q8_0 ? 0x80 : 0;
 	for (int64_t g = 0; g < rows / 16; g++) {
 		const uint8_t *w = (const uint8_t *)W + (size_t)g * 16 * rb;
 		uint8_t *o = (uint8_t *)P + (size_t)g * gb;
@@ -777,17 +778,20 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 			memset(o, 0, 64);
 			for (int64_t k = 0; k < 2 && b + k < nb; k++)
 				for (int i = 0; i < 16; i++)
-					memcpy(o + 32 * k + 2 * i,
-					       w + (size_t)i * rb + (size_t)(b + k) * (qb + 2), 2);
+					memcpy(o + 32 * k + 2 * i, w + (size_t)i * rb + (size_t)(b + k) * bb, 2);
 			o += 64;
 			for (int64_t k = 0; k < 2 && b + k < nb; k++) {
-				for (size_t v = 0; v < qb / 4; v++)
-					for (int i = 0; i < 16; i++)
-						for (int j = 0; j < 4; j++)
-							o[64 * v + 4 * (size_t)i + (size_t)j] = (uint8_t)(
-								w[(size_t)i * rb + (size_t)(b + k) * (qb + 2) + 2 +
-								  4 * v + (size_t)j] ^ bias);
-				o += 16 * qb;
+				for (int v = 0; v < nv; v++)
+					for (int i = 0; i < 16; i++) {
+						const uint8_t *blk = w + (size_t)i * rb + (size_t)(b + k) * bb;
+						uint32_t u;
+						if (q8_form(t)) /* unsigned, w + 128 */
+							u = q8_group_u(t, blk, v);
+						else /* Q4_0: the nibble bytes as stored */
+							memcpy(&u, blk + 2 + 4 * v, 4);
+						memcpy(o + 64 * v + 4 * i, &u, 4);
+					}
+				o += 64 * nv;
 			}
 		}
 	}

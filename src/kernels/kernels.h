@@ -134,15 +134,18 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * only: the packed matvec computes the same integer block sums and the
  * same float steps as the other forms, so every row keeps its bits.
  *
- * Layout of Q8_0 / Q4_0 rows 0 .. 16 G - 1 (G = rows / 16 groups; the last
- * rows % 16 rows are not packed), n elements a row, nb = n / 32 blocks:
+ * Layout of Q8_0 / Q4_0 / Q5_0 rows 0 .. 16 G - 1 (G = rows / 16 groups;
+ * the last rows % 16 rows are not packed), n elements a row, nb = n / 32 blocks:
  * group g at g * pack16_group_bytes(t, n); inside a group, blocks in pairs
  * (b, b + 1): 64 bytes of scales (the 16 rows' fp16 d of block b, then of
  * block b + 1; the second half unused when b + 1 = nb), then the quants of
  * block b, then of block b + 1. The quants of one block are vectors of 64
  * bytes, vector v holding bytes 4v .. 4v + 3 of every row's qs, row i at
  * 4 i: Q8_0 8 vectors with the bytes made unsigned (q + 128, what vpdpbusd
- * wants), Q4_0 4 vectors of the nibble bytes as stored.
+ * wants), Q4_0 4 vectors of the nibble bytes as stored. Q5_0 is packed as
+ * the Q8_0 blocks it equals (kernels_impl.h q8_form: the same d, quants
+ * q - 16, so bytes q + 112), and read by the Q8_0 packed kernels with the
+ * same bits as its own dot product; its copy is 34/22 of its rows' bytes.
  *
  * F32 / F16 / BF16 rows are packed 4 at a time (the float kernels' row
  * group), n a multiple of 32: per step of 32 elements, the step of row 0,
@@ -154,7 +157,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * rows: smollm-135m f16 decode +20-60% on one core; with long rows the four
  * prefetched row streams were faster; kernels.c PACK_FLOAT_GROUP_MAX). */
 size_t pack16_group_bytes(dtype_t t, int64_t n);
-/* Rows in a packed group: 16 for Q8_0 / Q4_0, 4 for float types. */
+/* Rows in a packed group: 16 for Q8_0 / Q4_0 / Q5_0, 4 for float types. */
 int pack16_group_rows(dtype_t t);
 /* Bytes of the packed copy of a (rows, n) matrix; 0 when n is not a
  * positive multiple of 32, rows are fewer than a group, or t has no packed
@@ -248,8 +251,8 @@ void swiglu_generic(float *o, const float *a, const float *b, int64_t n);
  * of once per call). Every output is the same bits as
  * vec_dot(wt, row r, X + t * xs, n) at the level in use (decode's matvec),
  * whatever r0, r1, ntok and the other rows and tokens (chunking- and
- * batching-invariant). Q8_0 / Q4_0: register-blocked SIMD kernels (AVX2,
- * AVX-512 VNNI); float types: the level's register-blocked matmat where it
+ * batching-invariant). Q8_0 / Q4_0, and Q5_0 on x86: register-blocked
+ * SIMD kernels (AVX2, AVX-512 VNNI); float types: the level's register-blocked matmat where it
  * has one (AVX-512), else its matvec_rows per token over the rows, which
  * stay in cache. Thread-safe; uses per-thread scratch. */
 void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
@@ -261,8 +264,8 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
 		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);
 /* 1 when gemm_rows_packed at this level reads the whole packed groups of
- * type t in place for a few tokens (AVX-512 VNNI, Q8_0 / Q4_0: one weight
- * load, a dot product per token), so that it is faster than the matvec
+ * type t in place for a few tokens (AVX-512 VNNI, Q8_0 / Q4_0 / Q5_0: one
+ * weight load, a dot product per token), so that it is faster than the matvec
  * once per token from 2 tokens on; 0 otherwise. */
 int gemm_small_batch(dtype_t t);
 /* Side data of ntok Q8_0 activation rows of n elements for gemm_rows (per

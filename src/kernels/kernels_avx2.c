@@ -785,6 +785,7 @@ const kernel_ops_t kops_avx2 = {
 		[DTYPE_BF16] = matvec_p16_bf16,
 		[DTYPE_Q8_0] = matvec_p16_q8_0,
 		[DTYPE_Q4_0] = matvec_p16_q4_0,
+		[DTYPE_Q5_0] = matvec_p16_q8_0, /* its Q8_0 form (kernels_impl.h q8_form) */
 	},
 	.quantize_q8_0 = quantize_q8_0_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx2,

@@ -1271,6 +1271,7 @@ const kernel_ops_t AVX512_SYM(kops_avx512) = {
 		[DTYPE_BF16] = matvec_p16_bf16,
 		[DTYPE_Q8_0] = matvec_p16_q8_0,
 		[DTYPE_Q4_0] = matvec_p16_q4_0,
+		[DTYPE_Q5_0] = matvec_p16_q8_0, /* its Q8_0 form (kernels_impl.h q8_form) */
 	},
 	.matmat_p16 = {
 		[DTYPE_F32] = matmat_p16_f32,

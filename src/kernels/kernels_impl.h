@@ -123,6 +123,37 @@ static inline float exp_eg(float x)
 	return p * exp_eg_pow2(k - h);
 }
 
+/* Q5_0 rides the Q8_0 kernels. Its dot product against Q8_0 activations
+ * is, per block, the exact sum of (q - 16) x, then Q8_0's float step
+ * acc = acc + (float)sumi * (d_w * d_x) (kquants.c dot_legacy): a Q5_0
+ * block is losslessly the Q8_0 block with the same d and quants q - 16 (in
+ * -16 .. 15). So a Q5_0 matrix packs into the Q8_0 packed layout (pack16,
+ * kernels.h) and the packed matvec and the quantized gemm read it as Q8_0,
+ * with the same bits as Q5_0's own dot product. */
+static inline int q8_form(dtype_t t) { return t == DTYPE_Q8_0 || t == DTYPE_Q5_0; }
+
+/* The 4 quants of group g (elements 4g .. 4g + 3, g < 8) of a Q8_0 or Q5_0
+ * block blk as Q8_0's unsigned bytes w + 128 in a little-endian word (Q5_0:
+ * w = q - 16, so w + 128 = q + 112; q = the nibble of qs (element j < 16:
+ * low nibble of qs[j], j >= 16: high nibble of qs[j - 16]) | bit j of qh
+ * << 4, block { f16 d; u8 qh[4]; u8 qs[16] }, kquants.c unpack_q5). */
+static inline uint32_t q8_group_u(dtype_t t, const uint8_t *blk, int g)
+{
+	uint32_t v;
+	if (t == DTYPE_Q8_0) {
+		memcpy(&v, blk + 2 + 4 * g, 4);
+		return v ^ 0x80808080u;
+	}
+	uint32_t qh;
+	memcpy(&qh, blk + 2, 4);
+	memcpy(&v, blk + 6 + 4 * (g & 3), 4);
+	uint32_t nib = g < 4 ? v & 0x0F0F0F0Fu : (v >> 4) & 0x0F0F0F0Fu;
+	/* qh bits 4g .. 4g + 3 to bit 4 of bytes 0 .. 3 (the shifted copies
+	 * do not overlap, so the multiply has no carries) */
+	uint32_t hb = (((qh >> (4 * g)) & 0xFu) * 0x00204081u) & 0x01010101u;
+	return (nib | hb << 4) + 0x70707070u; /* bytes q + 112 <= 143: no carry */
+}
+
 /* w (n,) of type wt . xa (n,) prepared activations. */
 typedef float (*vec_dot_fn)(const void *w, const void *xa, int64_t n);
 /* W rows r0..r1-1 (row stride rb bytes) @ xa -> y[r0..r1-1]. */
@@ -154,8 +185,9 @@ typedef struct kernel_ops {
 	matvec_fn matvec[DTYPE_COUNT];
 	/* NULL: no packed form at this level */
 	matvec_p16_fn matvec_p16[DTYPE_COUNT];
-	/* float types and (x86) the kquants.h types; not Q8_0 / Q4_0 (their
-	 * gemm is gemm_quant_*); NULL: gemm_rows runs matvec per token */
+	/* float types and (x86) the kquants.h types; not Q8_0 / Q4_0, nor
+	 * Q5_0 on x86 (their gemm is gemm_quant_*); NULL: gemm_rows runs
+	 * matvec per token */
 	matmat_fn matmat[DTYPE_COUNT];
 	/* F32 / F16 / BF16 only, packed groups (set where matvec_p16 is) */
 	matmat_p16_fn matmat_p16[DTYPE_COUNT];

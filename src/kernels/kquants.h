@@ -147,8 +147,8 @@ KQ_MATMAT_DECL(q3_K)
 KQ_MATMAT_DECL(q4_K)
 KQ_MATMAT_DECL(q5_K)
 KQ_MATMAT_DECL(q6_K)
-/* and the legacy types against Q8_0 activations */
-KQ_MATMAT_DECL(q5_0)
+/* and the legacy types against Q8_0 activations (not Q5_0: gemm.c runs it
+ * as Q8_0 blocks) */
 KQ_MATMAT_DECL(q4_1)
 KQ_MATMAT_DECL(q5_1)
 KQ_MATMAT_DECL(iq4_nl)

@@ -496,13 +496,15 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 		out[k * os] = acc[k] + summ[k];
 }
 
-#define LEG_ENTRY(lower, kind)                                                        \
+#define LEG_DOT(lower, kind)                                                          \
 	float AVX2 kq_dot_##lower##_avx2(const void *w, const void *xa, int64_t n)      \
 	{                                                                             \
 		float out;                                                            \
 		leg_row_tokens(w, xa, 0, n / QK, 1, &out, 1, kind);                   \
 		return out;                                                           \
-	}                                                                             \
+	}
+#define LEG_ENTRY(lower, kind)                                                        \
+	LEG_DOT(lower, kind)                                                          \
 	void AVX2 kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X,    \
 					   size_t xs, float *Y, int64_t ys, int64_t n, \
 					   int64_t r0, int64_t r1, int64_t ntok)       \
@@ -515,7 +517,8 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 					       n / QK, nt, Y + k0 * ys + r, ys, kind); \
 		}                                                                     \
 	}
-LEG_ENTRY(q5_0, LEG_Q5_0)
+/* Q5_0's gemm is the Q8_0 one (gemm.c quant_type, kernels_impl.h q8_form) */
+LEG_DOT(q5_0, LEG_Q5_0)
 LEG_ENTRY(q4_1, LEG_Q4_1)
 LEG_ENTRY(q5_1, LEG_Q5_1)
 LEG_ENTRY(iq4_nl, LEG_IQ4_NL)

@@ -836,8 +836,9 @@ static size_t pack_targets(model_t *m, tensor_t **out, size_t cap)
 
 /* Packs the matrices in row groups for the AVX-512 decode matvec and
  * prefill gemm (kernels.h, "weights packed in row groups": 16 rows of
- * Q8_0 / Q4_0, 4 of F32 / F16 / BF16): one more copy of them in anonymous
- * memory (huge pages where allowed), next to the rows as stored, which the
+ * Q8_0 / Q4_0 / Q5_0, 4 of F32 / F16 / BF16): one more copy of them in
+ * anonymous memory (huge pages where allowed), next to the rows as stored,
+ * which the
  * embedding lookup, a matrix's rows past its last whole group and the other
  * levels keep reading. Measured in README.md ("Speed"). Skipped, with a
  * log line when the copy does not fit in MemAvailable with 1 GiB to spare,
@@ -872,6 +873,8 @@ static void weights_pack(model_t *m, const char *path)
 	size_t cap = 1 + 7 * (size_t)m->cfg.n_layers;
 	tensor_t **ts = malloc(cap * sizeof *ts);
 	size_t nt = ts ? pack_targets(m, ts, cap) : 0, bytes = 0;
+	/* Q5_0 is packed as the Q8_0 blocks it equals (the same bits, the
+	 * VNNI kernels; kernels_impl.h q8_form): 34/22 of its file bytes */
 	for (size_t i = 0; i < nt; i++)
 		bytes += pack16_bytes(ts[i]->type, ts[i]->rows, ts[i]->cols);
 	uint64_t avail = mem_available();
@@ -989,17 +992,26 @@ static uint64_t tensor_bytes(const tensor_t *t)
 	return (uint64_t)t->rows * dtype_row_bytes(t->type, t->cols);
 }
 
+uint64_t tensor_stream_bytes(const tensor_t *t)
+{
+	if (!t->packed)
+		return tensor_bytes(t);
+	int64_t g = pack16_group_rows(t->type);
+	return (uint64_t)pack16_bytes(t->type, t->rows, t->cols) +
+	       (uint64_t)(t->rows % g) * dtype_row_bytes(t->type, t->cols);
+}
+
 uint64_t model_bytes_per_token(const model_t *m)
 {
 	const model_config_t *c = &m->cfg;
-	uint64_t b = tensor_bytes(&m->output) +
+	uint64_t b = tensor_stream_bytes(&m->output) +
 		     dtype_row_bytes(m->tok_embd.type, c->dim);
 	for (int l = 0; l < c->n_layers; l++) {
 		const layer_t *y = &m->layers[l];
-		b += tensor_bytes(&y->wq) + tensor_bytes(&y->wk) +
-		     tensor_bytes(&y->wv) + tensor_bytes(&y->wo) +
-		     tensor_bytes(&y->w_gate) + tensor_bytes(&y->w_down) +
-		     tensor_bytes(&y->w_up) + 8ull * (uint64_t)c->dim;
+		b += tensor_stream_bytes(&y->wq) + tensor_stream_bytes(&y->wk) +
+		     tensor_stream_bytes(&y->wv) + tensor_stream_bytes(&y->wo) +
+		     tensor_stream_bytes(&y->w_gate) + tensor_stream_bytes(&y->w_down) +
+		     tensor_stream_bytes(&y->w_up) + 8ull * (uint64_t)c->dim;
 	}
 	return b;
 }

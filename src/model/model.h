@@ -181,7 +181,12 @@ void model_set_weights(model_weights_t mode);
 model_t *model_load(const char *path, const char *tok_path);
 void model_free(model_t *m);
 
-/* Bytes of weights read to decode one token (every matrix once). */
+/* Bytes decode streams from t per token: its packed copy's (Q5_0's is
+ * 34/22 of its rows', kernels.h) plus the rows past its last whole group,
+ * or its rows as stored when it has no packed copy. */
+uint64_t tensor_stream_bytes(const tensor_t *t);
+/* Bytes of weights read to decode one token (every matrix once, each as
+ * tensor_stream_bytes). */
 uint64_t model_bytes_per_token(const model_t *m);
 /* Number of parameters. */
 uint64_t model_n_params(const model_t *m);
@@ -245,8 +250,8 @@ int synth_write(const synth_shape_t *s, dtype_t type, uint64_t seed,
 		int32_t n_layers, const char *path, synth_progress_fn progress,
 		void *user);
 /* Per tensor type: how many tensors and bytes the GGUF file holds, and how
- * many of those bytes one decoded token streams (every matrix once, one
- * embedding row). */
+ * many bytes one decoded token streams (every matrix once, from its packed
+ * copy where it has one: tensor_stream_bytes; one embedding row). */
 typedef struct model_type_use {
 	int64_t tensors;
 	uint64_t file_bytes, token_bytes;

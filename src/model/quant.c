@@ -323,12 +323,6 @@ done:
 	return rc;
 }
 
-/* A matrix's bytes per token: every row once. */
-static uint64_t tensor_bytes(const tensor_t *w)
-{
-	return (uint64_t)w->rows * dtype_row_bytes(w->type, w->cols);
-}
-
 void model_type_usage(const model_t *m, model_type_use_t use[DTYPE_COUNT])
 {
 	memset(use, 0, DTYPE_COUNT * sizeof *use);
@@ -342,9 +336,9 @@ void model_type_usage(const model_t *m, model_type_use_t use[DTYPE_COUNT])
 		const tensor_t *w[] = {&y->wq, &y->wk, &y->wv, &y->wo,
 				       &y->w_gate, &y->w_up, &y->w_down};
 		for (size_t k = 0; k < EG_ARRAY_LEN(w); k++)
-			use[w[k]->type].token_bytes += tensor_bytes(w[k]);
+			use[w[k]->type].token_bytes += tensor_stream_bytes(w[k]);
 	}
-	use[m->output.type].token_bytes += tensor_bytes(&m->output);
+	use[m->output.type].token_bytes += tensor_stream_bytes(&m->output);
 	use[m->tok_embd.type].token_bytes +=
 		dtype_row_bytes(m->tok_embd.type, m->tok_embd.cols);
 }
