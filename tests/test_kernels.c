@@ -740,7 +740,7 @@ static void test_pack16(void **state)
 	static const int64_t ns[] = { 32, 96, 576, 2048 };
 	static const int64_t rowss[] = { 16, 40, 105 };
 	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
-				      DTYPE_Q6_K };
+				      DTYPE_Q5_K, DTYPE_Q6_K };
 	rng_t r;
 	rng_seed(&r, 1616);
 	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 64 * 64 * 2);
@@ -763,7 +763,7 @@ static void test_pack16(void **state)
 		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
 			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
 				/* K-quants: super-blocks of 256 */
-				const bool kq = t == DTYPE_Q4_K || t == DTYPE_Q6_K;
+				const bool kq = t == DTYPE_Q4_K || t == DTYPE_Q5_K || t == DTYPE_Q6_K;
 				int64_t n = kq ? ns[in] * 8 : ns[in], rows = rowss[ir];
 				size_t rb = dtype_row_bytes(t, n);
 				uint8_t *w = malloc(rb * (size_t)rows + 1);
@@ -777,7 +777,7 @@ static void test_pack16(void **state)
 				const size_t bb = dtype_info[t].block_bytes;
 				for (int64_t b = 0; b < rows * (n / bs); b++) {
 					uint8_t *blk = w + (size_t)b * bb;
-					const int nh = t == DTYPE_Q4_K ? 2 : 1;
+					const int nh = t == DTYPE_Q4_K || t == DTYPE_Q5_K ? 2 : 1;
 					const size_t d0 = t == DTYPE_Q6_K ? bb - 2 : 0;
 					const size_t q0 = t == DTYPE_Q6_K ? 0 : 2 * (size_t)nh;
 					if (b % 5 == 0)
@@ -837,9 +837,7 @@ static void test_pack16_float(void **state)
 		dtype_t t = ts[it];
 		for (size_t in = 0; in < EG_ARRAY_LEN(ns); in++) {
 			for (size_t ir = 0; ir < EG_ARRAY_LEN(rowss); ir++) {
-				/* K-quants: super-blocks of 256 */
-				const bool kq = t == DTYPE_Q4_K || t == DTYPE_Q6_K;
-				int64_t n = kq ? ns[in] * 8 : ns[in], rows = rowss[ir];
+				int64_t n = ns[in], rows = rowss[ir];
 				size_t rb = dtype_row_bytes(t, n);
 				float *wf = malloc((size_t)(rows * n) * sizeof *wf);
 				fill_normal(&r, wf, rows * n, 0.05f);

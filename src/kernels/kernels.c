@@ -473,11 +473,15 @@ static void isa_tables_build(void)
 		g_tables[i].vec_dot[DTYPE_IQ4_XS] = kq_dot_iq4_xs_avx2;
 		g_tables[i].matvec[DTYPE_IQ4_XS] = matvec_iq4_xs_avx2;
 	}
-	/* packed Q4_K and Q6_K (kq_pack_avx512.c) */
+	/* packed Q4_K, Q5_K and Q6_K (kq_pack_avx512.c) */
 	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512;
 	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512;
 	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512vnni;
 	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512vnni;
+	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx512;
+	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx512;
+	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx512vnni;
+	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx512vnni;
 	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512;
 	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx512;
 	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512vnni;
@@ -731,9 +735,10 @@ size_t pack16_group_bytes(dtype_t t, int64_t n)
 		return 0;
 	if (is_float(t))
 		return 4 * dtype_row_bytes(t, n);
-	if (t == DTYPE_Q4_K || t == DTYPE_Q6_K)
+	if (t == DTYPE_Q4_K || t == DTYPE_Q5_K || t == DTYPE_Q6_K)
 		return n % QK_K ? 0 : (size_t)(n / QK_K) *
-			(t == DTYPE_Q4_K ? KQ_P16_Q4K_BYTES : KQ_P16_Q6K_BYTES);
+			(t == DTYPE_Q4_K ? KQ_P16_Q4K_BYTES :
+			 t == DTYPE_Q5_K ? KQ_P16_Q5K_BYTES : KQ_P16_Q6K_BYTES);
 	if (!q8_form(t) && t != DTYPE_Q4_0)
 		return 0;
 	/* Q5_0 in Q8_0's layout: 34/22 of its rows' bytes, for the VNNI
@@ -764,8 +769,9 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 		}
 		return;
 	}
-	if (t == DTYPE_Q4_K || t == DTYPE_Q6_K) {
-		(t == DTYPE_Q4_K ? kq_pack16_q4_K : kq_pack16_q6_K)(W, rb, rows, n, P);
+	if (t == DTYPE_Q4_K || t == DTYPE_Q5_K || t == DTYPE_Q6_K) {
+		(t == DTYPE_Q4_K ? kq_pack16_q4_K :
+		 t == DTYPE_Q5_K ? kq_pack16_q5_K : kq_pack16_q6_K)(W, rb, rows, n, P);
 		return;
 	}
 	const size_t bb = dtype_info[t].block_bytes;

@@ -1,4 +1,4 @@
-/* kq_pack: Q4_K and Q6_K read from their packed groups (kquants.h
+/* kq_pack: Q4_K, Q5_K and Q6_K read from their packed groups (kquants.h
  * KQ_P16_*) at the
  * AVX-512 levels; compiled a second time with VNNI as
  * kq_pack_avx512vnni.c (avx512_lanes.h). The 16 rows of a group are the
@@ -48,15 +48,28 @@ AVX512_INLINE void bsum_pairs(const uint8_t *xb, int32_t *pr)
 }
 
 /* The 8 weight vectors of sub-block s: w[2u] the low nibbles of vector
- * 4s + u (group 2u), w[2u + 1] the high (group 2u + 1). */
-AVX512_INLINE void sub_weights(const uint8_t *h, int s, __m512i *w)
+ * 4s + u (group 2u), w[2u + 1] the high (group 2u + 1); Q5_K (five) ORs
+ * in bit 4 from bit g of its QH vector (a 16-bit shift moves each byte's
+ * bit g to its bit 4; what crosses into the other byte is masked off). */
+AVX512_INLINE void sub_weights(const uint8_t *h, int s, __m512i *w, const int five)
 {
-	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
 #pragma GCC unroll 4
 	for (int u = 0; u < 4; u++) {
 		__m512i z = _mm512_loadu_si512((const void *)(h + KQ_P16_QS + 64 * (4 * s + u)));
 		w[2 * u] = _mm512_and_si512(z, m4);
 		w[2 * u + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+	}
+	if (five) {
+		__m512i hb = _mm512_loadu_si512((const void *)(h + KQ_P16_Q5K_QH + 64 * s));
+		w[0] = _mm512_or_si512(w[0], _mm512_and_si512(_mm512_slli_epi16(hb, 4), b4));
+		w[1] = _mm512_or_si512(w[1], _mm512_and_si512(_mm512_slli_epi16(hb, 3), b4));
+		w[2] = _mm512_or_si512(w[2], _mm512_and_si512(_mm512_slli_epi16(hb, 2), b4));
+		w[3] = _mm512_or_si512(w[3], _mm512_and_si512(_mm512_slli_epi16(hb, 1), b4));
+		w[4] = _mm512_or_si512(w[4], _mm512_and_si512(hb, b4));
+		w[5] = _mm512_or_si512(w[5], _mm512_and_si512(_mm512_srli_epi16(hb, 1), b4));
+		w[6] = _mm512_or_si512(w[6], _mm512_and_si512(_mm512_srli_epi16(hb, 2), b4));
+		w[7] = _mm512_or_si512(w[7], _mm512_and_si512(_mm512_srli_epi16(hb, 3), b4));
 	}
 }
 
@@ -121,22 +134,24 @@ AVX512_INLINE __m512i sub_scales(const uint8_t *h, int s)
 	return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(h + KQ_P16_SC + 16 * s)));
 }
 
-void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa, float *y,
-						  int64_t n, int64_t ng)
+/* Q4_K / Q5_K (five) groups @ one token */
+AVX512_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n, int64_t ng,
+			      const int five)
 {
 	const int64_t nsb = n / QK_K;
+	const size_t bb = five ? KQ_P16_Q5K_BYTES : KQ_P16_Q4K_BYTES;
 	const uint8_t *h = P;
 	for (size_t k = 0; k < 2048; k += 64) /* as kernels_avx512.c matvec_p16 */
 		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
 	for (int64_t g = 0; g < ng; g++) {
 		__m512 acc = _mm512_setzero_ps();
-		for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {
+		for (int64_t b = 0; b < nsb; b++, h += bb) {
 			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 8; s++) {
 				__m512i w[8];
-				sub_weights(h, s, w);
+				sub_weights(h, s, w, five);
 				si = _mm512_add_epi32(si, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s)));
 			}
 			k_rows_t kr;
@@ -147,22 +162,36 @@ void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa,
 	}
 }
 
-/* nt (<= KT) tokens at X (xs apart) against one group: Y[k ys + i] */
+void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa, float *y,
+						  int64_t n, int64_t ng)
+{
+	matvec_q45(P, xa, y, n, ng, 0);
+}
+
+void AVX512 AVX512_SYM(kq_p16_matvec_q5_K_avx512)(const void *P, const void *xa, float *y,
+						  int64_t n, int64_t ng)
+{
+	matvec_q45(P, xa, y, n, ng, 1);
+}
+
+/* nt (<= KT) tokens at X (xs apart) against one Q4_K / Q5_K (five) group:
+ * Y[k ys + i] */
 AVX512_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, float *Y,
-				int64_t ys, int64_t nsb, const int nt)
+				int64_t ys, int64_t nsb, const int nt, const int five)
 {
 	__m512 acc[KT];
 	for (int k = 0; k < nt; k++)
 		acc[k] = _mm512_setzero_ps();
 	const uint8_t *h = G;
-	for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {
+	const size_t bb = five ? KQ_P16_Q5K_BYTES : KQ_P16_Q4K_BYTES;
+	for (int64_t b = 0; b < nsb; b++, h += bb) {
 		const size_t xo = (size_t)b * sizeof(block_q8_K);
 		__m512i si[KT];
 		for (int k = 0; k < nt; k++)
 			si[k] = _mm512_setzero_si512();
 		for (int s = 0; s < 8; s++) {
 			__m512i w[8];
-			sub_weights(h, s, w);
+			sub_weights(h, s, w, five);
 			__m512i sc = sub_scales(h, s);
 #pragma GCC unroll 8
 			for (int k = 0; k < nt; k++)
@@ -178,6 +207,9 @@ AVX512_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, f
 	for (int k = 0; k < nt; k++)
 		_mm512_storeu_ps(Y + k * ys, acc[k]);
 }
+
+#define Q4K_TOKENS(G, X, xs, Y, ys, nsb, nt) group_tokens(G, X, xs, Y, ys, nsb, nt, 0)
+#define Q5K_TOKENS(G, X, xs, Y, ys, nsb, nt) group_tokens(G, X, xs, Y, ys, nsb, nt, 1)
 
 /* ---- Q6_K ---- */
 
@@ -295,7 +327,8 @@ AVX512_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs
 				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 1); \
 		}                                                                      \
 	}
-MATMAT_P16(kq_p16_matmat_q4_K_avx512, group_tokens, KQ_P16_Q4K_BYTES)
+MATMAT_P16(kq_p16_matmat_q4_K_avx512, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
+MATMAT_P16(kq_p16_matmat_q5_K_avx512, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
 MATMAT_P16(kq_p16_matmat_q6_K_avx512, q6_group_tokens, KQ_P16_Q6K_BYTES)
 
 #endif

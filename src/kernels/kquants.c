@@ -735,19 +735,24 @@ void kq_dequantize(int t, const void *x, float *y, int64_t n)
 
 /* ------------------------------------------------- packed groups (Q4_K) */
 
-/* pack16 of Q4_K (layout: kquants.h KQ_P16_*): per group of 16 rows and
- * per super-block, the 16 rows' d and dmin, their decoded 6-bit scales and
- * mins, then the nibbles regrouped so that one 64-byte vector holds a
- * 4-element group of every row (low nibbles) and the next group (high). */
-void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+/* pack16 of Q4_K and Q5_K (layout: kquants.h KQ_P16_*): per group of 16
+ * rows and per super-block, the 16 rows' d and dmin, their decoded 6-bit
+ * scales and mins, then the nibbles regrouped so that one 64-byte vector
+ * holds a 4-element group of every row (low nibbles) and the next group
+ * (high); Q5_K then the fifth bits, 8 groups to a byte. */
+static void pack16_q45_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P, bool five)
 {
 	const int64_t nsb = n / QK_K;
+	const size_t bb = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+	const size_t ob = five ? KQ_P16_Q5K_BYTES : KQ_P16_Q4K_BYTES;
+	const size_t qoff = five ? 48 : 16; /* Q5_K: qh[32] before qs */
 	uint8_t *o = P;
 	for (int64_t g = 0; g < rows / 16; g++) {
-		for (int64_t b = 0; b < nsb; b++, o += KQ_P16_Q4K_BYTES) {
+		for (int64_t b = 0; b < nsb; b++, o += ob) {
 			for (int i = 0; i < 16; i++) {
 				const uint8_t *k = (const uint8_t *)W + (size_t)(16 * g + i) * rb +
-						   (size_t)b * sizeof(block_q4_K);
+						   (size_t)b * bb;
+				const uint8_t *qs = k + qoff;
 				memcpy(o + KQ_P16_D + 2 * i, k, 2);
 				memcpy(o + KQ_P16_DMIN + 2 * i, k + 2, 2);
 				for (int s = 0; s < 8; s++) {
@@ -757,20 +762,40 @@ void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
 					o[KQ_P16_MN + 32 * (s / 2) + 2 * i + (s & 1)] = m;
 				}
 				/* element 64 c + l is qs[32 c + l] & 15, 64 c + 32 + l
-				 * its high nibble */
+				 * its high nibble; Q5_K's fifth bit of element 32 s + l
+				 * is bit s of qh[l] */
 				uint8_t q[QK_K];
 				for (int c = 0; c < 4; c++)
 					for (int l = 0; l < 32; l++) {
-						q[64 * c + l] = k[16 + 32 * c + l] & 15;
-						q[64 * c + 32 + l] = k[16 + 32 * c + l] >> 4;
+						q[64 * c + l] = qs[32 * c + l] & 15;
+						q[64 * c + 32 + l] = qs[32 * c + l] >> 4;
 					}
 				for (int e = 0; e < QK_K; e += 8)
 					for (int j = 0; j < 4; j++)
 						o[KQ_P16_QS + 64 * (e / 8) + 4 * i + j] =
 							(uint8_t)(q[e + j] | q[e + 4 + j] << 4);
+				if (!five)
+					continue;
+				for (int s = 0; s < 8; s++)
+					for (int j = 0; j < 4; j++) {
+						unsigned h = 0;
+						for (int gq = 0; gq < 8; gq++)
+							h |= ((k[16 + 4 * gq + j] >> s) & 1u) << gq;
+						o[KQ_P16_Q5K_QH + 64 * s + 4 * i + j] = (uint8_t)h;
+					}
 			}
 		}
 	}
+}
+
+void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	pack16_q45_K(W, rb, rows, n, P, false);
+}
+
+void kq_pack16_q5_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	pack16_q45_K(W, rb, rows, n, P, true);
 }
 
 /* pack16 of Q6_K (layout: kquants.h KQ_P16_Q6K_*): per group of 16 rows

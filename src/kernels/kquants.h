@@ -193,6 +193,11 @@ KQ_AVX512_DECL(q6_K)
 #define KQ_P16_MN 192
 #define KQ_P16_QS 320
 #define KQ_P16_Q4K_BYTES (KQ_P16_QS + 16 * QK_K / 2)
+/* Q5_K: the Q4_K layout (its low 4 bits) followed by KQ_P16_Q5K_QH, per
+ * sub-block s one vector: byte 4 i + j holds at bit g the fifth bit of
+ * element 32 s + 4 g + j of row i (2880 = 16 x 180 bytes a super-block). */
+#define KQ_P16_Q5K_QH KQ_P16_Q4K_BYTES
+#define KQ_P16_Q5K_BYTES (KQ_P16_Q5K_QH + 8 * 64)
 /* Q6_K packed in groups of 16 rows, the same idea: per group and
  * super-block KQ_P16_Q6K_BYTES (3360 = 16 x 210, as stored) at offsets:
  *   KQ_P16_Q6K_D   the 16 rows' f16 d;
@@ -210,6 +215,7 @@ KQ_AVX512_DECL(q6_K)
 #define KQ_P16_Q6K_BYTES (KQ_P16_Q6K_QH + 16 * 64)
 /* Packs the whole groups of 16 of W (rows rb bytes apart, n elements). */
 void kq_pack16_q4_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
+void kq_pack16_q5_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 
 #if defined(__x86_64__)
@@ -222,6 +228,13 @@ void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int6
 void kq_p16_matmat_q4_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
 			       int64_t n, int64_t ng, int64_t ntok);
 void kq_p16_matmat_q4_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
+				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matvec_q5_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q5_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
+				   int64_t ng);
+void kq_p16_matmat_q5_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			       int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matmat_q5_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
 				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
 void kq_p16_matvec_q6_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 void kq_p16_matvec_q6_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
