@@ -33,18 +33,18 @@ arch_exact() {
 	else fail "$name: logits bit-exact across memberships and prefill batches" "lines=$n$why"; fi
 }
 
-"$EGANG" synth llama3.2-1b --layers 2 --type q4_0 --seed 5 -o $TMP/llama3.gguf -q
+"$EGANG" synth llama3.2-1b --vocab 4096 --layers 2 --type q4_0 --seed 5 -o $TMP/llama3.gguf -q
 arch_exact "llama3.2-1b (rope_freqs)" llama $TMP/llama3.gguf
-"$EGANG" synth qwen3-0.6b --layers 2 --type q4_0 --seed 5 -o $TMP/qwen3.gguf -q
+"$EGANG" synth qwen3-0.6b --vocab 4096 --layers 2 --type q4_0 --seed 5 -o $TMP/qwen3.gguf -q
 arch_exact "qwen3-0.6b" qwen3 $TMP/qwen3.gguf
-"$EGANG" synth gemma3-270m --layers 6 --sliding-window 8 --type q4_0 --seed 5 -o $TMP/gemma3.gguf -q
+"$EGANG" synth gemma3-270m --vocab 4096 --layers 6 --sliding-window 8 --type q4_0 --seed 5 -o $TMP/gemma3.gguf -q
 arch_exact "gemma3-270m (window 8)" gemma3 $TMP/gemma3.gguf
-"$EGANG" synth phi3-mini --layers 1 --type q4_0 --seed 5 -o $TMP/phi3.gguf -q
+"$EGANG" synth phi3-mini --vocab 4096 --layers 1 --type q4_0 --seed 5 -o $TMP/phi3.gguf -q
 arch_exact "phi3-mini (fused)" phi3 $TMP/phi3.gguf
 
 # The window is in effect: the same weights with gemma3's own window (512,
 # never crossed here) give other logits.
-"$EGANG" synth gemma3-270m --layers 6 --type q4_0 --seed 5 -o $TMP/gemma3-512.gguf -q
+"$EGANG" synth gemma3-270m --vocab 4096 --layers 6 --type q4_0 --seed 5 -o $TMP/gemma3-512.gguf -q
 gen -m $TMP/gemma3-512.gguf -t 0 -n 16 -p "$PROMPT" --logits-hash $TMP/w512.hash >/dev/null
 gen -m $TMP/gemma3.gguf -t 0 -n 16 -p "$PROMPT" --logits-hash $TMP/w8.hash >/dev/null
 if [[ -s $TMP/w8.hash ]] && ! cmp -s $TMP/w8.hash $TMP/w512.hash; then pass "gemma3: a sliding window of 8 changes the logits"
@@ -72,7 +72,7 @@ PY
 }
 u32() { python3 -c "import struct,sys; print(struct.pack('<I', int(sys.argv[1])).hex())" "$1"; }
 SP=$TMP/gemma3-pat.gguf
-"$EGANG" synth gemma3-270m --layers 6 --sliding-window 8 --sliding-window-pattern 6 --type q4_0 --seed 5 -o $SP -q
+"$EGANG" synth gemma3-270m --vocab 4096 --layers 6 --sliding-window 8 --sliding-window-pattern 6 --type q4_0 --seed 5 -o $SP -q
 ok=1 why=""
 for pw in "0 none" "1 0,1,2,3,4,5" "3 2,5" "4 3" "6 5" "7 none"; do
 	read -r n want <<<"$pw"

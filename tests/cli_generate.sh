@@ -106,7 +106,7 @@ fi
 
 # Synthetic models of every type: bit-exact across memberships too.
 for type in f32 f16 bf16 q8_0 q4_0; do
-	"$EGANG" synth smollm-135m --layers 2 --type $type --seed 7 -o $TMP/s.gguf -q
+	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type $type --seed 7 -o $TMP/s.gguf -q
 	gen -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --cores 0 --logits-hash $TMP/s1.hash >/dev/null
 	ok=1 joined=0
 	for spec in "--cores 0-1" "--membership random:4" "--membership flip:2"; do

@@ -12,14 +12,14 @@ cd "$(dirname "$0")/.."
 
 for type in q4_1 q5_0 q5_1 q3_k q4_k q5_k q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k \
 	iq4_nl iq4_xs; do
-	synth_generates smollm-135m $type 2
+	synth_generates smollm-135m $type 2 --vocab 2048
 done
 
 # the q4_k_m mix on a shape with whole super-blocks (tinyllama, 8 layers):
 # output q6_K, attn_v / ffn_down q6_K in layers 0, 3, 6, 7 (use_more_bits),
 # the rest q4_K; info counts them per type
 m=$TMP/mix.gguf
-"$EGANG" synth tinyllama-1.1b --type q4_k_m --layers 8 --seed 2 -o $m -q
+"$EGANG" synth tinyllama-1.1b --vocab 4096 --type q4_k_m --layers 8 --seed 2 -o $m -q
 "$EGANG" info $m >$TMP/info
 ok=1
 grep -Eq "^  output.weight +q6_k" $TMP/info || ok=0
@@ -37,7 +37,7 @@ grep -Eq "^  q4_k +49 tensors" $TMP/info || ok=0
 if ((ok)); then pass "q4_k_m: llama-quantize's types per tensor"; else fail "q4_k_m: llama-quantize's types per tensor" "$(grep -E 'blk\.[0-9]\.(attn_v|ffn_down)|output' $TMP/info | head -5)"; fi
 # smollm's rows of 576 are not whole super-blocks: q4_K falls back to q5_0,
 # the tied classifier to q8_0
-"$EGANG" synth smollm-135m --type q4_k_m --layers 2 --seed 2 -o $TMP/sm.gguf -q
+"$EGANG" synth smollm-135m --vocab 4096 --type q4_k_m --layers 2 --seed 2 -o $TMP/sm.gguf -q
 "$EGANG" info $TMP/sm.gguf >$TMP/info2
 if grep -Eq "^  token_embd.weight +q8_0" $TMP/info2 && grep -Eq "^  blk.0.attn_q.weight +q5_0" $TMP/info2 &&
 	grep -Eq "^  blk.0.ffn_down.weight +q4_k" $TMP/info2; then pass "q4_k_m falls back as llama-quantize on rows of 576"
@@ -46,7 +46,7 @@ else fail "q4_k_m falls back as llama-quantize on rows of 576"; fi
 # phi3's fused attn_qkv is an attn_v to llama-quantize (category_is_attn_v):
 # with 2 layers use_more_bits picks layer 1 only, so attn_qkv is q4_K in
 # layer 0 and q6_K in layer 1, as ffn_down
-"$EGANG" synth phi3-mini --type q4_k_m --layers 2 --seed 2 -o $TMP/phi3.gguf -q
+"$EGANG" synth phi3-mini --vocab 4096 --type q4_k_m --layers 2 --seed 2 -o $TMP/phi3.gguf -q
 "$EGANG" info $TMP/phi3.gguf >$TMP/info3
 if grep -Eq "^  blk.0.attn_qkv.weight +q4_k" $TMP/info3 && grep -Eq "^  blk.1.attn_qkv.weight +q6_k" $TMP/info3 &&
 	grep -Eq "^  blk.1.ffn_down.weight +q6_k" $TMP/info3 && grep -Eq "^  blk.1.ffn_up.weight +q4_k" $TMP/info3
@@ -75,7 +75,7 @@ check "q4_k_m: prefill batched or not, the same logits hashes" cmp $TMP/h1 $TMP/
 # first eighth), the rest iq4_xs; smollm's rows of 576 fall back to iq4_nl.
 # Then the logits hashes of an iq4_xs model (iq4_xs, iq4_nl and q8_0
 # matrices) on 1 core, all cores, random:, flip: and the generic level.
-"$EGANG" synth tinyllama-1.1b --type iq4_xs --layers 8 --seed 2 -o $TMP/iq.gguf -q
+"$EGANG" synth tinyllama-1.1b --vocab 4096 --type iq4_xs --layers 8 --seed 2 -o $TMP/iq.gguf -q
 "$EGANG" info $TMP/iq.gguf >$TMP/iqi
 ok=1
 grep -Eq "^  output.weight +q6_k" $TMP/iqi || ok=0
@@ -86,7 +86,7 @@ for l in 0 1 7; do
 	grep -Eq "^  blk\.$l\.attn_q\.weight +iq4_xs" $TMP/iqi || ok=0
 done
 if ((ok)); then pass "iq4_xs: llama-quantize's types per tensor"; else fail "iq4_xs: llama-quantize's types per tensor" "$(grep -E 'blk\.0\.|output' $TMP/iqi | head -9)"; fi
-"$EGANG" synth smollm-135m --type iq4_xs --layers 2 --seed 2 -o $TMP/smiq.gguf -q
+"$EGANG" synth smollm-135m --vocab 4096 --type iq4_xs --layers 2 --seed 2 -o $TMP/smiq.gguf -q
 "$EGANG" info $TMP/smiq.gguf >$TMP/smiq
 if grep -Eq "^  blk.0.attn_q.weight +iq4_nl" $TMP/smiq && grep -Eq "^  blk.0.ffn_down.weight +iq4_xs" $TMP/smiq; then
 	pass "iq4_xs falls back to iq4_nl on rows of 576"

@@ -52,10 +52,10 @@ fi
 PROMPT=$(for i in $(seq 1 20); do printf 'the quick brown fox %d ' $i; done)
 BATCHES="128 17"
 for type in f32 f16 bf16 q8_0 q4_0; do
-	"$EGANG" synth smollm-135m --layers 2 --type $type --seed 3 -o $TMP/s.gguf -q
+	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type $type --seed 3 -o $TMP/s.gguf -q
 	hash_all "synthetic $type" -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT"
 done
-"$EGANG" synth smollm-135m --layers 2 --type q4_0 --seed 3 -o $TMP/s.gguf -q
+"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type q4_0 --seed 3 -o $TMP/s.gguf -q
 EGANG_PREFILL_BATCH=0 gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --logits-hash $TMP/ref.hash >/dev/null
 ok=1
 for isa in generic avx2 avx512 avx512vnni; do

@@ -61,7 +61,7 @@ COMPARED=0
 # invariance TYPE: the per-request hashes alone vs in random batches
 invariance() {
 	local type=$1 m=$TMP/inv-$type.gguf
-	"$EGANG" synth smollm-135m --layers 2 --type "$type" --seed 9 -o "$m" -q
+	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type "$type" --seed 9 -o "$m" -q
 	HDIR=$TMP/h-$type; mkdir -p "$HDIR"
 	EGANG_SERVE_LOGITS_DIR=$HDIR start_server "inv-$type" -m "$m" --ctx 256 --cores 0-1 \
 		--parallel 4 --prefill-chunk 8 -q || return
@@ -102,7 +102,7 @@ echo "batch invariance: $COMPARED logits positions compared"
 
 # ---- the lone request is `egang generate`'s, the metrics ----
 M=$TMP/inv-q8_0.gguf
-[[ -f $M ]] || "$EGANG" synth smollm-135m --layers 2 --type q8_0 --seed 9 -o "$M" -q
+[[ -f $M ]] || "$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type q8_0 --seed 9 -o "$M" -q
 if start_server par -m "$M" --ctx 256 --cores 0-1 --parallel 4 -q; then
 	want=$("$EGANG" generate -m "$M" --ctx 256 -p "Once upon a time" -n 16 -t 0 --no-echo -q --cores 0 2>/dev/null)
 	got=$(curl -s -d '{"prompt":"Once upon a time","max_tokens":16,"temperature":0}' "$URL/v1/completions" |

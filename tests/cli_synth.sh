@@ -41,3 +41,16 @@ if awk -v a="$s_a" -v f="$s_f" 'BEGIN { exit !(f > 0.3 && f < 3 && a > 8) }' &&
 	cmp -s <(sed -n 's/^sequence_ids: //p' $TMP/a.ids) <(sed -n 's/^sequence_ids: //p' $TMP/flat.ids); then
 	pass "synth --flat-logits: logit sd $s_f (default $s_a), the same greedy pick"
 else fail "synth --flat-logits: logit sd $s_f (default $s_a)"; fi
+
+# --vocab: a smaller vocabulary (the tests' small models); info reports it,
+# the model generates; a vocabulary without room for the bytes and
+# specials, and --vocab with --tokenizer, are refused
+"$EGANG" synth smollm-135m --layers 1 --vocab 1024 --type q8_0 -o $TMP/v.gguf -q
+if "$EGANG" info $TMP/v.gguf | grep -q '^vocab 1024,' &&
+	[[ -n $("$EGANG" generate -m $TMP/v.gguf -p "Hello" -n 4 -t 0 -q 2>/dev/null) ]]; then
+	pass "synth --vocab 1024: info reports it, it generates"
+else fail "synth --vocab 1024: info reports it, it generates"; fi
+expect_exit "synth --vocab 258 is refused" 2 "--vocab: 258 is out of range" \
+	"$EGANG" synth smollm-135m --vocab 258 -o $TMP/x.gguf -q
+expect_exit "synth --vocab with --tokenizer is refused" 2 "--vocab: the vocabulary follows --tokenizer" \
+	"$EGANG" synth smollm-135m --vocab 1024 --tokenizer $TMP/none.json -o $TMP/x.gguf -q

@@ -117,11 +117,13 @@ stop_server() {
 	else fail "$name: exit $rc after SIGTERM" "$(tail -2 "$TMP/$name.err")"; fi
 }
 
-# synth_generates SHAPE TYPE N: a one-layer synthetic SHAPE in TYPE (seed 3)
-# is written, loads and samples N tokens; PASS or FAIL, the file removed
+# synth_generates SHAPE TYPE N [SYNTH-FLAG...]: a one-layer synthetic SHAPE
+# in TYPE (seed 3) is written, loads and samples N tokens; PASS or FAIL, the
+# file removed
 synth_generates() {
 	local shape=$1 type=$2 n=$3 f=$TMP/$1-$2.gguf out rc
-	if ! "$EGANG" synth "$shape" --type "$type" --layers 1 --seed 3 -o "$f" -q 2>"$TMP/err"; then
+	shift 3
+	if ! "$EGANG" synth "$shape" --type "$type" --layers 1 --seed 3 "$@" -o "$f" -q 2>"$TMP/err"; then
 		fail "synth $shape $type" "$(cat "$TMP/err")"; return
 	fi
 	out=$("$EGANG" generate -m "$f" -n "$n" -p "Hello world" -t 0.7 -q 2>"$TMP/err")

@@ -158,7 +158,7 @@ int cmd_info(int argc, char **argv)
 
 static const char synth_help[] =
 	"usage: egang synth SHAPE -o FILE [--type T] [--seed S] [--layers N]\n"
-	"                   [--sliding-window N] [--sliding-window-pattern N]\n"
+	"                   [--vocab N] [--sliding-window N] [--sliding-window-pattern N]\n"
 	"                   [--tokenizer FILE [--tokenizer-config FILE]] [-q]\n"
 	"\n"
 	"Writes a GGUF with random weights (deterministic from the seed) and a\n"
@@ -173,6 +173,11 @@ static const char synth_help[] =
 	"                      as llama-quantize's (q4_k -> q5_0, ..., then f16)\n"
 	"      --seed S        (default 1)\n"
 	"      --layers N      override the layer count (small test models)\n"
+	"      --vocab N       override the vocabulary size, 259 or more (small\n"
+	"                      test models: the classifier and the embedding are\n"
+	"                      most of a shape's work when it has few layers; the\n"
+	"                      synthetic tokenizer keeps its bytes and specials,\n"
+	"                      with fewer merges)\n"
 	"      --sliding-window N  override the sliding layers' window (gemma3;\n"
 	"                      small test models that cross it)\n"
 	"      --sliding-window-pattern N  write gemma3's sliding_window_pattern:\n"
@@ -213,7 +218,7 @@ int cmd_synth(int argc, char **argv)
 {
 	const char *out = NULL, *type = "q8_0", *shape = NULL, *tok_json = NULL,
 		   *tok_cfg = NULL;
-	int64_t seed = 1, layers = 0, window = 0, pattern = -1;
+	int64_t seed = 1, layers = 0, window = 0, pattern = -1, vocab = 0;
 	bool flat = false;
 	const cli_opt_t opts[] = {
 		OPT_STR("output", 'o', &out, .required = true),
@@ -222,6 +227,7 @@ int cmd_synth(int argc, char **argv)
 		OPT_STR("type", 0, &type),
 		OPT_INT("seed", 's', &seed, 0, UINT32_MAX),
 		OPT_INT("layers", 0, &layers, 1, 1024),
+		OPT_INT("vocab", 0, &vocab, 259, 1 << 26),
 		OPT_INT("sliding-window", 0, &window, 1, 1 << 20),
 		OPT_INT("sliding-window-pattern", 0, &pattern, 0, 1 << 20),
 		OPT_FLAG("flat-logits", 0, &flat),
@@ -246,6 +252,12 @@ int cmd_synth(int argc, char **argv)
 		copy.swa_window = (int32_t)window;
 	if (pattern >= 0)
 		copy.swa_pattern = (int32_t)pattern;
+	if (vocab && tok_json) {
+		log_error("synth: --vocab: the vocabulary follows --tokenizer");
+		return EXIT_INPUT;
+	}
+	if (vocab)
+		copy.vocab = (int32_t)vocab;
 	copy.flat_logits = flat;
 	s = &copy;
 	quant_mix_t mix;

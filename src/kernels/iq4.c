@@ -16,6 +16,7 @@
 #include "kernels/kquants.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 _Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl must be 18 bytes");
@@ -116,13 +117,15 @@ float kq_iq4_dot_generic(int t, const void *w, const void *xa, int64_t n)
  * (quantize_row_iq4_nl_impl without an importance matrix); the code is
  * this project's. */
 
-static int iq4_nearest(float v)
+/* The grid index nearest to v, ties to the larger (a NaN: 15), by
+ * comparing distances. Slow (branchy); it fills the table below. */
+static int iq4_nearest_ref(float v)
 {
 	if (v <= kq_iq4_grid[0])
 		return 0;
 	if (v >= kq_iq4_grid[15])
 		return 15;
-	int lo = 0, hi = 15; /* grid[lo] < v < grid[hi] */
+	int lo = 0, hi = 15; /* grid[lo] <= v < grid[hi] */
 	while (hi - lo > 1) {
 		int mid = (lo + hi) / 2;
 		if (v < kq_iq4_grid[mid])
@@ -131,6 +134,30 @@ static int iq4_nearest(float v)
 			lo = mid;
 	}
 	return v - kq_iq4_grid[lo] < kq_iq4_grid[hi] - v ? lo : hi;
+}
+
+/* The grid's points are integers, so the midpoints where the nearest
+ * index changes are multiples of 1/2: no half-open cell [c/2, c/2 + 1/2)
+ * holds one inside, and every v in a cell has the nearest index of its
+ * start (a tie at the start goes to the larger index, as in the reference;
+ * the distances there are exact in float). One lookup per value instead
+ * of a search: the quantizer asks 15 times per weight. */
+static uint8_t iq4_cell[512]; /* cell c: v in [(c - 256) / 2, (c - 255) / 2) */
+static pthread_once_t iq4_cell_once = PTHREAD_ONCE_INIT;
+
+static void iq4_cell_fill(void)
+{
+	for (int c = 0; c < 512; c++)
+		iq4_cell[c] = (uint8_t)iq4_nearest_ref((float)(c - 256) * 0.5f);
+}
+
+static inline int iq4_nearest(float v)
+{
+	if (!(v >= -128.0f)) /* below the grid, or a NaN */
+		return v != v ? 15 : 0;
+	if (v >= 127.5f)
+		return 15;
+	return iq4_cell[(int)floorf(2.0f * v) + 256];
 }
 
 /* Indices of x[0..31] for scale d (0: all zero), and the scale. */
@@ -186,6 +213,7 @@ static void iq4_index(const float *x, float d, uint8_t *idx)
 void kq_iq4_quantize(int t, const float *x, void *yv, int64_t n)
 {
 	uint8_t idx[32];
+	pthread_once(&iq4_cell_once, iq4_cell_fill);
 	if (t == DTYPE_IQ4_NL) {
 		for (int64_t b = 0; b < n / QK; b++) {
 			uint8_t *y = (uint8_t *)yv + (size_t)b * sizeof(block_iq4_nl);
