@@ -16,9 +16,11 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-# clients.py URL OUTDIR SPEC...: one thread per SPEC "name:delay_s:max_tokens:seed:prompt"
-# posting a completion after delay; OUTDIR/name.json gets the reply,
-# OUTDIR/name.status the status.
+# clients.py URL OUTDIR [--serial] SPEC...: one thread per SPEC
+# "name:delay_s:max_tokens:seed:prompt" posting a completion after delay
+# (--serial: one after the other, in one thread); OUTDIR/name.json gets the
+# reply, OUTDIR/name.status the status, OUTDIR/name.id the completion's id.
+# (One python for many requests: a python start costs more than a request.)
 cat >"$TMP/clients.py" <<'PY'
 import json, sys, threading, time, urllib.request, urllib.error
 url, out = sys.argv[1], sys.argv[2]
@@ -38,15 +40,23 @@ def run(spec):
         st, data = 0, str(e).encode()
     open(f"{out}/{name}.json", "wb").write(data)
     open(f"{out}/{name}.status", "w").write(f"{st}\n")
-ts = [threading.Thread(target=run, args=(s,)) for s in sys.argv[3:]]
+    try:
+        open(f"{out}/{name}.id", "w").write(json.loads(data)["id"] + "\n")
+    except Exception:
+        pass
+specs = sys.argv[3:]
+if specs[:1] == ["--serial"]:
+    for s in specs[1:]: run(s)
+    sys.exit(0)
+ts = [threading.Thread(target=run, args=(s,)) for s in specs]
 for t in ts: t.start()
 for t in ts: t.join()
 PY
 
 # hash_of DIR NAME: the hash file of the reply OUTDIR/NAME.json
 hash_of() {
-	local id
-	id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$1/$2.json" 2>/dev/null)
+	local id=""
+	[[ -s $1/$2.id ]] && id=$(<"$1/$2.id")
 	echo "$HDIR/$id.hash"
 }
 
@@ -67,9 +77,11 @@ invariance() {
 		--parallel 4 --prefill-chunk 8 -q || return
 	local i r specs bad=0 n=0
 	mkdir -p "$TMP/alone-$type"
+	specs=()
 	for ((i = 0; i < NP; i++)); do # alone, one after the other
-		python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" "p$i:0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}"
+		specs+=("p$i:0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
 	done
+	python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" --serial "${specs[@]}"
 	for r in 1 2; do # together, joining at random times
 		mkdir -p "$TMP/b$r-$type"
 		specs=()
