@@ -25,22 +25,24 @@ PY
 checked=0 bad=0
 bad() { fail "$@"; bad=$((bad + 1)); }
 check() { # name model template-file bos eos
-	local name=$1 model=$2 tmpl=$3 bos=$4 eos=$5 c rc
+	local name=$1 model=$2 tmpl=$3 bos=$4 eos=$5 c ref
+	rm -rf "$W/ref" && mkdir "$W/ref"
+	python3 "$ROOT/tests/chat_template_ref.py" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/c*.json 2>/dev/null ||
+		{ bad "chat-template-$name" "the reference renderer failed"; return; }
 	for c in "$W"/c*.json; do
-		python3 "$ROOT/tests/chat_template_ref.py" "$tmpl" "$bos" "$eos" "$c" >"$W/ref" 2>/dev/null
-		rc=$?
+		ref=$W/ref/$(basename "$c")
 		"$EGANG" chat -m "$model" --chat-template-file "$tmpl" --render "$c" >"$W/got" 2>"$W/err"
 		local grc=$?
-		if [[ $rc -eq 3 ]]; then # the template refuses this conversation
+		if [[ -f $ref.refused ]]; then # the template refuses this conversation
 			[[ $grc -eq 2 ]] || bad "chat-template-$name" "$(basename "$c"): Jinja refuses it, egang exit $grc"
 			continue
 		fi
-		[[ $rc -eq 0 ]] || { bad "chat-template-$name" "the reference renderer failed"; continue; }
+		[[ -f $ref.ref ]] || { bad "chat-template-$name" "$(basename "$c"): no reference rendering"; continue; }
 		[[ $grc -eq 0 ]] || { bad "chat-template-$name" "$(basename "$c"): egang: $(cat "$W/err")"; continue; }
-		if cmp -s "$W/ref" "$W/got"; then
+		if cmp -s "$ref.ref" "$W/got"; then
 			checked=$((checked + 1))
 		else
-			bad "chat-template-$name" "$(basename "$c"): egang [$(head -c 300 "$W/got" | od -An -c | tr -s ' \n' ' ')] Jinja [$(head -c 300 "$W/ref" | od -An -c | tr -s ' \n' ' ')]"
+			bad "chat-template-$name" "$(basename "$c"): egang [$(head -c 300 "$W/got" | od -An -c | tr -s ' \n' ' ')] Jinja [$(head -c 300 "$ref.ref" | od -An -c | tr -s ' \n' ' ')]"
 		fi
 	done
 }
