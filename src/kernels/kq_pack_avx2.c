@@ -30,7 +30,7 @@
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
 
-#define KT 4 /* tokens per pass of the packed gemm */
+#define KT 8 /* tokens per pass of the packed gemm */
 
 /* The matvecs' software prefetch distance, in super-blocks (a group's
  * super-blocks and the groups are contiguous, so it runs on across group
@@ -398,7 +398,7 @@ AVX2_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, 
 	}
 }
 
-/* Groups x tokens in passes of KT, then 1 token(s) (fn: group_tokens or
+/* Groups x tokens in passes of KT, 4, then 1 token(s) (fn: group_tokens or
  * q6_group_tokens, gb: a super-block's bytes in a group) */
 #define MATMAT_P16(name, fn, gb)                                                       \
 	void AVX2 name(const void *P, const void *X_, size_t xs, float *Y, int64_t ys,  \
@@ -411,6 +411,8 @@ AVX2_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, 
 			int64_t k0 = 0;                                                \
 			for (; k0 + KT <= ntok; k0 += KT)                              \
 				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, KT); \
+			for (; k0 + 4 <= ntok; k0 += 4)                                \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 4); \
 			for (; k0 < ntok; k0++)                                        \
 				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 1); \
 		}                                                                      \
