@@ -337,6 +337,7 @@ void AVX2 kq_p16_matvec_q6_K_avx2(const void *P, const void *xa, float *y, int64
 			__m256i si0 = _mm256_setzero_si256(), si1 = si0;
 			for (int s = 0; s < 16; s++) {
 				/* 53 lines a super-block: 4 a step of 16 covers 64 */
+#pragma GCC unroll 4
 				for (int j = 0; j < 4; j++)
 					_mm_prefetch((const char *)h + PF_SB * bb + 64 * (4 * s + j),
 						     _MM_HINT_T0);
