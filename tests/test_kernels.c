@@ -1193,8 +1193,8 @@ static int cmp_double(const void *a, const void *b)
  * MB, GB/s wall min/med/max, GB/s per CPU second med/max". */
 static int bench_main(int rows, int cols, int reps)
 {
-	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F16, DTYPE_BF16,
-			 DTYPE_F32 };
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F16,
+			 DTYPE_BF16, DTYPE_F32 };
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {

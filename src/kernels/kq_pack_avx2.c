@@ -178,19 +178,20 @@ AVX2_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n, 
 			__m256i si0 = _mm256_setzero_si256(), si1 = si0;
 			for (int s = 0; s < 8; s++) {
 				prefetch_ahead(h, bb, s, five);
+				const uint8_t *xq = xb + 4 + 32 * s;
 				__m256i w[8];
 				sub_weights(h, s, 0, w, five);
-				si0 = _mm256_add_epi32(si0, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s, 0), five));
+				si0 = _mm256_add_epi32(si0, sub_dot(w, xq, sub_scales(h, s, 0), five));
 				sub_weights(h, s, 1, w, five);
-				si1 = _mm256_add_epi32(si1, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s, 1), five));
+				si1 = _mm256_add_epi32(si1, sub_dot(w, xq, sub_scales(h, s, 1), five));
 			}
 			int32_t pr[4];
 			bsum_pairs(xb, pr);
 			const float dx = ld_f32(xb);
 			acc0 = k_step8(acc0, dx, f16x8(h + KQ_P16_D), f16x8(h + KQ_P16_DMIN), si0,
 				       mins_dot(h, 0, pr));
-			acc1 = k_step8(acc1, dx, f16x8(h + KQ_P16_D + 16), f16x8(h + KQ_P16_DMIN + 16), si1,
-				       mins_dot(h, 1, pr));
+			acc1 = k_step8(acc1, dx, f16x8(h + KQ_P16_D + 16), f16x8(h + KQ_P16_DMIN + 16),
+				       si1, mins_dot(h, 1, pr));
 		}
 		_mm256_storeu_ps(y + 16 * g, acc0);
 		_mm256_storeu_ps(y + 16 * g + 8, acc1);
@@ -229,9 +230,10 @@ AVX2_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, flo
 				sub_weights(h, s, hf, w, five);
 				__m256i sc = sub_scales(h, s, hf);
 #pragma GCC unroll 8
-				for (int k = 0; k < nt; k++)
-					si[k] = _mm256_add_epi32(si[k], sub_dot(w, X + (size_t)k * xs + xo + 4 + 32 * s,
-										sc, five));
+				for (int k = 0; k < nt; k++) {
+					const uint8_t *xq = X + (size_t)k * xs + xo + 4 + 32 * s;
+					si[k] = _mm256_add_epi32(si[k], sub_dot(w, xq, sc, five));
+				}
 			}
 			const __m256 d = f16x8(h + KQ_P16_D + 16 * hf);
 			const __m256 dmin = f16x8(h + KQ_P16_DMIN + 16 * hf);
@@ -239,7 +241,8 @@ AVX2_INLINE void group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, flo
 				const uint8_t *xb = X + (size_t)k * xs + xo;
 				int32_t pr[4];
 				bsum_pairs(xb, pr);
-				acc[hf][k] = k_step8(acc[hf][k], ld_f32(xb), d, dmin, si[k], mins_dot(h, hf, pr));
+				acc[hf][k] = k_step8(acc[hf][k], ld_f32(xb), d, dmin, si[k],
+						     mins_dot(h, hf, pr));
 			}
 		}
 	}
@@ -341,11 +344,12 @@ void AVX2 kq_p16_matvec_q6_K_avx2(const void *P, const void *xa, float *y, int64
 				for (int j = 0; j < 4; j++)
 					_mm_prefetch((const char *)h + PF_SB * bb + 64 * (4 * s + j),
 						     _MM_HINT_T0);
+				const uint8_t *xq = xb + 4 + 16 * s;
 				__m256i w[4];
 				q6_sub_weights(h, s, 0, w);
-				si0 = _mm256_add_epi32(si0, q6_sub_dot(w, xb + 4 + 16 * s, q6_scales(h, s, 0)));
+				si0 = _mm256_add_epi32(si0, q6_sub_dot(w, xq, q6_scales(h, s, 0)));
 				q6_sub_weights(h, s, 1, w);
-				si1 = _mm256_add_epi32(si1, q6_sub_dot(w, xb + 4 + 16 * s, q6_scales(h, s, 1)));
+				si1 = _mm256_add_epi32(si1, q6_sub_dot(w, xq, q6_scales(h, s, 1)));
 			}
 			const float dx = ld_f32(xb);
 			__m256i scp[8];
@@ -379,9 +383,10 @@ AVX2_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, 
 				q6_sub_weights(h, s, hf, w);
 				__m256i sc = q6_scales(h, s, hf);
 #pragma GCC unroll 8
-				for (int k = 0; k < nt; k++)
-					si[k] = _mm256_add_epi32(si[k], q6_sub_dot(w, X + (size_t)k * xs + xo + 4 + 16 * s,
-										   sc));
+				for (int k = 0; k < nt; k++) {
+					const uint8_t *xq = X + (size_t)k * xs + xo + 4 + 16 * s;
+					si[k] = _mm256_add_epi32(si[k], q6_sub_dot(w, xq, sc));
+				}
 			}
 			__m256i scp[8];
 			for (int p = 0; p < 8; p++)

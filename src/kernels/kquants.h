@@ -220,8 +220,8 @@ void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 
 #if defined(__x86_64__)
 /* Packed Q4_K, Q5_K, Q6_K (kq_pack_avx512.c, compiled per AVX-512 level;
- * the AVX2 level's in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of kernels_impl.h,
- * every output kq_dot_generic's bits. */
+ * the AVX2 level's in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of
+ * kernels_impl.h, every output kq_dot_generic's bits. */
 void kq_p16_matvec_q4_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
 				   int64_t ng);
