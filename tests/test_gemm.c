@@ -406,8 +406,9 @@ static int bench(int argc, char **argv)
 	int64_t n = argc > 3 ? atoll(argv[3]) : 576;
 	int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
 	int reps = argc > 5 ? atoi(argv[5]) : 20;
-	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K, DTYPE_Q6_K,
-					 DTYPE_F16, DTYPE_F32, DTYPE_BF16 };
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
+					 DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F16, DTYPE_F32,
+					 DTYPE_BF16 };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
 		fixture_t f;
 		fixture_make(&f, types[ti], rows, n, ntok, 9);

@@ -473,7 +473,14 @@ static void isa_tables_build(void)
 		g_tables[i].vec_dot[DTYPE_IQ4_XS] = kq_dot_iq4_xs_avx2;
 		g_tables[i].matvec[DTYPE_IQ4_XS] = matvec_iq4_xs_avx2;
 	}
-	/* packed Q4_K, Q5_K and Q6_K (kq_pack_avx512.c) */
+	/* packed Q4_K, Q5_K and Q6_K: kq_pack_avx2.c at AVX2,
+	 * kq_pack_avx512.c at the AVX-512 levels */
+	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx2;
+	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx2;
+	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx2;
+	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx2;
+	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx2;
+	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx2;
 	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512;
 	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512;
 	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512vnni;

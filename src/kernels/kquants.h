@@ -219,9 +219,9 @@ void kq_pack16_q5_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 
 #if defined(__x86_64__)
-/* Packed Q4_K (kq_pack_avx512.c, compiled per AVX-512 level; the avx2 twin
- * in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of kernels_impl.h,
- * every output kq_dot_generic's bits. */
+/* Packed Q4_K, Q5_K, Q6_K (kq_pack_avx512.c, compiled per AVX-512 level;
+ * the AVX2 level's in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of
+ * kernels_impl.h, every output kq_dot_generic's bits. */
 void kq_p16_matvec_q4_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
 				   int64_t ng);
@@ -243,6 +243,16 @@ void kq_p16_matmat_q6_K_avx512(const void *P, const void *X, size_t xs, float *Y
 			       int64_t n, int64_t ng, int64_t ntok);
 void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
 				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+/* the AVX2 level's (kq_pack_avx2.c): the same layout in 256-bit halves */
+void kq_p16_matvec_q4_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matmat_q4_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			     int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matvec_q5_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matmat_q5_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			     int64_t n, int64_t ng, int64_t ntok);
+void kq_p16_matvec_q6_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matmat_q6_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			     int64_t n, int64_t ng, int64_t ntok);
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
