@@ -134,20 +134,6 @@ AVX512_INLINE __m512i sub_scales(const uint8_t *h, int s)
 	return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(h + KQ_P16_SC + 16 * s)));
 }
 
-/* The matvecs' software prefetch distance, in super-blocks (a group's
- * super-blocks and the groups are contiguous, so it runs on across group
- * ends; the first 2 KiB alone left decode from memory slower than
- * kq_pack_avx2.c's, which prefetches the same way). Step s (of steps) of
- * a super-block prefetches nl of the lines of the one PF_SB ahead. */
-#define PF_SB 4
-
-AVX512_INLINE void prefetch_ahead(const uint8_t *h, size_t bb, int s, const int nl)
-{
-#pragma GCC unroll 6
-	for (int j = 0; j < nl; j++)
-		_mm_prefetch((const char *)h + PF_SB * bb + 64 * (nl * s + j), _MM_HINT_T0);
-}
-
 /* Q4_K / Q5_K (five) groups @ one token */
 AVX512_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n, int64_t ng,
 			      const int five)
@@ -164,8 +150,6 @@ AVX512_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 8; s++) {
-				/* 37 (Q5_K 45) lines a super-block */
-				prefetch_ahead(h, bb, s, five ? 6 : 5);
 				__m512i w[8];
 				sub_weights(h, s, w, five);
 				si = _mm512_add_epi32(si, sub_dot(w, xb + 4 + 32 * s, sub_scales(h, s)));
@@ -287,7 +271,6 @@ void AVX512 AVX512_SYM(kq_p16_matvec_q6_K_avx512)(const void *P, const void *xa,
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 16; s++) {
-				prefetch_ahead(h, KQ_P16_Q6K_BYTES, s, 4); /* 53 lines */
 				__m512i w[4];
 				q6_sub_weights(h, s, w);
 				si = _mm512_add_epi32(si, q6_sub_dot(w, xb, s, q6_scales(h, s)));
