@@ -30,16 +30,18 @@
 
 #define KT 8 /* tokens per pass of the packed gemm */
 
-/* Software prefetch, in super-blocks of a group ahead of the one read.
- * A packed super-block is read as two or three interleaved ascending
- * streams (Q6_K: QL, QH and scales; Q5_K: QS and QH), which the hardware
- * prefetchers alone followed at about half the bandwidth of one stream:
- * from memory (a 32000 x 2048 matrix) the Q5_K and Q6_K matvecs ran at
- * 11-17 GB/s against 21-23 for their row forms; prefetching the whole
- * super-block 2-4 ahead brought every type to the row forms' speed or
- * past it (doc/measurements.md). The stream runs on across groups (they
- * are contiguous) and past the end of the range by this many super-blocks
- * (a prefetch never faults; the bytes there are usually the next chunk). */
+/* Software prefetch distance of the matvecs, in super-blocks of a group
+ * ahead of the one being read. A packed super-block is read as two or
+ * three interleaved ascending streams (Q6_K: QL, QH and the scales; Q5_K:
+ * QS and QH), which the hardware prefetchers alone follow at about half
+ * of one core's read bandwidth; prefetching each whole super-block a few
+ * ahead into L1 brings the packed matvecs from memory to the row forms'
+ * speed or past it, and Q4_K (one stream after its scales) gains too
+ * (2, 3 and 4 ahead were close, the L2 and L3 hints slower;
+ * doc/measurements.md). The stream runs on across groups (they are
+ * contiguous) and past the end of the range by KQ_PF_SB super-blocks (a
+ * prefetch never faults; the bytes there are usually the next chunk).
+ * The gemm, which does up to KT tokens' work per byte read, has none. */
 #ifndef KQ_PF_SB
 #define KQ_PF_SB 3
 #endif
