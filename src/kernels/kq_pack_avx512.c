@@ -37,8 +37,9 @@
  * of one core's read bandwidth; prefetching each whole super-block a few
  * ahead into L1 brings the packed matvecs from memory to the row forms'
  * speed or past it, and Q4_K (one stream after its scales) gains too
- * (2, 3 and 4 ahead were close, the L2 and L3 hints slower;
- * doc/measurements.md). The stream runs on across groups (they are
+ * (2, 3 and 4 ahead were close, the L2 and L3 hints slower, and one
+ * burst per super-block faster than prefetches spread over its
+ * sub-blocks, which cost less in cache; doc/measurements.md). The stream runs on across groups (they are
  * contiguous) and past the end of the range by KQ_PF_SB super-blocks (a
  * prefetch never faults; the bytes there are usually the next chunk).
  * The gemm, which does up to KT tokens' work per byte read, has none. */
