@@ -39,7 +39,9 @@
  * speed or past it, and Q4_K (one stream after its scales) gains too
  * (2, 3 and 4 ahead were close, the L2 and L3 hints slower, and one
  * burst per super-block faster than prefetches spread over its
- * sub-blocks, which cost less in cache; doc/measurements.md). The stream runs on across groups (they are
+ * sub-blocks, which cost less in cache; the burst is a loop on purpose:
+ * fully unrolled it too cost less in cache and lost from memory;
+ * doc/measurements.md). The stream runs on across groups (they are
  * contiguous) and past the end of the range by KQ_PF_SB super-blocks (a
  * prefetch never faults; the bytes there are usually the next chunk).
  * The gemm, which does up to KT tokens' work per byte read, has none. */
