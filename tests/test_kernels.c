@@ -5,11 +5,13 @@
  * and rmsnorm / softmax / rope / swiglu against double-precision references.
  *
  * `test_kernels --isa` prints the level chosen by kernels_init (used to test
- * EGANG_ISA); `test_kernels --bench [rows cols reps]` runs the matvec
- * microbenchmark instead of the tests. */
+ * EGANG_ISA); `test_kernels --bench [rows cols reps] [--mb N] [--types L]
+ * [--levels L]` runs the matvec microbenchmark instead of the tests
+ * (bench_usage: --mb N reads from memory). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -1188,63 +1190,117 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Matvec read bandwidth per type and level on the calling thread: prints
- * one line per type and level: "bench matvec <type> <level> rows x cols
- * MB, GB/s wall min/med/max, GB/s per CPU second med/max". */
-static int bench_main(int rows, int cols, int reps)
+/* Min / med / max GB/s of one timed matvec form, wall clock and thread
+ * CPU time (g, c: nrep figures each, sorted here). */
+static void bench_print(const char *type, const char *level, int rows, int cols,
+			double mb, const char *form, double *g, double *c, int nrep)
 {
-	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F16,
-			 DTYPE_BF16, DTYPE_F32 };
+	qsort(g, (size_t)nrep, sizeof g[0], cmp_double);
+	qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
+	printf("bench matvec %-4s %-10s %dx%d %6.1f MB %-6s GB/s wall min %5.1f "
+	       "med %5.1f max %5.1f  cpu med %5.1f max %5.1f\n",
+	       type, level, rows, cols, mb, form, g[0], g[nrep / 2], g[nrep - 1],
+	       c[nrep / 2], c[nrep - 1]);
+}
+
+/* Whether name is in the comma list (NULL: every name). */
+static bool in_list(const char *list, const char *name)
+{
+	if (!list)
+		return true;
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t k = e ? (size_t)(e - p) : strlen(p);
+		if (k == n && strncasecmp(p, name, n) == 0)
+			return true;
+		p += k + (e != NULL);
+	}
+	return false;
+}
+
+/* Matvec read bandwidth per type and level on the calling thread: one
+ * line per type, level and form ("rows", then "packed" where decode reads
+ * the pack16 copy): GB/s wall min/med/max, GB/s per CPU second med/max.
+ * With mb > 0 each timed call reads the next of as many copies of the
+ * matrix (and of its packed form) as make at least mb MiB, so the figures
+ * are from memory, as decode streams its weights; with mb = 0 one matrix
+ * is read again and again (from cache when it fits). */
+static int bench_main(int rows, int cols, int reps, int mb, const char *types,
+		      const char *levels)
+{
+	dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K,
+			 DTYPE_F16, DTYPE_BF16, DTYPE_F32 };
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(ts); ti++) {
 		dtype_t t = ts[ti];
+		if (!in_list(types, dtype_info[t].name))
+			continue;
 		size_t rb = dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
-		uint8_t *w = malloc(bytes);
+		size_t ncopy = mb > 0 ? ((size_t)mb << 20) / bytes + 1 : 1;
+		uint8_t *w = malloc(bytes * ncopy);
 		float *tmp = malloc(4 * (size_t)cols), *y = malloc(4 * (size_t)rows);
 		void *xa = malloc(4 * (size_t)cols);
+		if (!w || !tmp || !y || !xa) {
+			printf("bench: out of memory (%zu copies of %zu bytes)\n", ncopy, bytes);
+			return 1;
+		}
 		rng_t r;
 		rng_seed(&r, 3);
 		for (int i = 0; i < rows; i++) {
 			fill_normal(&r, tmp, cols, 0.02f);
 			quantize_row(t, tmp, w + rb * (size_t)i, cols);
 		}
+		for (size_t c = 1; c < ncopy; c++)
+			memcpy(w + c * bytes, w, bytes);
 		fill_normal(&r, tmp, cols, 1.0f);
 		act_prepare(t, tmp, xa, cols);
+		/* the packed copies, as decode reads them, where a level packs */
+		size_t pb = pack16_bytes(t, rows, cols), pba = (pb + 63) & ~(size_t)63;
+		uint8_t *P = NULL;
 		for (int l = 0; l < k; l++) {
+			if (!in_list(levels, lv[l]))
+				continue;
 			kernels_set_isa(lv[l]);
 			double g[256], c[256];
 			int nrep = reps < 256 ? reps : 256;
-			matvec_rows(t, w, xa, y, cols, 0, rows); /* warm-up */
+			/* warm-up on the last copy: the first timed call reads copy 0 */
+			matvec_rows(t, w + (ncopy - 1) * bytes, xa, y, cols, 0, rows);
 			for (int i = 0; i < nrep; i++) {
+				const uint8_t *wi = w + (size_t)i % ncopy * bytes;
 				double t0 = now_s(), c0 = cpu_s();
-				matvec_rows(t, w, xa, y, cols, 0, rows);
+				matvec_rows(t, wi, xa, y, cols, 0, rows);
 				c[i] = (double)bytes / (cpu_s() - c0) * 1e-9;
 				g[i] = (double)bytes / (now_s() - t0) * 1e-9;
 			}
-			qsort(g, (size_t)nrep, sizeof g[0], cmp_double);
-			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
-			printf("bench matvec %-4s %-10s %dx%d %6.1f MB  GB/s wall min %5.1f "
-			       "med %5.1f max %5.1f  cpu med %5.1f max %5.1f\n",
-			       dtype_info[t].name, lv[l], rows, cols, bytes / 1e6, g[0],
-			       g[nrep / 2], g[nrep - 1], c[nrep / 2], c[nrep - 1]);
+			bench_print(dtype_info[t].name, lv[l], rows, cols, bytes / 1e6, "rows", g, c,
+				    nrep);
 			if (!pack16_used(t, cols))
 				continue;
-			/* the packed copy, as decode reads it */
-			size_t pb = pack16_bytes(t, rows, cols);
-			void *P = aligned_alloc(64, (pb + 63) & ~(size_t)63);
-			pack16(t, w, rows, cols, P);
-			matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
-			for (int i = 0; i < nrep; i++) {
-				double c0 = cpu_s();
-				matvec_range(t, w, P, rows, xa, y, cols, 0, rows);
-				c[i] = (double)bytes / (cpu_s() - c0) * 1e-9;
+			if (!P) {
+				P = aligned_alloc(64, pba * ncopy);
+				if (!P) {
+					printf("bench: out of memory (%zu packed copies)\n", ncopy);
+					return 1;
+				}
+				pack16(t, w, rows, cols, P);
+				for (size_t i = 1; i < ncopy; i++)
+					memcpy(P + i * pba, P, pb);
 			}
-			qsort(c, (size_t)nrep, sizeof c[0], cmp_double);
-			printf("bench matvec %-4s %-10s %dx%d packed  GB/s cpu med %5.1f max %5.1f\n",
-			       dtype_info[t].name, lv[l], rows, cols, c[nrep / 2], c[nrep - 1]);
-			free(P);
+			matvec_range(t, w + (ncopy - 1) * bytes, P + (ncopy - 1) * pba, rows, xa, y,
+				     cols, 0, rows);
+			for (int i = 0; i < nrep; i++) {
+				size_t ci = (size_t)i % ncopy;
+				double t0 = now_s(), c0 = cpu_s();
+				matvec_range(t, w + ci * bytes, P + ci * pba, rows, xa, y, cols, 0, rows);
+				c[i] = (double)bytes / (cpu_s() - c0) * 1e-9;
+				g[i] = (double)bytes / (now_s() - t0) * 1e-9;
+			}
+			bench_print(dtype_info[t].name, lv[l], rows, cols, bytes / 1e6, "packed", g,
+				    c, nrep);
 		}
+		free(P);
 		free(w);
 		free(tmp);
 		free(y);
@@ -1252,6 +1308,17 @@ static int bench_main(int rows, int cols, int reps)
 	}
 	return 0;
 }
+
+static const char bench_usage[] =
+	"usage: test_kernels --bench [ROWS COLS REPS] [--mb N] [--types LIST] [--levels LIST]\n"
+	"  matvec GB/s of a ROWS x COLS matrix (default 2048 5632 20) per type and\n"
+	"  ISA level, row form and packed (pack16) where the level packs.\n"
+	"  --mb N         rotate over copies of the matrix that make at least N MiB,\n"
+	"                 one copy per call: figures from memory (N above the\n"
+	"                 last-level cache, e.g. 256); default 0: one matrix, from\n"
+	"                 cache when it fits\n"
+	"  --types LIST   weight types, e.g. q4_K,q6_K (default all)\n"
+	"  --levels LIST  ISA levels, e.g. avx512vnni (default all this CPU has)\n";
 
 /* sampler_argmax (two SIMD passes) against the one-pass loop that defines
  * it, on random logits with ties, NaNs, signed zeros and infinities. */
@@ -1374,10 +1441,25 @@ int main(int argc, char **argv)
 		printf("%s\n", kernels_isa());
 		return 0;
 	}
-	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
-		return bench_main(argc > 2 ? atoi(argv[2]) : 2048,
-				  argc > 3 ? atoi(argv[3]) : 5632,
-				  argc > 4 ? atoi(argv[4]) : 20);
+	if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+		int num[3] = { 2048, 5632, 20 }, nn = 0, mb = 0;
+		const char *types = NULL, *levels = NULL;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc)
+				mb = atoi(argv[++i]);
+			else if (strcmp(argv[i], "--types") == 0 && i + 1 < argc)
+				types = argv[++i];
+			else if (strcmp(argv[i], "--levels") == 0 && i + 1 < argc)
+				levels = argv[++i];
+			else if (nn < 3 && atoi(argv[i]) > 0)
+				num[nn++] = atoi(argv[i]);
+			else {
+				printf("%s", bench_usage);
+				return 2;
+			}
+		}
+		return bench_main(num[0], num[1], num[2], mb, types, levels);
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_isa_names),
 		cmocka_unit_test(test_dtype_table),

@@ -30,6 +30,33 @@
 
 #define KT 8 /* tokens per pass of the packed gemm */
 
+/* Software prefetch distance of the matvecs, in super-blocks of a group
+ * ahead of the one being read. A packed super-block is read as two or
+ * three interleaved ascending streams (Q6_K: QL, QH and the scales; Q5_K:
+ * QS and QH), which the hardware prefetchers alone follow at about half
+ * of one core's read bandwidth; prefetching each whole super-block a few
+ * ahead into L1 brings the packed matvecs from memory to the row forms'
+ * speed or past it, and Q4_K (one stream after its scales) gains too
+ * (2, 3 and 4 ahead were close, the L2 and L3 hints slower, and one
+ * burst per super-block faster than prefetches spread over its
+ * sub-blocks, which cost less in cache; the burst is a loop on purpose:
+ * fully unrolled it too cost less in cache and lost from memory;
+ * doc/measurements.md). The stream runs on across groups (they are
+ * contiguous) and past the end of the range by KQ_PF_SB super-blocks (a
+ * prefetch never faults; the bytes there are usually the next chunk).
+ * The gemm, which does up to KT tokens' work per byte read, has none. */
+#ifndef KQ_PF_SB
+#define KQ_PF_SB 3
+#endif
+
+/* prefetch the bytes [p, p + n): every line they touch but a partial last
+ * one, which the next span's first line covers */
+AVX512_INLINE void prefetch_span(const uint8_t *p, size_t n)
+{
+	for (size_t o = 0; o < n; o += 64)
+		_mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
+
 /* An activation super-block's sub-block pair sums as vpmaddwd operands:
  * pair p = (bsum(2p), bsum(2p + 1)) as int16 (|bsum| <= 32 * 128), where
  * bsum(s) = bsums[2s] + bsums[2s + 1] (Q8_K keeps sums per 16). */
@@ -141,12 +168,16 @@ AVX512_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n
 	const int64_t nsb = n / QK_K;
 	const size_t bb = five ? KQ_P16_Q5K_BYTES : KQ_P16_Q4K_BYTES;
 	const uint8_t *h = P;
-	for (size_t k = 0; k < 2048; k += 64) /* as kernels_avx512.c matvec_p16 */
-		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	/* the range's first KQ_PF_SB super-blocks at once, then each
+	 * super-block KQ_PF_SB ahead as the loop reaches it: every line is
+	 * asked for once, and a chunk that starts a new stream (a wave's
+	 * first, a stolen one) does not wait for the hardware prefetcher */
+	prefetch_span(h, KQ_PF_SB * bb);
 	for (int64_t g = 0; g < ng; g++) {
 		__m512 acc = _mm512_setzero_ps();
 		for (int64_t b = 0; b < nsb; b++, h += bb) {
 			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+			prefetch_span(h + KQ_PF_SB * bb, bb);
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 8; s++) {
@@ -262,12 +293,12 @@ void AVX512 AVX512_SYM(kq_p16_matvec_q6_K_avx512)(const void *P, const void *xa,
 {
 	const int64_t nsb = n / QK_K;
 	const uint8_t *h = P;
-	for (size_t k = 0; k < 2048; k += 64)
-		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	prefetch_span(h, KQ_PF_SB * KQ_P16_Q6K_BYTES); /* as matvec_q45 */
 	for (int64_t g = 0; g < ng; g++) {
 		__m512 acc = _mm512_setzero_ps();
 		for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {
 			const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K);
+			prefetch_span(h + KQ_PF_SB * KQ_P16_Q6K_BYTES, KQ_P16_Q6K_BYTES);
 			__m512i si = _mm512_setzero_si512();
 #pragma GCC unroll 2
 			for (int s = 0; s < 16; s++) {
