@@ -85,18 +85,23 @@ free_port() {
 # start_server NAME ARGS...: `egang serve --port P ARGS...` in the
 # background (stdout/stderr in $TMP/NAME.out/.err); sets SPID and URL,
 # waits for /health (30 s). FAIL and status 1 if it does not come up.
+# A port taken between free_port and the server's bind (another test
+# running beside this one: tests/run.sh TEST_JOBS) is retried on another.
 start_server() {
 	local name=$1; shift
-	local port
-	port=$(free_port)
-	"$EGANG" serve --port "$port" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-	SPID=$!
-	SERVERS+=("$SPID")
-	URL="http://127.0.0.1:$port"
-	for _ in $(seq 150); do
-		if curl -s --max-time 1 "$URL/health" >/dev/null 2>&1; then return 0; fi
-		if ! kill -0 "$SPID" 2>/dev/null; then break; fi
-		sleep 0.2
+	local port try
+	for try in 1 2 3; do
+		port=$(free_port)
+		"$EGANG" serve --port "$port" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+		SPID=$!
+		SERVERS+=("$SPID")
+		URL="http://127.0.0.1:$port"
+		for _ in $(seq 150); do
+			if curl -s --max-time 1 "$URL/health" >/dev/null 2>&1; then return 0; fi
+			if ! kill -0 "$SPID" 2>/dev/null; then break; fi
+			sleep 0.2
+		done
+		grep -q "cannot listen on" "$TMP/$name.err" || break
 	done
 	fail "$name: server did not come up" "$(head -c 300 "$TMP/$name.err")"
 	return 1
