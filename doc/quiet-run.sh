@@ -12,7 +12,8 @@
 #     tinyllama-1.1b and smollm-135m q8_0, the ~256-token-prompt load of
 #     tinyllama), one 20 s run per point; table.py makes table.md and
 #     plot.png there.
-# Knobs (defaults: the 2026-12-03 run): REPS (3), THREADS (1,2), SUFFIX
+# Knobs (defaults: the 2026-12-03 run): REPS (3), THREADS (1,2), SERVE
+# (1; 0 leaves out part 4), SUFFIX
 # (output names: doc/isa/quiet2$SUFFIX, doc/kquant-speed/quiet$SUFFIX,
 # doc/isa/membw-quiet$SUFFIX.txt, doc/serve-batch/quiet$SUFFIX).
 set -u
@@ -34,6 +35,7 @@ cmp doc/kquant-speed/quiet$SUFFIX --threads "$THREADS" --models \
 	smollm-135m-q4_k_m,smollm-135m-q6_k,tinyllama-1.1b-q4_k_m,tinyllama-1.1b-q6_k
 { echo "# $EGANG bench membw --cores 0-1"; uptime; "$EGANG" bench membw --cores 0-1; uptime; } \
 	>doc/isa/membw-quiet$SUFFIX.txt 2>&1
+[[ ${SERVE:-1} == 0 ]] && exit 0
 mkdir -p /tmp/sb && ln -sf "$M"/tinyllama-1.1b-q8_0.gguf "$M"/smollm-135m-q8_0.gguf /tmp/sb/
 OUT=/tmp/sb-out; rm -rf $OUT
 doc/serve-batch/run.sh "$EGANG" /tmp/sb $OUT tinyllama-1.1b decode 1 20 32
