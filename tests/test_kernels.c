@@ -804,7 +804,7 @@ static void test_pack16(void **state)
 				for (int l = 0; l < k; l++) {
 					assert_int_equal(kernels_set_isa(lv[l]), 0);
 					/* every x86 SIMD level has the packed kernels,
-					 * the ARM64 levels Q4_K's */
+					 * the ARM64 levels Q4_K's and Q6_K's */
 					assert_int_equal(pack16_used(t, n), test_level_packs(lv[l], t));
 					check_cuts(lv[l], t, w, NULL, rows, c.xa, n, c.ref, c.y, cuts,
 						   EG_ARRAY_LEN(cuts));

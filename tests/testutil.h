@@ -118,12 +118,12 @@ static inline void test_isa_level(void **state)
 }
 
 /* Whether level lv decodes type t from the packed (pack16) copies: every
- * x86 SIMD level; the ARM64 levels for Q4_K (other types: the rows as
- * stored). */
+ * x86 SIMD level; the ARM64 levels for Q4_K and Q6_K (other types: the
+ * rows as stored). */
 static inline bool test_level_packs(const char *lv, dtype_t t)
 {
 #if defined(__aarch64__)
-	return strcmp(lv, "generic") != 0 && t == DTYPE_Q4_K;
+	return strcmp(lv, "generic") != 0 && (t == DTYPE_Q4_K || t == DTYPE_Q6_K);
 #else
 	(void)t;
 	return strcmp(lv, "generic") != 0;

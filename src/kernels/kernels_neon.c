@@ -856,6 +856,89 @@ NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, flo
 DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_neon, NOATTR, p16_prep_neon, p16_q4_sub_neon)
 DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q4_sub_dotprod)
 
+/* Q6_K: the 4 weight vectors (group g = 0..3, u = q + 32) of sub-block s,
+ * quarter r (ql: its first QL vector, qh: its QH vector): the low nibbles
+ * of the two QL vectors, the high 2 bits from QH (bit 2g) */
+NEON_INLINE void p16_q6_weights(const uint8_t *ql, const uint8_t *qh, int8x16_t *w)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0F), m30 = vdupq_n_u8(0x30);
+	const uint8x16_t z0 = vld1q_u8(ql), z1 = vld1q_u8(ql + 64), hb = vld1q_u8(qh);
+	w[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(z0, m4), vandq_u8(vshlq_n_u8(hb, 4), m30)));
+	w[1] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(z0, 4), vandq_u8(vshlq_n_u8(hb, 2), m30)));
+	w[2] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(z1, m4), vandq_u8(hb, m30)));
+	w[3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(z1, 4), vandq_u8(vshrq_n_u8(hb, 2), m30)));
+}
+
+/* the 4 rows' exact sums of u x over sub-block s (x->x[0]: its 16
+ * activations) */
+NEON_INLINE int32x4_t p16_q6_sub_neon(const uint8_t *ql, const uint8_t *qh, const p16_act_t *x)
+{
+	int8x16_t w[4];
+	p16_q6_weights(ql, qh, w);
+	int16x8_t lo = vdupq_n_s16(0), hi = lo;
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+		p16_mlal(&lo, &hi, w[g], x->g[g]);
+	return p16_rows(lo, hi);
+}
+
+DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh,
+					    const p16_act_t *x)
+{
+	int8x16_t w[4];
+	p16_q6_weights(ql, qh, w);
+	int32x4_t a = vdupq_n_s32(0), b = a;
+	a = vdotq_laneq_s32(a, w[0], x->x[0], 0);
+	b = vdotq_laneq_s32(b, w[1], x->x[0], 1);
+	a = vdotq_laneq_s32(a, w[2], x->x[0], 2);
+	b = vdotq_laneq_s32(b, w[3], x->x[0], 3);
+	return vaddq_s32(a, b);
+}
+
+/* Q6_K groups @ one token: per sub-block s the rows' sums of u x less 32
+ * bsums[s] (the - 32 of q = u - 32, exact), times the int8 scales; then
+ * kq_k_step without the min */
+#define DEFINE_P16_Q6_K(NAME, ATTR, PREP, SUB)                                           \
+	ATTR void NAME(const void *P, const void *xa, float *y, int64_t n, int64_t ng)  \
+	{                                                                              \
+		const int64_t nsb = n / QK_K;                                          \
+		const uint8_t *h = P;                                                  \
+		for (int64_t g = 0; g < ng; g++) {                                     \
+			float32x4_t acc[4];                                            \
+			for (int r = 0; r < 4; r++)                                    \
+				acc[r] = vdupq_n_f32(0.0f);                            \
+			for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {     \
+				const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+				int32x4_t si[4];                                       \
+				for (int r = 0; r < 4; r++)                            \
+					si[r] = vdupq_n_s32(0);                        \
+				for (int s = 0; s < 16; s++) {                         \
+					p16_act_t x;                                   \
+					x.x[0] = vld1q_s8((const int8_t *)xb + 4 + 16 * s); \
+					x.x[1] = x.x[0];                               \
+					PREP(&x, 1);                                   \
+					const int32x4_t b32 = vdupq_n_s32(             \
+						32 * (int16_t)ld_u16(xb + 4 + QK_K + 2 * s)); \
+					int32x4_t sc[4];                               \
+					p16_widen_s8(vld1q_s8((const int8_t *)h + KQ_P16_Q6K_SC + 16 * s), sc); \
+					const uint8_t *ql = h + KQ_P16_Q6K_QL + 128 * s; \
+					const uint8_t *qh = h + KQ_P16_Q6K_QH + 64 * s; \
+					for (int r = 0; r < 4; r++)                    \
+						si[r] = vmlaq_s32(si[r],               \
+							vsubq_s32(SUB(ql + 16 * r, qh + 16 * r, &x), b32), sc[r]); \
+				}                                                      \
+				const float dx = ld_f32(xb);                           \
+				for (int r = 0; r < 4; r++)                            \
+					acc[r] = p16_k_step(acc[r], dx, p16_f16x4(h + KQ_P16_Q6K_D, r), \
+							    vdupq_n_f32(0.0f), si[r], vdupq_n_s32(0), 0); \
+			}                                                              \
+			for (int r = 0; r < 4; r++)                                    \
+				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
+		}                                                                      \
+	}
+DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_neon, NOATTR, p16_prep_neon, p16_q6_sub_neon)
+DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q6_sub_dotprod)
+
 /* ------------------------------------------------------------------ gemm */
 
 /* Q8_0 / Q4_0 weights x a batch (gemm_impl.h): per group of 4 rows, every

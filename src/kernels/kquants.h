@@ -261,6 +261,8 @@ void kq_p16_matmat_q6_K_avx2(const void *P, const void *X, size_t xs, float *Y, 
  * kq_dot_generic's bits (no matmat_p16: the GEMM reads the rows) */
 void kq_p16_matvec_q4_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 void kq_p16_matvec_q4_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
