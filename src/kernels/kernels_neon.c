@@ -840,6 +840,7 @@ NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, flo
 					int32x4_t sc[4];                               \
 					p16_widen_u8(vld1q_u8(h + KQ_P16_SC + 16 * s), sc); \
 					const uint8_t *q = h + KQ_P16_QS + 256 * s;    \
+					_Pragma("GCC unroll 4")                        \
 					for (int r = 0; r < 4; r++)                    \
 						si[r] = vmlaq_s32(si[r], SUB(q + 16 * r, &x), sc[r]); \
 				}                                                      \
@@ -923,6 +924,7 @@ DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh
 					p16_widen_s8(vld1q_s8((const int8_t *)h + KQ_P16_Q6K_SC + 16 * s), sc); \
 					const uint8_t *ql = h + KQ_P16_Q6K_QL + 128 * s; \
 					const uint8_t *qh = h + KQ_P16_Q6K_QH + 64 * s; \
+					_Pragma("GCC unroll 4")                        \
 					for (int r = 0; r < 4; r++)                    \
 						si[r] = vmlaq_s32(si[r],               \
 							vsubq_s32(SUB(ql + 16 * r, qh + 16 * r, &x), b32), sc[r]); \
