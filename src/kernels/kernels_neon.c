@@ -23,7 +23,11 @@
  *    IQ4_NL (Q8_0 / Q8_1): the same scheme, exact integer sums then the
  *    generic's float step: the same bits.
  * The K-quants and legacy types run rows one at a time (no 4-row group:
- * the block's scale decode dominates) and the GEMM as the matvec per token.
+ * the block's scale decode dominates) and the GEMM as the matvec per token;
+ * except that the Q4_K and Q6_K decode matvec reads the 16-row packed
+ * groups (kquants.h KQ_P16_*, the x86 levels' layout) where the matrix has
+ * them: the scales decoded at load, a group of activations broadcast
+ * against 4 rows, the float step in 4 lanes (the section at the end).
  *
  * Row groups: a row-group template takes R row pointers (R = 4 in the body
  * of a range, 1 for the rest and vec_dot) and runs the same operations per
