@@ -27,7 +27,7 @@
  * except that the Q4_K and Q6_K decode matvec reads the 16-row packed
  * groups (kquants.h KQ_P16_*, the x86 levels' layout) where the matrix has
  * them: the scales decoded at load, a group of activations broadcast
- * against 4 rows, the float step in 4 lanes (the section at the end).
+ * against 4 rows, the float step in 4 lanes ("packed Q4_K / Q6_K" below).
  *
  * Row groups: a row-group template takes R row pointers (R = 4 in the body
  * of a range, 1 for the rest and vec_dot) and runs the same operations per
