@@ -678,15 +678,16 @@ DEFINE_KQ_MATVEC(matvec_iq4_xs_dotprod, DOTPROD, dot_iq4_xs_dotprod)
  * Counts per group and super-block: doc/arm64/README.md. */
 
 /* A sub-block's activations as the sub-block sums take them: x[0], x[1]
- * 16 bytes each (Q4_K: 32 elements; Q6_K: x[0] its 16), and for the neon
- * form g[k], group k of 4 broadcast to 4 lanes (SMULL operands) */
+ * 16 bytes each (Q4_K: 32 elements; Q6_K: x[0] its 16, x[1] unset), and
+ * for the neon form g[k], group k of 4 broadcast to 4 lanes (SMULL
+ * operands; Q6_K: k < 4) */
 typedef struct { int8x16_t x[2], g[8]; } p16_act_t;
 
 NEON_INLINE void p16_prep_dotprod(p16_act_t *a, const int q6) { (void)a, (void)q6; }
 
 NEON_INLINE void p16_prep_neon(p16_act_t *x, const int q6)
 {
-	const int32x4_t a = vreinterpretq_s32_s8(x->x[0]), b = vreinterpretq_s32_s8(x->x[1]);
+	const int32x4_t a = vreinterpretq_s32_s8(x->x[0]);
 	int8x16_t *xg = x->g;
 	xg[0] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 0));
 	xg[1] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 1));
@@ -694,6 +695,7 @@ NEON_INLINE void p16_prep_neon(p16_act_t *x, const int q6)
 	xg[3] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 3));
 	if (q6)
 		return;
+	const int32x4_t b = vreinterpretq_s32_s8(x->x[1]);
 	xg[4] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 0));
 	xg[5] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 1));
 	xg[6] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 2));
@@ -773,6 +775,7 @@ NEON_INLINE void p16_widen_s8(int8x16_t v, int32x4_t *o)
  * sub-block sums bsum(s) = bsums[2s] + bsums[2s + 1] (|bsum| <= 4096) */
 NEON_INLINE void p16_q4_mins(const uint8_t *h, const uint8_t *xb, int32x4_t *sm)
 {
+#pragma GCC unroll 4
 	for (int r = 0; r < 4; r++)
 		sm[r] = vdupq_n_s32(0);
 #pragma GCC unroll 4
@@ -829,11 +832,13 @@ NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, flo
 		const uint8_t *h = P;                                                  \
 		for (int64_t g = 0; g < ng; g++) {                                     \
 			float32x4_t acc[4];                                            \
+			_Pragma("GCC unroll 4")                                        \
 			for (int r = 0; r < 4; r++)                                    \
 				acc[r] = vdupq_n_f32(0.0f);                            \
 			for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {     \
 				const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
 				int32x4_t si[4], sm[4];                                \
+				_Pragma("GCC unroll 4")                                \
 				for (int r = 0; r < 4; r++)                            \
 					si[r] = vdupq_n_s32(0);                        \
 				for (int s = 0; s < 8; s++) {                          \
@@ -850,10 +855,12 @@ NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, flo
 				}                                                      \
 				p16_q4_mins(h, xb, sm);                                \
 				const float dx = ld_f32(xb);                           \
+				_Pragma("GCC unroll 4")                                \
 				for (int r = 0; r < 4; r++)                            \
 					acc[r] = p16_k_step(acc[r], dx, p16_f16x4(h + KQ_P16_D, r), \
 							    p16_f16x4(h + KQ_P16_DMIN, r), si[r], sm[r], 1); \
 			}                                                              \
+			_Pragma("GCC unroll 4")                                        \
 			for (int r = 0; r < 4; r++)                                    \
 				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
 		}                                                                      \
@@ -910,17 +917,18 @@ DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh
 		const uint8_t *h = P;                                                  \
 		for (int64_t g = 0; g < ng; g++) {                                     \
 			float32x4_t acc[4];                                            \
+			_Pragma("GCC unroll 4")                                        \
 			for (int r = 0; r < 4; r++)                                    \
 				acc[r] = vdupq_n_f32(0.0f);                            \
 			for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {     \
 				const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
 				int32x4_t si[4];                                       \
+				_Pragma("GCC unroll 4")                                \
 				for (int r = 0; r < 4; r++)                            \
 					si[r] = vdupq_n_s32(0);                        \
 				for (int s = 0; s < 16; s++) {                         \
 					p16_act_t x;                                   \
 					x.x[0] = vld1q_s8((const int8_t *)xb + 4 + 16 * s); \
-					x.x[1] = x.x[0];                               \
 					PREP(&x, 1);                                   \
 					const int32x4_t b32 = vdupq_n_s32(             \
 						32 * (int16_t)ld_u16(xb + 4 + QK_K + 2 * s)); \
@@ -934,10 +942,12 @@ DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh
 							vsubq_s32(SUB(ql + 16 * r, qh + 16 * r, &x), b32), sc[r]); \
 				}                                                      \
 				const float dx = ld_f32(xb);                           \
+				_Pragma("GCC unroll 4")                                \
 				for (int r = 0; r < 4; r++)                            \
 					acc[r] = p16_k_step(acc[r], dx, p16_f16x4(h + KQ_P16_Q6K_D, r), \
 							    vdupq_n_f32(0.0f), si[r], vdupq_n_s32(0), 0); \
 			}                                                              \
+			_Pragma("GCC unroll 4")                                        \
 			for (int r = 0; r < 4; r++)                                    \
 				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
 		}                                                                      \
