@@ -506,6 +506,14 @@ static void isa_tables_build(void)
 		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx512;
 	}
 #endif
+#if defined(__aarch64__)
+	/* packed Q4_K and Q6_K: kernels_neon.c, decode only (the GEMM: the
+	 * rows) */
+	g_tables[ISA_NEON].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_neon;
+	g_tables[ISA_DOTPROD].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_dotprod;
+	g_tables[ISA_NEON].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_neon;
+	g_tables[ISA_DOTPROD].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_dotprod;
+#endif
 }
 
 static const kernel_ops_t *isa_table(int isa) { return &g_tables[isa]; }

@@ -23,7 +23,11 @@
  *    IQ4_NL (Q8_0 / Q8_1): the same scheme, exact integer sums then the
  *    generic's float step: the same bits.
  * The K-quants and legacy types run rows one at a time (no 4-row group:
- * the block's scale decode dominates) and the GEMM as the matvec per token.
+ * the block's scale decode dominates) and the GEMM as the matvec per token;
+ * except that the Q4_K and Q6_K decode matvec reads the 16-row packed
+ * groups (kquants.h KQ_P16_*, the x86 levels' layout) where the matrix has
+ * them: the scales decoded at load, a group of activations broadcast
+ * against 4 rows, the float step in 4 lanes ("packed Q4_K / Q6_K" below).
  *
  * Row groups: a row-group template takes R row pointers (R = 4 in the body
  * of a range, 1 for the rest and vec_dot) and runs the same operations per
@@ -655,6 +659,301 @@ DEFINE_KQ_MATVEC(matvec_iq4_nl_neon, NOATTR, dot_iq4_nl_neon)
 DEFINE_KQ_MATVEC(matvec_iq4_nl_dotprod, DOTPROD, dot_iq4_nl_dotprod)
 DEFINE_KQ_MATVEC(matvec_iq4_xs_neon, NOATTR, dot_iq4_xs_neon)
 DEFINE_KQ_MATVEC(matvec_iq4_xs_dotprod, DOTPROD, dot_iq4_xs_dotprod)
+
+/* ------------------------------------------------ packed Q4_K / Q6_K */
+
+/* Q4_K and Q6_K read from their packed groups of 16 rows (kquants.h
+ * KQ_P16_*, the x86 levels' layout): each 64-byte vector of a group is
+ * four 16-byte registers, quarter r holding rows 4r .. 4r + 3, a dword
+ * lane 4 bytes of one row. A 4-byte group of the activations is one
+ * broadcast against 4 rows: SDOT by element (dotprod), or SMULL / SMLAL
+ * into int16 against a DUP of the group (neon). Per quarter and
+ * super-block the rows' exact int32 sums (sumi, Q4_K's summ) sit in the
+ * 4 lanes, and kq_k_step's float step runs once in 4 lanes, each lane the
+ * scalar step's operations in its order: every output is
+ * kq_dot_generic's bits. The int16 sums of the neon form are exact:
+ * Q4_K adds 8 products per lane (|q x| <= 15 * 128, 8 of them 15360),
+ * Q6_K 4 (u = q + 32 < 64: 4 * 63 * 128 = 32256). The int32 sums fit as
+ * in the row form; wrapping adds are associative, so order is free.
+ * Counts per group and super-block: doc/arm64/README.md. */
+
+/* A sub-block's activations as the sub-block sums take them: x[0], x[1]
+ * 16 bytes each (Q4_K: 32 elements; Q6_K: x[0] its 16, x[1] unset), and
+ * for the neon form g[k], group k of 4 broadcast to 4 lanes (SMULL
+ * operands; Q6_K: k < 4) */
+typedef struct { int8x16_t x[2], g[8]; } p16_act_t;
+
+NEON_INLINE void p16_prep_dotprod(p16_act_t *a, const int q6) { (void)a, (void)q6; }
+
+NEON_INLINE void p16_prep_neon(p16_act_t *x, const int q6)
+{
+	const int32x4_t a = vreinterpretq_s32_s8(x->x[0]);
+	int8x16_t *xg = x->g;
+	xg[0] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 0));
+	xg[1] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 1));
+	xg[2] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 2));
+	xg[3] = vreinterpretq_s8_s32(vdupq_laneq_s32(a, 3));
+	if (q6)
+		return;
+	const int32x4_t b = vreinterpretq_s32_s8(x->x[1]);
+	xg[4] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 0));
+	xg[5] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 1));
+	xg[6] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 2));
+	xg[7] = vreinterpretq_s8_s32(vdupq_laneq_s32(b, 3));
+}
+
+/* 4 rows' (w: lane i row i's 4 bytes) products with a broadcast group g,
+ * added into int16 (lo: rows 0-1, hi: rows 2-3) */
+NEON_INLINE void p16_mlal(int16x8_t *lo, int16x8_t *hi, int8x16_t w, int8x16_t g)
+{
+	*lo = vmlal_s8(*lo, vget_low_s8(w), vget_low_s8(g));
+	*hi = vmlal_high_s8(*hi, w, g);
+}
+
+/* the int16 lanes' row sums (4 lanes a row) as int32 lanes 0..3 */
+NEON_INLINE int32x4_t p16_rows(int16x8_t lo, int16x8_t hi)
+{
+	return vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi));
+}
+
+/* Q4_K: the nibble vectors of sub-block s, quarter r at q (vector u at
+ * q + 64 u: its low nibbles group 2u, its high group 2u + 1) against the
+ * sub-block's 32 activations: the 4 rows' exact sums */
+NEON_INLINE int32x4_t p16_q4_sub_neon(const uint8_t *q, const p16_act_t *x)
+{
+	const int8x16_t *xg = x->g;
+	const uint8x16_t m4 = vdupq_n_u8(0x0F);
+	int16x8_t lo = vdupq_n_s16(0), hi = lo;
+#pragma GCC unroll 4
+	for (int u = 0; u < 4; u++) {
+		uint8x16_t z = vld1q_u8(q + 64 * u);
+		p16_mlal(&lo, &hi, vreinterpretq_s8_u8(vandq_u8(z, m4)), xg[2 * u]);
+		p16_mlal(&lo, &hi, vreinterpretq_s8_u8(vshrq_n_u8(z, 4)), xg[2 * u + 1]);
+	}
+	return p16_rows(lo, hi);
+}
+
+DOTPROD_INLINE int32x4_t p16_q4_sub_dotprod(const uint8_t *q, const p16_act_t *x)
+{
+	const int8x16_t x0 = x->x[0], x1 = x->x[1];
+	const uint8x16_t m4 = vdupq_n_u8(0x0F);
+	const uint8x16_t z0 = vld1q_u8(q), z1 = vld1q_u8(q + 64);
+	const uint8x16_t z2 = vld1q_u8(q + 128), z3 = vld1q_u8(q + 192);
+	int32x4_t a = vdupq_n_s32(0), b = a;
+	a = vdotq_laneq_s32(a, vreinterpretq_s8_u8(vandq_u8(z0, m4)), x0, 0);
+	b = vdotq_laneq_s32(b, vreinterpretq_s8_u8(vshrq_n_u8(z0, 4)), x0, 1);
+	a = vdotq_laneq_s32(a, vreinterpretq_s8_u8(vandq_u8(z1, m4)), x0, 2);
+	b = vdotq_laneq_s32(b, vreinterpretq_s8_u8(vshrq_n_u8(z1, 4)), x0, 3);
+	a = vdotq_laneq_s32(a, vreinterpretq_s8_u8(vandq_u8(z2, m4)), x1, 0);
+	b = vdotq_laneq_s32(b, vreinterpretq_s8_u8(vshrq_n_u8(z2, 4)), x1, 1);
+	a = vdotq_laneq_s32(a, vreinterpretq_s8_u8(vandq_u8(z3, m4)), x1, 2);
+	b = vdotq_laneq_s32(b, vreinterpretq_s8_u8(vshrq_n_u8(z3, 4)), x1, 3);
+	return vaddq_s32(a, b);
+}
+
+/* 16 u8 (16 rows' scales or mins) widened to the 4 quarters' int32 */
+NEON_INLINE void p16_widen_u8(uint8x16_t v, int32x4_t *o)
+{
+	const uint16x8_t l = vmovl_u8(vget_low_u8(v)), h = vmovl_high_u8(v);
+	o[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(l)));
+	o[1] = vreinterpretq_s32_u32(vmovl_high_u16(l));
+	o[2] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(h)));
+	o[3] = vreinterpretq_s32_u32(vmovl_high_u16(h));
+}
+
+NEON_INLINE void p16_widen_s8(int8x16_t v, int32x4_t *o)
+{
+	const int16x8_t l = vmovl_s8(vget_low_s8(v)), h = vmovl_high_s8(v);
+	o[0] = vmovl_s16(vget_low_s16(l));
+	o[1] = vmovl_high_s16(l);
+	o[2] = vmovl_s16(vget_low_s16(h));
+	o[3] = vmovl_high_s16(h);
+}
+
+/* Q4_K's summ of the 16 rows (quarter r in sm[r]): the mins of sub-blocks
+ * 2p, 2p + 1 (LD2 splits a row's adjacent pair) against the activations'
+ * sub-block sums bsum(s) = bsums[2s] + bsums[2s + 1] (|bsum| <= 4096) */
+NEON_INLINE void p16_q4_mins(const uint8_t *h, const uint8_t *xb, int32x4_t *sm)
+{
+#pragma GCC unroll 4
+	for (int r = 0; r < 4; r++)
+		sm[r] = vdupq_n_s32(0);
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		const uint8x16x2_t m = vld2q_u8(h + KQ_P16_MN + 32 * p);
+#pragma GCC unroll 2
+		for (int k = 0; k < 2; k++) {
+			const uint8_t *bs = xb + 4 + QK_K + 4 * (2 * p + k);
+			const int16_t bsum = (int16_t)((int16_t)ld_u16(bs) + (int16_t)ld_u16(bs + 2));
+			const int16x8_t l = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(m.val[k])));
+			const int16x8_t hh = vreinterpretq_s16_u16(vmovl_high_u8(m.val[k]));
+			sm[0] = vmlal_n_s16(sm[0], vget_low_s16(l), bsum);
+			sm[1] = vmlal_high_n_s16(sm[1], l, bsum);
+			sm[2] = vmlal_n_s16(sm[2], vget_low_s16(hh), bsum);
+			sm[3] = vmlal_high_n_s16(sm[3], hh, bsum);
+		}
+	}
+}
+
+/* 4 of a group's f16 (quarter r of the 16 at p) as floats (FCVTL: exact) */
+NEON_INLINE float32x4_t p16_f16x4(const uint8_t *p, int r)
+{
+	return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p + 8 * r)));
+}
+
+/* kq_k_step in 4 lanes: acc + ((dx d) sumi - (dx dmin) summ), each
+ * product rounded (has_min 0: acc + (dx d) sumi) */
+NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, float32x4_t dmin,
+				   int32x4_t si, int32x4_t sm, const int has_min)
+{
+	const float32x4_t vx = vdupq_n_f32(dx);
+	float32x4_t a = vmulq_f32(vx, d);
+	FP_ROUNDED(a);
+	float32x4_t p = vmulq_f32(a, vcvtq_f32_s32(si));
+	FP_ROUNDED(p);
+	if (has_min) {
+		float32x4_t am = vmulq_f32(vx, dmin);
+		FP_ROUNDED(am);
+		float32x4_t pm = vmulq_f32(am, vcvtq_f32_s32(sm));
+		FP_ROUNDED(pm);
+		p = vsubq_f32(p, pm);
+		FP_ROUNDED(p);
+	}
+	return vaddq_f32(acc, p);
+}
+
+/* Q4_K groups @ one token: per super-block, sub-block by sub-block, the
+ * 4 quarters against the same activations (PREP, SUB: the level's
+ * p16_prep_* and p16_q4_sub_*) */
+#define DEFINE_P16_Q4_K(NAME, ATTR, PREP, SUB)                                           \
+	ATTR void NAME(const void *P, const void *xa, float *y, int64_t n, int64_t ng)  \
+	{                                                                              \
+		const int64_t nsb = n / QK_K;                                          \
+		const uint8_t *h = P;                                                  \
+		for (int64_t g = 0; g < ng; g++) {                                     \
+			float32x4_t acc[4];                                            \
+			_Pragma("GCC unroll 4")                                        \
+			for (int r = 0; r < 4; r++)                                    \
+				acc[r] = vdupq_n_f32(0.0f);                            \
+			for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q4K_BYTES) {     \
+				const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+				int32x4_t si[4], sm[4];                                \
+				_Pragma("GCC unroll 4")                                \
+				for (int r = 0; r < 4; r++)                            \
+					si[r] = vdupq_n_s32(0);                        \
+				for (int s = 0; s < 8; s++) {                          \
+					p16_act_t x;                                   \
+					x.x[0] = vld1q_s8((const int8_t *)xb + 4 + 32 * s); \
+					x.x[1] = vld1q_s8((const int8_t *)xb + 20 + 32 * s); \
+					PREP(&x, 0);                                   \
+					int32x4_t sc[4];                               \
+					p16_widen_u8(vld1q_u8(h + KQ_P16_SC + 16 * s), sc); \
+					const uint8_t *q = h + KQ_P16_QS + 256 * s;    \
+					_Pragma("GCC unroll 4")                        \
+					for (int r = 0; r < 4; r++)                    \
+						si[r] = vmlaq_s32(si[r], SUB(q + 16 * r, &x), sc[r]); \
+				}                                                      \
+				p16_q4_mins(h, xb, sm);                                \
+				const float dx = ld_f32(xb);                           \
+				_Pragma("GCC unroll 4")                                \
+				for (int r = 0; r < 4; r++)                            \
+					acc[r] = p16_k_step(acc[r], dx, p16_f16x4(h + KQ_P16_D, r), \
+							    p16_f16x4(h + KQ_P16_DMIN, r), si[r], sm[r], 1); \
+			}                                                              \
+			_Pragma("GCC unroll 4")                                        \
+			for (int r = 0; r < 4; r++)                                    \
+				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
+		}                                                                      \
+	}
+DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_neon, NOATTR, p16_prep_neon, p16_q4_sub_neon)
+DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q4_sub_dotprod)
+
+/* Q6_K: the 4 weight vectors (group g = 0..3, u = q + 32) of sub-block s,
+ * quarter r (ql: its first QL vector, qh: its QH vector): the low nibbles
+ * of the two QL vectors, the high 2 bits from QH (bit 2g) */
+NEON_INLINE void p16_q6_weights(const uint8_t *ql, const uint8_t *qh, int8x16_t *w)
+{
+	const uint8x16_t m4 = vdupq_n_u8(0x0F), m30 = vdupq_n_u8(0x30);
+	const uint8x16_t z0 = vld1q_u8(ql), z1 = vld1q_u8(ql + 64), hb = vld1q_u8(qh);
+	w[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(z0, m4), vandq_u8(vshlq_n_u8(hb, 4), m30)));
+	w[1] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(z0, 4), vandq_u8(vshlq_n_u8(hb, 2), m30)));
+	w[2] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(z1, m4), vandq_u8(hb, m30)));
+	w[3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(z1, 4), vandq_u8(vshrq_n_u8(hb, 2), m30)));
+}
+
+/* the 4 rows' exact sums of u x over sub-block s (x->x[0]: its 16
+ * activations) */
+NEON_INLINE int32x4_t p16_q6_sub_neon(const uint8_t *ql, const uint8_t *qh, const p16_act_t *x)
+{
+	int8x16_t w[4];
+	p16_q6_weights(ql, qh, w);
+	int16x8_t lo = vdupq_n_s16(0), hi = lo;
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+		p16_mlal(&lo, &hi, w[g], x->g[g]);
+	return p16_rows(lo, hi);
+}
+
+DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh,
+					    const p16_act_t *x)
+{
+	int8x16_t w[4];
+	p16_q6_weights(ql, qh, w);
+	int32x4_t a = vdupq_n_s32(0), b = a;
+	a = vdotq_laneq_s32(a, w[0], x->x[0], 0);
+	b = vdotq_laneq_s32(b, w[1], x->x[0], 1);
+	a = vdotq_laneq_s32(a, w[2], x->x[0], 2);
+	b = vdotq_laneq_s32(b, w[3], x->x[0], 3);
+	return vaddq_s32(a, b);
+}
+
+/* Q6_K groups @ one token: per sub-block s the rows' sums of u x less 32
+ * bsums[s] (the - 32 of q = u - 32, exact), times the int8 scales; then
+ * kq_k_step without the min */
+#define DEFINE_P16_Q6_K(NAME, ATTR, PREP, SUB)                                           \
+	ATTR void NAME(const void *P, const void *xa, float *y, int64_t n, int64_t ng)  \
+	{                                                                              \
+		const int64_t nsb = n / QK_K;                                          \
+		const uint8_t *h = P;                                                  \
+		for (int64_t g = 0; g < ng; g++) {                                     \
+			float32x4_t acc[4];                                            \
+			_Pragma("GCC unroll 4")                                        \
+			for (int r = 0; r < 4; r++)                                    \
+				acc[r] = vdupq_n_f32(0.0f);                            \
+			for (int64_t b = 0; b < nsb; b++, h += KQ_P16_Q6K_BYTES) {     \
+				const uint8_t *xb = (const uint8_t *)xa + (size_t)b * sizeof(block_q8_K); \
+				int32x4_t si[4];                                       \
+				_Pragma("GCC unroll 4")                                \
+				for (int r = 0; r < 4; r++)                            \
+					si[r] = vdupq_n_s32(0);                        \
+				for (int s = 0; s < 16; s++) {                         \
+					p16_act_t x;                                   \
+					x.x[0] = vld1q_s8((const int8_t *)xb + 4 + 16 * s); \
+					PREP(&x, 1);                                   \
+					const int32x4_t b32 = vdupq_n_s32(             \
+						32 * (int16_t)ld_u16(xb + 4 + QK_K + 2 * s)); \
+					int32x4_t sc[4];                               \
+					p16_widen_s8(vld1q_s8((const int8_t *)h + KQ_P16_Q6K_SC + 16 * s), sc); \
+					const uint8_t *ql = h + KQ_P16_Q6K_QL + 128 * s; \
+					const uint8_t *qh = h + KQ_P16_Q6K_QH + 64 * s; \
+					_Pragma("GCC unroll 4")                        \
+					for (int r = 0; r < 4; r++)                    \
+						si[r] = vmlaq_s32(si[r],               \
+							vsubq_s32(SUB(ql + 16 * r, qh + 16 * r, &x), b32), sc[r]); \
+				}                                                      \
+				const float dx = ld_f32(xb);                           \
+				_Pragma("GCC unroll 4")                                \
+				for (int r = 0; r < 4; r++)                            \
+					acc[r] = p16_k_step(acc[r], dx, p16_f16x4(h + KQ_P16_Q6K_D, r), \
+							    vdupq_n_f32(0.0f), si[r], vdupq_n_s32(0), 0); \
+			}                                                              \
+			_Pragma("GCC unroll 4")                                        \
+			for (int r = 0; r < 4; r++)                                    \
+				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
+		}                                                                      \
+	}
+DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_neon, NOATTR, p16_prep_neon, p16_q6_sub_neon)
+DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q6_sub_dotprod)
 
 /* ------------------------------------------------------------------ gemm */
 

@@ -255,6 +255,16 @@ void kq_p16_matmat_q6_K_avx2(const void *P, const void *X, size_t xs, float *Y, 
 			     int64_t n, int64_t ng, int64_t ntok);
 #endif
 
+#if defined(__aarch64__)
+/* Packed Q4_K and Q6_K at the ARM64 levels (kernels_neon.c): the same
+ * layout in 16-byte quarters of 4 rows, matvec_p16_fn, every output
+ * kq_dot_generic's bits (no matmat_p16: the GEMM reads the rows) */
+void kq_p16_matvec_q4_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q4_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+void kq_p16_matvec_q6_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
+#endif
+
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */
 static inline void kq_scale_min_k4(const uint8_t *q, int s, uint8_t *sc, uint8_t *m)
 {
