@@ -339,25 +339,12 @@ AVX512_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs
 		_mm512_storeu_ps(Y + k * ys, acc[k]);
 }
 
-/* Groups x tokens in passes of KT, 4, then 1 token(s) (fn: group_tokens
- * or q6_group_tokens, gb: a super-block's bytes in a group) */
+/* The packed gemms (kquants.h KQ_P16_MATMAT_PASSES; fn: the group kernel,
+ * gb: a super-block's bytes in a group) */
 #define MATMAT_P16(name, fn, gb)                                                       \
 	void AVX512 AVX512_SYM(name)(const void *P, const void *X_, size_t xs, float *Y, \
-				     int64_t ys, int64_t n, int64_t ng, int64_t ntok)   \
-	{                                                                              \
-		const int64_t nsb = n / QK_K;                                          \
-		const uint8_t *X = X_;                                                 \
-		for (int64_t g = 0; g < ng; g++) {                                     \
-			const uint8_t *G = (const uint8_t *)P + (size_t)(g * nsb) * (gb); \
-			int64_t k0 = 0;                                                \
-			for (; k0 + KT <= ntok; k0 += KT)                              \
-				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, KT); \
-			for (; k0 + 4 <= ntok; k0 += 4)                                \
-				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 4); \
-			for (; k0 < ntok; k0++)                                        \
-				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 1); \
-		}                                                                      \
-	}
+				     int64_t ys, int64_t n, int64_t ng, int64_t ntok) \
+	KQ_P16_MATMAT_PASSES(fn, gb, KT)
 MATMAT_P16(kq_p16_matmat_q4_K_avx512, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
 MATMAT_P16(kq_p16_matmat_q5_K_avx512, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
 MATMAT_P16(kq_p16_matmat_q6_K_avx512, q6_group_tokens, KQ_P16_Q6K_BYTES)

@@ -243,6 +243,28 @@ void kq_p16_matmat_q6_K_avx512(const void *P, const void *X, size_t xs, float *Y
 			       int64_t n, int64_t ng, int64_t ntok);
 void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
 				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+/* The packed gemm's passes, shared by the x86 levels: the body of a
+ * matmat_p16_fn (parameters P, X_, xs, Y, ys, n, ng, ntok) that runs
+ * groups x tokens in passes of kt, 4, then 1 token(s) through fn, the
+ * level's always-inline group kernel (gb: a super-block's bytes in a
+ * group). The function carries the level's target attribute, so fn
+ * inlines into it. */
+#define KQ_P16_MATMAT_PASSES(fn, gb, kt)                                               \
+	{                                                                              \
+		const int64_t nsb = n / QK_K;                                          \
+		const uint8_t *X = X_;                                                 \
+		for (int64_t g = 0; g < ng; g++) {                                     \
+			const uint8_t *G = (const uint8_t *)P + (size_t)(g * nsb) * (gb); \
+			int64_t k0 = 0;                                                \
+			for (; k0 + (kt) <= ntok; k0 += (kt))                          \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, kt); \
+			for (; k0 + 4 <= ntok; k0 += 4)                                \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 4); \
+			for (; k0 < ntok; k0++)                                        \
+				fn(G, X + (size_t)k0 * xs, xs, Y + k0 * ys + 16 * g, ys, nsb, 1); \
+		}                                                                      \
+	}
+
 /* the AVX2 level's (kq_pack_avx2.c): the same layout in 256-bit halves */
 void kq_p16_matvec_q4_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 void kq_p16_matmat_q4_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
