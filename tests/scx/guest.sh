@@ -15,6 +15,10 @@ export XDG_RUNTIME_DIR=/tmp
 export LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu
 
 MIN=${SCX_MIN_CALLS:-60000}
+# seconds since boot (CLOCK_BOOTTIME) for the phases' time limits: the
+# guest's wall clock has jumped by a day mid-run under TCG, which ended a
+# phase at once
+now() { cut -d. -f1 /proc/uptime; }
 M="-m /models/stories260K.bin -z /models/tok512.bin"
 GEN="egang generate $M -p Once -n 48 -s 7 --no-echo -q"
 # the gang's runs read the same index from the control word (as serve
@@ -62,12 +66,12 @@ switching() { # switching LABEL SECONDS ARGS...
 	fi
 	ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
 	rm -rf /tmp/sw
-	t0=$(date +%s)
+	t0=$(now)
 	timeout "$limit" egang bench switching --backend scx \
 		-m /models/stories260K.bin -z /models/tok512.bin --rates 1,6,1 \
 		--burns-per-core 1 --no-plot --out /tmp/sw "$@" > /tmp/sw.txt 2>&1
 	rc=$?
-	echo "INFO: bench switching ($label) exit $rc in $(($(date +%s) - t0)) s"
+	echo "INFO: bench switching ($label) exit $rc in $(($(now) - t0)) s"
 	check "switching (scx, $label): exit 0" [ $rc -eq 0 ]
 	grep '^bench switching' /tmp/sw.txt | sed 's/^/FIGURE: (under QEMU TCG emulation) /'
 	check "switching (scx, $label): the oracle's summary says backend=scx" \
@@ -166,14 +170,14 @@ kg=$(egang policy list --policies $KG | awk '$2 == "kg_wrong" {print $1}')
 egang scx waits --reset > /dev/null
 egang policy set -q $PCTL kg_wrong
 check "kg_wrong ($kg) in force in the kernel" [ "$(sidx)" = "$kg" ]
-t0=$(date +%s) n=0
-while [ "$(sidx)" != 0 ] && [ $(($(date +%s) - t0)) -lt ${SCX_KG_S:-240} ]; do
+t0=$(now) n=0
+while [ "$(sidx)" != 0 ] && [ $(($(now) - t0)) -lt ${SCX_KG_S:-240} ]; do
 	egang scx exec --gang -- $GEN $PCTL > /dev/null 2>&1
 	n=$((n + 1))
 done
 egang scx status --policies $KG | grep '^kguard' > /tmp/kg.txt
 sed 's/^/INFO: /' /tmp/kg.txt
-echo "INFO: kguard: $n generations in $(($(date +%s) - t0)) s"
+echo "INFO: kguard: $n generations in $(($(now) - t0)) s"
 check "kguard: the kernel restored index 0 by itself ($(sidx))" [ "$(sidx)" = 0 ]
 check "kguard: one fallback counted" grep -q '^kguard_fallbacks=1$' /tmp/kg.txt
 check "kguard: the reason names index $kg" grep -q "^kguard_reason=index $kg " /tmp/kg.txt
@@ -203,7 +207,7 @@ drive() { # drive INDEX KEY SLOT LABEL
 	egang policy set --force -q $PCTL -- "$1"
 	check "$4: one store moved the kernel's index" [ "$(sidx)" = "$1" ]
 	egang scx waits --reset > /dev/null
-	n=0 t0=$(date +%s) v=0 exact=yes
+	n=0 t0=$(now) v=0 exact=yes
 	while :; do
 		egang scx exec --gang -- $GEN $PCTL --logits-hash /tmp/h > /tmp/out.txt 2>/tmp/err.txt ||
 			{ fail "$4: generation exited $?"; cat /tmp/err.txt; exact=no; break; }
@@ -211,9 +215,9 @@ drive() { # drive INDEX KEY SLOT LABEL
 		n=$((n + 1))
 		v=$(field "$3" "$2")
 		[ "${v:-0}" -ge "$MIN" ] && break
-		[ $(($(date +%s) - t0)) -ge "${SCX_PHASE_S:-420}" ] && break
+		[ $(($(now) - t0)) -ge "${SCX_PHASE_S:-420}" ] && break
 	done
-	echo "INFO: $4: $n generations, $2=$v in $(($(date +%s) - t0)) s"
+	echo "INFO: $4: $n generations, $2=$v in $(($(now) - t0)) s"
 	# polite vs preempt: the gang's acquire latency next to the tenants'
 	# stints (their slice: elastic/static 5 ms, latency 1 ms, share 20 ms)
 	egang scx waits | sed "s/^/FIGURE: (under QEMU TCG emulation) acquire $4 /"

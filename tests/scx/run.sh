@@ -21,13 +21,17 @@ out=$b/scx-test
 mkdir -p "$out"
 kernel/initramfs.sh "$b/egang" "$models" "$out/initramfs.cpio.gz"
 log=$out/serial.log
+# kernel parameters the kernel does not know become /init's environment:
+# SCX_MIN_CALLS (callbacks each slot must reach; guest.sh: 60,000) and
+# anything in SCX_GUEST_ARGS
+guest_args="${SCX_MIN_CALLS:+SCX_MIN_CALLS=$SCX_MIN_CALLS} ${SCX_GUEST_ARGS:-}"
 : > "$log"
 echo "test-scx: booting build/kernel/bzImage in qemu-system-x86_64 (TCG, -smp 4); serial log $log" >&2
 # -cpu max: TCG's fullest x86 model; no KVM on this machine
 rc=0
 timeout "${SCX_TIMEOUT:-3600}" qemu-system-x86_64 -machine pc -cpu max -smp 4 -m 2048 \
 	-kernel build/kernel/bzImage -initrd "$out/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 oops=panic loglevel=4 ${SCX_GUEST_ARGS:-}" \
+	-append "console=ttyS0 panic=-1 oops=panic loglevel=4 $guest_args" \
 	-display none -monitor none -serial "file:$log" -no-reboot &
 qemu=$!
 # the guest reboots when done (QEMU exits: -no-reboot); should it halt
