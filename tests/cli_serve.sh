@@ -272,6 +272,15 @@ PY
 	line=$(grep '^bench serve' "$TMP/bench.out")
 	if [[ $rc -eq 0 && $line == *" failed 0 "* ]]; then pass "bench serve: only 200/429, none lost ($line)"
 	else fail "bench serve" "rc $rc: $line $(head -c 200 "$TMP/bench.err")"; fi
+	# --ramp: the 4 clients start 0.5 s apart; all of them still send
+	"$EGANG" bench serve --url "$URL" --clients 4 --seconds 3 --ramp 2 --max-tokens 4 \
+		>"$TMP/bench.out" 2>"$TMP/bench.err"
+	rc=$?
+	line=$(grep '^bench serve' "$TMP/bench.out")
+	if [[ $rc -eq 0 && $line == *"clients 4 "* && $line == *" failed 0 "* ]]; then pass "bench serve --ramp ($line)"
+	else fail "bench serve --ramp" "rc $rc: $line $(head -c 200 "$TMP/bench.err")"; fi
+	expect_exit "bench serve --ramp not shorter than --seconds" 2 "--ramp 5 is not shorter than --seconds 2" \
+		"$EGANG" bench serve --url "$URL" --ramp 5 --seconds 2
 	stop_server main
 fi
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -17,7 +18,7 @@
 typedef struct bench_cfg {
 	serve_load_config_t c;
 	char url[1024]; /* without a trailing '/' */
-	uint64_t t_end;
+	uint64_t t0, t_end;
 	char *body;
 } bench_cfg_t;
 
@@ -120,6 +121,12 @@ static void *client_main(void *arg)
 	struct curl_slist *hdr = loadgen_headers(c->c.api_key);
 	loadgen_stream_t *st = malloc(sizeof *st);
 	uint64_t n_req = 0;
+	uint64_t start = c->t0 + (uint64_t)(c->c.ramp * 1e9 * cl->index / c->c.clients);
+	for (uint64_t now; (now = time_now_ns()) < start && now < c->t_end;) {
+		uint64_t left = start - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		nanosleep(&ts, NULL);
+	}
 	while (h && st && time_now_ns() < c->t_end) {
 		/* relaxed: a count, orders nothing */
 		if (c->c.requests && atomic_fetch_add_explicit(&cl->sh->issued, 1,
@@ -228,6 +235,7 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 		return err_set("bench serve: curl_global_init failed");
 	}
 	uint64_t t0 = time_now_ns();
+	b.t0 = t0;
 	b.t_end = t0 + (uint64_t)(c->seconds * 1e9);
 	for (int i = 0; i < c->clients; i++) {
 		cl[i].cfg = &b;

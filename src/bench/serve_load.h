@@ -2,7 +2,10 @@
  * serve`). One thread per client, each sending streaming completions back
  * to back with libcurl (bench/loadgen.h) until the time is up; every
  * request must end in a 200 with a complete stream ("data: [DONE]") or in
- * a 429. Time to first token is from the request's start; percentiles are
+ * a 429. With a ramp the clients start one after another, so that their
+ * requests do not arrive as one burst (a burst of N prompts makes the
+ * last one wait for all N prefills, whatever the scheduler). Time to
+ * first token is from the request's start; percentiles are
  * nearest rank (base/stats.h). The server's RSS is read after the first
  * 100 requests and at the end, from /metrics'
  * process_resident_memory_bytes, or /proc/PID/status with pid. */
@@ -24,6 +27,8 @@ typedef struct serve_load_config {
 	long requests;       /* stop after this many requests (0: the time) */
 	bool vary;           /* each request's prompt starts with its own
 				"CLIENT.N " (no prefix-cache hits) */
+	double ramp;         /* seconds: client i sends its first request at
+				i * ramp / clients (0: all at once) */
 } serve_load_config_t;
 
 typedef struct serve_load_result {

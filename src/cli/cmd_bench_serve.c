@@ -30,6 +30,9 @@ static const char bench_serve_help[] =
 	"      --requests N        stop after N requests (default: at --seconds)\n"
 	"      --vary              start each prompt with \"CLIENT.N \" (distinct\n"
 	"                          prompts: no prefix-cache hits)\n"
+	"      --ramp S            start the clients one after another over S\n"
+	"                          seconds (client i at i*S/N; default 0: all at\n"
+	"                          once, a burst of N first requests)\n"
 	"  -h, --help              this text\n";
 
 static void print_result(const serve_load_result_t *r)
@@ -64,7 +67,7 @@ int cmd_bench_serve(int argc, char **argv)
 	const char *url = NULL, *prompt = "Once upon a time", *api_key = NULL;
 	int64_t clients = 8, max_tokens = 16, pid = 0, req_timeout = 120, requests = 0;
 	bool vary = false;
-	double seconds = 10;
+	double seconds = 10, ramp = 0;
 	bool chat = false;
 	const cli_opt_t opts[] = {
 		OPT_STR("url", 0, &url, .required = true),
@@ -78,6 +81,7 @@ int cmd_bench_serve(int argc, char **argv)
 		OPT_INT("request-timeout", 0, &req_timeout, 1, 86400),
 		OPT_INT("requests", 0, &requests, 1, 1 << 30),
 		OPT_FLAG("vary", 0, &vary),
+		OPT_FLOAT("ramp", 0, &ramp, 0, 86400),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench serve", .help = bench_serve_help,
@@ -85,11 +89,16 @@ int cmd_bench_serve(int argc, char **argv)
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
+	if (ramp >= seconds) {
+		log_error("bench serve: --ramp %g is not shorter than --seconds %g", ramp, seconds);
+		return EXIT_INPUT;
+	}
 	serve_load_config_t c = {.url = url, .prompt = prompt, .api_key = api_key,
 				 .clients = (int)clients, .seconds = seconds,
 				 .max_tokens = (int)max_tokens, .chat = chat,
 				 .pid = (long)pid, .req_timeout = (long)req_timeout,
-				 .requests = (long)requests, .vary = vary};
+				 .requests = (long)requests, .vary = vary,
+				 .ramp = ramp};
 	serve_load_result_t r;
 	if (serve_load_run(&c, &r, &status) < 0) {
 		log_error("%s", err_get());
