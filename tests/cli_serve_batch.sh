@@ -129,6 +129,21 @@ if start_server par -m "$M" --ctx 256 --cores 0-1 --parallel 4 -q; then
 	done
 	[[ $ok -eq 1 ]] && pass "/metrics: batch size, queue wait, KV in use, prefix cache" || fail "/metrics batch families"
 
+	# bench serve --vary twice against this server: the second run sends
+	# its own prompts, not the first run's again, so its 4 requests reuse
+	# at most their first few tokens (BOS, the tag's) of a ~50-token prompt
+	long=$(for i in 1 2 3 4 5 6 7 8; do printf 'the cat sat on the mat '; done)
+	saved=()
+	for r in 1 2; do
+		"$EGANG" bench serve --url "$URL" --clients 2 --requests 4 --seconds 60 \
+			--max-tokens 2 --prompt "$long" --vary >"$TMP/vary$r.out" 2>&1
+		saved+=("$(curl -s "$URL/metrics" | sed -n 's/^egang_prefix_cache_tokens_saved_total //p')")
+	done
+	if [[ -n ${saved[0]} && -n ${saved[1]} && $((saved[1] - saved[0])) -lt 40 ]] &&
+		grep -q ' ok 4 ' "$TMP/vary1.out" && grep -q ' ok 4 ' "$TMP/vary2.out"
+	then pass "bench serve --vary: a second run reuses no prompt of the first (tokens saved ${saved[0]} -> ${saved[1]})"
+	else fail "bench serve --vary across runs" "tokens saved ${saved[*]}; $(cat "$TMP"/vary?.out)"; fi
+
 	# 200 clients at once: each 200 or 429, and the server answers after
 	specs=()
 	for ((i = 0; i < 200; i++)); do specs+=("c$i:0:4:$i:client $i says"); done

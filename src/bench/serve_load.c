@@ -19,6 +19,7 @@ typedef struct bench_cfg {
 	serve_load_config_t c;
 	char url[1024]; /* without a trailing '/' */
 	uint64_t t0, t_end;
+	unsigned run;   /* --vary: this run's tag, so runs differ too */
 	char *body;
 } bench_cfg_t;
 
@@ -136,8 +137,8 @@ static void *client_main(void *arg)
 		char *body = NULL;
 		if (c->c.vary) { /* its own first tokens: no prefix-cache hit */
 			char *text = NULL;
-			if (asprintf(&text, "%d.%llu %s", cl->index, (unsigned long long)n_req,
-				     c->c.prompt) < 0)
+			if (asprintf(&text, "%x.%d.%llu %s", c->run, cl->index,
+				     (unsigned long long)n_req, c->c.prompt) < 0)
 				break;
 			body = loadgen_body(text, c->c.max_tokens, c->c.chat, 0.8);
 			free(text);
@@ -236,6 +237,9 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 	}
 	uint64_t t0 = time_now_ns();
 	b.t0 = t0;
+	/* without it a second run against the same server sent the first
+	 * run's prompts again and hit its prefix cache */
+	b.run = (unsigned)((t0 ^ ((uint64_t)getpid() << 20)) & 0xffffff);
 	b.t_end = t0 + (uint64_t)(c->seconds * 1e9);
 	for (int i = 0; i < c->clients; i++) {
 		cl[i].cfg = &b;

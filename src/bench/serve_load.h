@@ -26,7 +26,8 @@ typedef struct serve_load_config {
 	long req_timeout;    /* seconds, one request */
 	long requests;       /* stop after this many requests (0: the time) */
 	bool vary;           /* each request's prompt starts with its own
-				"CLIENT.N " (no prefix-cache hits) */
+				"RUN.CLIENT.N " (no prefix-cache hits, also
+				across runs against one server) */
 	double ramp;         /* seconds: client i sends its first request at
 				i * ramp / clients (0: all at once) */
 } serve_load_config_t;
