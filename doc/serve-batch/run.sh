@@ -2,9 +2,10 @@
 # Continuous batching: `egang bench serve` with 1, 4, 8 and 16 streaming
 # clients against `egang serve --parallel 16` on 2 cores, and one client
 # against `--parallel 1` (one request at a time, the path before batching).
-# Each request's prompt starts with its own "CLIENT.N " (--vary: no
-# prefix-cache hits). Two loads per model:
-#   decode: a short prompt ("CLIENT.N Once upon a time"), MAXTOK tokens;
+# Each request's prompt starts with its own "RUN.CLIENT.N " (--vary: no
+# prefix-cache hits; before RUN, each run against a server resent the
+# earlier runs' prompts and hit their prefix cache). Two loads per model:
+#   decode: a short prompt ("RUN.CLIENT.N Once upon a time"), MAXTOK tokens;
 #   ttft:   a prompt of about 256 tokens, MAXTOK tokens.
 #
 # usage: doc/serve-batch/run.sh EGANG MODEL_DIR OUT_DIR MODEL LOAD [REPS] [SECONDS] [MAXTOK]
