@@ -90,6 +90,15 @@ uint64_t time_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void time_sleep_until(uint64_t now, uint64_t next)
+{
+	if (next <= now)
+		return;
+	struct timespec ts = {(time_t)((next - now) / 1000000000ull),
+			      (long)((next - now) % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
 int futex_wait(uint32_t *addr, uint32_t val)
 {
 	return (int)syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL,

@@ -40,6 +40,10 @@ void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Monotonic clock in nanoseconds. */
 uint64_t time_now_ns(void);
+/* Sleeps from now until next (time_now_ns values); returns at once when
+ * next is past (next - now would wrap to centuries). A signal may end it
+ * early. */
+void time_sleep_until(uint64_t now, uint64_t next);
 
 /* Process-wide futex on a 32-bit word (private). wait returns when *addr !=
  * val, on a wake, or spuriously; wake returns the number woken. */

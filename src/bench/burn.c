@@ -72,17 +72,6 @@ static void *burner_main(void *arg)
 	return NULL;
 }
 
-/* Sleeps until next; returns at once when next is past (a late reporter:
- * next - now would wrap to centuries). */
-static void sleep_until(uint64_t now, uint64_t next)
-{
-	if (next <= now)
-		return;
-	struct timespec ts = {(time_t)((next - now) / 1000000000ull),
-			      (long)((next - now) % 1000000000ull)};
-	nanosleep(&ts, NULL);
-}
-
 int burn_report_format(char *buf, size_t n, double t_s, double units_s,
 		       uint64_t now_ns)
 {
@@ -123,7 +112,7 @@ int burn_run(const burn_config_t *c, burn_result_t *r)
 	for (uint64_t now = t0; rc == 0 && (now = time_now_ns()) < end;) {
 		uint64_t step = c->report_ms ? (uint64_t)c->report_ms * 1000000ull
 					     : end - now;
-		sleep_until(now, last_t + step < end ? last_t + step : end);
+		time_sleep_until(now, last_t + step < end ? last_t + step : end);
 		now = time_now_ns();
 		uint64_t u = atomic_load(&units); /* a running count: no ordering */
 		if (c->report_ms && c->report && now < end)

@@ -207,9 +207,7 @@ static cosched_result_t run_arm(cosched_t *c, const arm_t *a, uint64_t period_ns
 			break;
 		if (!period_ns || now < next) {
 			uint64_t until = period_ns && next < end ? next : end;
-			struct timespec ts = {(time_t)((until - now) / 1000000000ull),
-					      (long)((until - now) % 1000000000ull)};
-			nanosleep(&ts, NULL);
+			time_sleep_until(now, until);
 			continue;
 		}
 		res.mismatches += generation(c, &r, NULL);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -123,11 +122,8 @@ static void *client_main(void *arg)
 	loadgen_stream_t *st = malloc(sizeof *st);
 	uint64_t n_req = 0;
 	uint64_t start = c->t0 + (uint64_t)(c->c.ramp * 1e9 * cl->index / c->c.clients);
-	for (uint64_t now; (now = time_now_ns()) < start && now < c->t_end;) {
-		uint64_t left = start - now;
-		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-		nanosleep(&ts, NULL);
-	}
+	for (uint64_t now; (now = time_now_ns()) < start && now < c->t_end;)
+		time_sleep_until(now, start);
 	while (h && st && time_now_ns() < c->t_end) {
 		/* relaxed: a count, orders nothing */
 		if (c->c.requests && atomic_fetch_add_explicit(&cl->sh->issued, 1,
