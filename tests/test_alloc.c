@@ -14,7 +14,7 @@
 #include "kernels/kernels.h"
 #include "model/forward.h"
 #include "model/model.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 
 #include "testutil.h"
 

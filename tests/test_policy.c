@@ -24,7 +24,7 @@
 #include "model/model.h"
 #include "policy/control.h"
 #include "policy/policy.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 
 #include "testutil.h" /* after gang.h: the toy wave plan */
 

@@ -19,7 +19,7 @@
 #include "model/forward.h"
 #include "model/sampler.h"
 #include "policy/policy.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 typedef enum arm_kind {
 	ARM_STATIC,

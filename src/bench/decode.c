@@ -8,7 +8,7 @@
 #include "bench/pool.h"
 #include "model/sampler.h"
 #include "policy/policy.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 
 /* ---- the decode loop shared by every driver ---- */
 

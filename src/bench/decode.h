@@ -10,7 +10,7 @@
 
 #include "base/stats.h"
 #include "gang/gang.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 typedef struct bench_model_config {
 	const char *name;       /* the command, for messages: "bench decode" */

@@ -13,8 +13,8 @@
 #include "base/base.h"
 #include "base/stats.h"
 #include "model/model.h"
-#include "server/engine.h"
-#include "server/engine_open.h"
+#include "engine/engine.h"
+#include "engine/engine_open.h"
 
 typedef struct sw_ctx {
 	control_t *cw;

@@ -7,7 +7,7 @@
 #include "base/base.h"
 #include "cli/cli.h"
 #include "model/gguf.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 
 /* The template tmpl (checked: NULL, "none" or a built-in's name) asks for
  * on e's model; NULL for plain text. */

@@ -8,7 +8,7 @@
 #define EGANG_CLI_AGENT_MODEL_H
 
 #include "model/chat.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 typedef struct agent_model {
 	engine_t *e;

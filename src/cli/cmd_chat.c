@@ -25,8 +25,8 @@
 
 #include "cli/cli.h"
 #include "model/chat.h"
-#include "server/engine.h"
-#include "server/engine_open.h"
+#include "engine/engine.h"
+#include "engine/engine_open.h"
 
 static const char chat_help[] =
 	"usage: egang chat -m MODEL [options]\n"

@@ -14,8 +14,8 @@
 #include "policy/control.h"
 #include "policy/controller.h"
 #include "policy/policy.h"
-#include "server/engine.h"
-#include "server/engine_open.h"
+#include "engine/engine.h"
+#include "engine/engine_open.h"
 
 static const char control_help[] =
 	"usage: egang control --control PATH (--oracle SCHEDULE | --bandit |\n"

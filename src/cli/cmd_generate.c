@@ -6,8 +6,8 @@
 
 #include "cli/cli.h"
 #include "gang/membership.h"
-#include "server/engine.h"
-#include "server/engine_open.h"
+#include "engine/engine.h"
+#include "engine/engine_open.h"
 
 static const char generate_help[] =
 	"usage: egang generate -m MODEL [options]\n"

@@ -9,7 +9,7 @@
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 static const char policy_help[] =
 	"usage: egang policy list|show P|set P|status [options]\n"

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 static const char scx_help[] =
 	"usage: egang scx load|status|set P|unload|bench|progs|waits|exec [options] [-- CMD ARGS]\n"

@@ -14,7 +14,7 @@
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 #include "server/server.h"
 
 static const char serve_help[] =

@@ -36,7 +36,7 @@
 #include "base/base.h"
 #include "gang/gang.h"
 #include "model/forward.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/server_impl.h"
 
 #define KV_BLOCK 16     /* positions per block of a sequence's KV */

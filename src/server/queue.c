@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "gang/gang.h"
 #include "model/forward.h"
-#include "server/engine.h"
+#include "engine/engine.h"
 #include "server/server_impl.h"
 
 /* ---- the queue ---- */

@@ -1,6 +1,6 @@
 /* engine_open: model + forward + gang + policy for a command
  * (engine_open.h). */
-#include "server/engine_open.h"
+#include "engine/engine_open.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* engine: the generation loop (see engine.h). */
-#include "server/engine.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <stdlib.h>
