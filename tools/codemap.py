@@ -28,9 +28,12 @@ import tempfile
 # of the layers before it (doc/ARCHITECTURE.md, "Layers").
 LAYERS = ["base", "kernels", "model", "gang", "policy", "scx", "engine",
           "server", "bench", "cli"]
-# The server's stages, first to last: a stage calls only the stages after
-# it; metrics.c is the leaf every stage may call.
-SERVER_STAGES = ["http", "api", "sched", "metrics"]
+# The server's stages, first to last, by file name prefix: a stage calls
+# only the stages after it. server.c is the lifecycle (new, start, stop,
+# free) above the pipeline; http* the transport; api* request validation
+# and response formatting; sched* the slots, queue and batch steps;
+# metrics* and buf* the leaves every stage may call.
+SERVER_STAGES = ["server", "http", "api", "sched", "metrics", "buf"]
 CLI_MAX_LINES = 250
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
