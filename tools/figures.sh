@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the figures in README.md on this machine and keeps their raw
-# data under doc/: every target writes doc/<target>.txt (or a folder), whose
-# first lines name the date, the commit and the exact commands. Run it on a
-# quiet machine: the numbers are medians over repetitions, but other load
-# still shows.
+# Regenerates the main figures of doc/measurements.md (the headline ones
+# in README.md) on this machine and keeps their raw data under doc/: every
+# target writes doc/<target>.txt (or a folder), whose first lines name the
+# date, the commit and the exact commands. Run it on a quiet machine: the
+# numbers are medians over repetitions, but other load still shows. The
+# figures of one topic each (doc/<topic>/) have their scripts in
+# tools/figures/<topic>/.
 #
 # Usage: tools/figures.sh TARGET...   (default: every quick target)
 #   protocol    bench protocol (latch, barrier, return, acquire)  ~1 min
@@ -14,7 +16,7 @@
 #   verify      make verify-long: the model's state counts        ~10 min
 #   coschedule  bench coschedule (CSV + PNG)                      ~5 min
 #   switching   bench switching (CSV + PNG + summary)             ~5 min
-#   llamacpp    bench/compare-llamacpp, quiet and busy            ~25 min
+#   llamacpp    tools/llamacpp/compare-llamacpp, quiet and busy   ~25 min
 # Models are made with `egang synth` into build/models (about 700 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -99,8 +101,8 @@ fig_switching() {
 
 fig_llamacpp() {
 	mkdir -p doc/llamacpp doc/llamacpp-busy
-	bench/compare-llamacpp --reps 3 --out doc/llamacpp | tee doc/llamacpp/tables.txt
-	bench/compare-llamacpp --busy --reps 3 --models stories260K,smollm-135m-q8_0,tinyllama-1.1b-q8_0 \
+	tools/llamacpp/compare-llamacpp --reps 3 --out doc/llamacpp | tee doc/llamacpp/tables.txt
+	tools/llamacpp/compare-llamacpp --busy --reps 3 --models stories260K,smollm-135m-q8_0,tinyllama-1.1b-q8_0 \
 		--timeout 180 --out doc/llamacpp-busy | tee doc/llamacpp-busy/tables.txt
 }
 
@@ -109,7 +111,7 @@ targets=("$@")
 for t in "${targets[@]}"; do
 	case $t in
 	protocol|gang|switch|membw|serve|verify|coschedule|switching|llamacpp) fig_$t ;;
-	-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "figures.sh: unknown target '$t' (see tools/figures.sh --help)" >&2; exit 2 ;;
 	esac
 done

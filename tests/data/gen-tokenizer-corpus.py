@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokenizer-corpus.txt: the strings on which egang's
-tokenizers are checked against llama.cpp (bench/tokenizer-check). One
-string per line in C escapes (\\n \\t \\r \\\\ \\xNN), so a line can hold
+tokenizers are checked against llama.cpp (tools/llamacpp/tokenizer-check).
+One string per line in C escapes (\\n \\t \\r \\\\ \\xNN), so a line can hold
 newlines and invalid UTF-8. Deterministic; the output is committed."""
 import random, sys
 

@@ -19,7 +19,7 @@ if [[ ! -f $models/stories260K.bin ]]; then
 fi
 out=$b/scx-test
 mkdir -p "$out"
-kernel/initramfs.sh "$b/egang" "$models" "$out/initramfs.cpio.gz"
+tools/scx-kernel/initramfs.sh "$b/egang" "$models" "$out/initramfs.cpio.gz"
 log=$out/serial.log
 # kernel parameters the kernel does not know become /init's environment:
 # SCX_MIN_CALLS (callbacks each slot must reach; guest.sh: 60,000) and
