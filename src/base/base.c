@@ -3,8 +3,8 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
 #include <hwloc.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
