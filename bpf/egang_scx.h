@@ -34,6 +34,10 @@
 
 #define EGANG_SLOTS 128 /* = POLICY_LIB_MAX: one slot per library record */
 #define EGANG_SCX_PIN "/sys/fs/bpf/egang"
+/* CPUs 0..EGANG_SCX_CPUS-1 only: a record's CPU sets (gang_cpus,
+ * tenant_cpus) are one __u64 each. scx_load refuses a gang on a CPU
+ * beyond (scx_check_cpus). To lift it: a bpf_cpumask kptr per record. */
+#define EGANG_SCX_CPUS 64
 
 enum egang_cb { EGANG_CB_SELECT, EGANG_CB_ENQUEUE, EGANG_CB_DISPATCH, EGANG_CB_COUNT };
 

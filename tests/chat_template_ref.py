@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The reference rendering of a chat template: python3-jinja2 as Hugging
 Face transformers' apply_chat_template sets it up (a sandboxed environment,
 trim_blocks and lstrip_blocks, raise_exception, tojson).

@@ -57,7 +57,7 @@ expect_exit "synth --sliding-window on a shape without one" 2 "has no sliding-wi
 # One file written with N = 6, then its u32 value (type, value after the key
 # string) rewritten in place: setkey FILE TYPE VALUE-BYTES-HEX
 setkey() {
-	python3 - "$@" <<'PY'
+	/usr/bin/python3 - "$@" <<'PY'
 import struct, sys
 path, typ, val = sys.argv[1], int(sys.argv[2]), bytes.fromhex(sys.argv[3])
 key = b"gemma3.attention.sliding_window_pattern"
@@ -70,7 +70,7 @@ with open(path, "r+b") as f:
     f.write(struct.pack("<I", typ) + val)
 PY
 }
-u32() { python3 -c "import struct,sys; print(struct.pack('<I', int(sys.argv[1])).hex())" "$1"; }
+u32() { /usr/bin/python3 -c "import struct,sys; print(struct.pack('<I', int(sys.argv[1])).hex())" "$1"; }
 SP=$TMP/gemma3-pat.gguf
 "$EGANG" synth gemma3-270m --vocab 4096 --layers 6 --sliding-window 8 --sliding-window-pattern 6 --type q4_0 --seed 5 -o $SP -q
 ok=1 why=""
@@ -92,7 +92,7 @@ else fail "gemma3: pattern 6 = no key; 4 and 0 change the logits"; fi
 setkey $SP 5 ffffffff
 expect_exit "gemma3: sliding_window_pattern -1" 2 "key 'gemma3.attention.sliding_window_pattern' = -1 is out of range" \
 	"$EGANG" info $SP
-setkey $SP 6 "$(python3 -c "import struct; print(struct.pack('<f', 6.0).hex())")"
+setkey $SP 6 "$(/usr/bin/python3 -c "import struct; print(struct.pack('<f', 6.0).hex())")"
 expect_exit "gemma3: sliding_window_pattern as a float" 2 "key 'gemma3.attention.sliding_window_pattern' is not an integer" \
 	"$EGANG" info $SP
 rm -f $SP
@@ -104,7 +104,7 @@ expect_exit "synth --sliding-window-pattern -1" 2 "sliding-window-pattern: -1 is
 # Malformed files: one string of the header changed in place (same length)
 # and back. patch FILE OLD NEW: the first OLD in the first 16 MiB -> NEW.
 patch() {
-	python3 - "$@" <<'PY'
+	/usr/bin/python3 - "$@" <<'PY'
 import sys
 path, old, new = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
 assert len(old) == len(new)

@@ -58,7 +58,7 @@ expect_exit "bench width --batch not a number" 2 "--batch: 'x'" "$EGANG" bench w
 if grep -q "^bench decode: .* q8_0 cores=[0-9].* tok/s min/median/max [0-9.]*/[0-9.]*/[0-9.]*  GB/s" $TMP/d && [[ $(wc -l <$TMP/d) -eq 1 ]]
 then pass "bench decode: one summary line"; else fail "bench decode: one summary line" "$(cat $TMP/d)"; fi
 "$EGANG" bench prefill -m $TMP/m.gguf --tokens 40 --reps 2 --cores 0 --json >$TMP/p 2>&1
-if python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["bench"]=="prefill" and j["threads"]==1 and j["tokens"]==40 and 0<j["tok_s"]["min"]<=j["tok_s"]["median"]<=j["tok_s"]["max"]' $TMP/p
+if /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["bench"]=="prefill" and j["threads"]==1 and j["tokens"]==40 and 0<j["tok_s"]["min"]<=j["tok_s"]["median"]<=j["tok_s"]["max"]' $TMP/p
 then pass "bench prefill --json: one object"; else fail "bench prefill --json: one object" "$(cat $TMP/p)"; fi
 expect_exit "bench prefill prompt past the context" 2 "--tokens 1000 does not fit the model's context of 512" "$EGANG" bench prefill -m $TMP/m.gguf --tokens 1000
 expect_exit "bench width has no --json" 2 "unknown option or missing value in '--json'" "$EGANG" bench width -m $TMP/m.gguf --json

@@ -11,13 +11,13 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 ROOT=$PWD
-python3 -c 'import jinja2' 2>/dev/null ||
+/usr/bin/python3 -c 'import jinja2' 2>/dev/null ||
 	{ skip chat-templates "python3-jinja2 is not installed (tools/deps.sh)"; exit 0; }
 DATA=$ROOT/tests/data
 STORIES=$MODELS/stories260K.gguf
 [[ -f $STORIES ]] || { missing_model chat-templates "no $STORIES"; exit 0; }
 W=$TMP
-python3 - "$DATA/chat-conversations.json" "$W" <<'PY'
+/usr/bin/python3 - "$DATA/chat-conversations.json" "$W" <<'PY'
 import json, sys
 for i, c in enumerate(json.load(open(sys.argv[1]))):
     json.dump(c, open(f"{sys.argv[2]}/c{i}.json", "w"), ensure_ascii=False)
@@ -27,7 +27,7 @@ bad() { fail "$@"; bad=$((bad + 1)); }
 check() { # name model template-file bos eos
 	local name=$1 model=$2 tmpl=$3 bos=$4 eos=$5 c ref
 	rm -rf "$W/ref" && mkdir "$W/ref"
-	python3 "$ROOT/tests/chat_template_ref.py" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/c*.json 2>/dev/null ||
+	/usr/bin/python3 "$ROOT/tests/chat_template_ref.py" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/c*.json 2>/dev/null ||
 		{ bad "chat-template-$name" "the reference renderer failed"; return; }
 	for c in "$W"/c*.json; do
 		ref=$W/ref/$(basename "$c")
@@ -51,11 +51,11 @@ for t in chatml llama2 zephyr; do
 done
 if TOK=$("$ROOT/tools/tokenizers.sh" 2>/dev/null); then
 	for v in llama3 qwen3 gemma3; do
-		python3 -c "import json,sys; sys.stdout.write(json.load(open('$TOK/$v/tokenizer_config.json'))['chat_template'])" >"$W/$v.jinja"
+		/usr/bin/python3 -c "import json,sys; sys.stdout.write(json.load(open('$TOK/$v/tokenizer_config.json'))['chat_template'])" >"$W/$v.jinja"
 		"$EGANG" synth stories260k --layers 1 --type f32 -q --tokenizer "$TOK/$v/tokenizer.json" \
 			--tokenizer-config "$TOK/$v/tokenizer_config.json" -o "$W/$v.gguf" ||
 			{ bad "chat-template-$v" "synth failed"; continue; }
-		read -r bos eos < <(python3 -c "
+		read -r bos eos < <(/usr/bin/python3 -c "
 import json; c=json.load(open('$TOK/$v/tokenizer_config.json'))
 g=lambda k: (c.get(k) or {}).get('content', '') if isinstance(c.get(k), dict) else (c.get(k) or '')
 print(g('bos_token') or '-', g('eos_token') or '-')")

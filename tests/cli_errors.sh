@@ -19,7 +19,9 @@ expect_exit "-n negative" 2 "-n: -5 is out of range" "$EGANG" generate -m x -n -
 expect_exit "-t out of range" 2 "-t: 1000 is out of range" "$EGANG" generate -m x -t 1000
 expect_exit "--top-p 0" 2 "--top-p: 0 is out of range" "$EGANG" generate -m x --top-p 0
 expect_exit "--sampler bogus" 2 "--sampler: 'x' is not" "$EGANG" generate -m x --sampler x
-expect_exit "--cores outside the mask" 2 "CPUs 40 are not in this process" "$EGANG" generate -m x --cores 40
+expect_exit "--cores outside the mask" 2 "CPUs 1000 are not in this process" "$EGANG" generate -m x --cores 1000
+expect_exit "--cores beyond CPUMASK_MAX" 2 "CPU 1024 is beyond the limit of 1023 \(CPUMASK_MAX\)" "$EGANG" generate -m x --cores 0,1024
+expect_exit "--cores beyond the gang's slots" 2 "--cores 0-40: 41 CPUs, but the gang has 32 slots \(GANG_MAX_SLOTS\)" "$EGANG" generate -m x --cores 0-40
 expect_exit "--cores malformed" 2 "CPU list '0-': expected a number" "$EGANG" generate -m x --cores 0-
 expect_exit "--cores reversed" 2 "range 1-0 is reversed" "$EGANG" generate -m x --cores 1-0
 expect_exit "--membership bogus" 2 "not random:SEED" "$EGANG" generate -m x --membership sometimes
@@ -37,7 +39,7 @@ expect_exit "info two files" 2 "info: unexpected argument .b." "$EGANG" info a b
 # ---- malformed llama2.c checkpoints (the header is 7 int32) ----
 mkbin() { # mkbin FILE dim hidden layers heads kv vocab seq [payload floats]
 	local f=$1; shift
-	python3 - "$f" "$@" <<'PY'
+	/usr/bin/python3 - "$f" "$@" <<'PY'
 import struct, sys
 f = sys.argv[1]; h = [int(x) for x in sys.argv[2:9]]
 n = int(sys.argv[9]) if len(sys.argv) > 9 else 0

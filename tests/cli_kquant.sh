@@ -127,7 +127,7 @@ expect_exit "synth: unknown type" 2 "is not one of" "$EGANG" synth stories260k -
 # malformed K-quant data: a NaN scale and an infinite min in a q4_K block,
 # an infinite q6_K scale, a file cut inside a K-quant tensor
 corrupt() { # IN OUT TENSOR BLOCK_BYTES BLOCK FIELD_OFF VALUE
-	python3 - "$@" <<'PY'
+	/usr/bin/python3 - "$@" <<'PY'
 import os, struct, subprocess, sys
 src, dst, name, bb, blk, fo, val = sys.argv[1:8]
 info = subprocess.run([os.environ["EGANG"], "info", src],
@@ -161,7 +161,7 @@ expect_exit "a file cut inside a K-quant tensor: tensor and offset named" 2 \
 
 # header edits: a tensor's type or shape changed in its tensor info
 retag() { # IN OUT TENSOR [type=N] [ne0=N] [ne1=N]
-	python3 - "$@" <<'PY'
+	/usr/bin/python3 - "$@" <<'PY'
 import struct, sys
 src, dst, name = sys.argv[1:4]
 ch = dict(a.split('=') for a in sys.argv[4:])

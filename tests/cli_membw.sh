@@ -21,7 +21,7 @@ if awk '{split($(NF-2), v, "/"); if (!(v[1] > 0 && v[1] <= v[2] && v[2] <= v[3])
 else fail "bench membw: 0 < min <= median <= max" "$(cat $TMP/m)"; fi
 
 "$EGANG" bench membw --cores 0 --mb 8 --reps 3 --json >$TMP/j 2>&1
-if python3 -c '
+if /usr/bin/python3 -c '
 import json, sys
 o = [json.loads(l) for l in open(sys.argv[1])]
 assert len(o) == 1 and o[0]["bench"] == "membw" and o[0]["threads"] == 1
@@ -72,7 +72,7 @@ if [[ $(grep -c '^bench matvec: q8_0 ' $TMP/mvg) -eq 1 && $(grep -c 'packed' $TM
 then pass "bench matvec: no packed figure under EGANG_ISA=generic"
 else fail "bench matvec: no packed figure under EGANG_ISA=generic" "$(cat $TMP/mvg)"; fi
 "$EGANG" bench matvec --types q4_0 --n 96 --mb 8 --reps 2 --json >$TMP/mvj 2>&1
-if python3 -c '
+if /usr/bin/python3 -c '
 import json, sys
 o = [json.loads(l) for l in open(sys.argv[1])]
 assert len(o) == 1 and o[0]["type"] == "q4_0" and o[0]["n"] == 96

@@ -129,17 +129,17 @@ EOF
 if have_repo_models "GGUF writer against llama.cpp" &&
    { [[ -r $MODELS/stories260K.gguf ]] || { missing_model "GGUF writer against llama.cpp" "no $MODELS/stories260K.gguf"; false; }; }; then
 	"$EGANG" convert "$REPO_MODELS/stories260K.bin" -z "$REPO_MODELS/tok512.bin" -o "$TMP/conv.gguf" 2>"$TMP/conv.err"
-	if python3 "$TMP/gguf_oracle.py" "$TMP/conv.gguf" "$MODELS/stories260K.gguf" >"$TMP/oracle.out" 2>&1; then
+	if /usr/bin/python3 "$TMP/gguf_oracle.py" "$TMP/conv.gguf" "$MODELS/stories260K.gguf" >"$TMP/oracle.out" 2>&1; then
 		pass "GGUF writer: tensors and header equal llama.cpp's stories260K.gguf ($(tail -1 "$TMP/oracle.out"))"
 	else fail "GGUF writer: tensors and header equal llama.cpp's stories260K.gguf" "$(head -5 "$TMP/oracle.out" | tr '\n' ' ')"; fi
 	# the oracle can fail: one flipped weight byte in our file is caught
-	python3 - "$TMP/conv.gguf" "$TMP/flip.gguf" <<'EOF'
+	/usr/bin/python3 - "$TMP/conv.gguf" "$TMP/flip.gguf" <<'EOF'
 import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
 b[-5] ^= 0x40  # inside the last tensor's data
 open(sys.argv[2], 'wb').write(b)
 EOF
-	if ! python3 "$TMP/gguf_oracle.py" "$TMP/flip.gguf" "$MODELS/stories260K.gguf" >"$TMP/oracle2.out" 2>&1 &&
+	if ! /usr/bin/python3 "$TMP/gguf_oracle.py" "$TMP/flip.gguf" "$MODELS/stories260K.gguf" >"$TMP/oracle2.out" 2>&1 &&
 	   grep -q 'data differs' "$TMP/oracle2.out"; then pass "GGUF oracle catches a flipped weight"
 	else fail "GGUF oracle catches a flipped weight" "$(tail -2 "$TMP/oracle2.out" | tr '\n' ' ')"; fi
 fi

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 # json_get FILE EXPR: prints a python expression over the parsed JSON `j`
 json_get() {
-	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
+	/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
 }
 
 # post PATH JSON [curl args...]: body to $TMP/r.json, prints the status
@@ -25,7 +25,7 @@ post() {
 
 # sse_text FILE FIELD: concatenates the text of every data: event
 sse_text() {
-	python3 - "$1" "$2" <<'PY'
+	/usr/bin/python3 - "$1" "$2" <<'PY'
 import json, sys
 out = []
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -119,7 +119,7 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 	else fail "/metrics counters move"; fi
 
 	# ---- the bad-request table ----
-	python3 - "${URL#http://127.0.0.1:}" >"$TMP/bad.out" 2>&1 <<'PY'
+	/usr/bin/python3 - "${URL#http://127.0.0.1:}" >"$TMP/bad.out" 2>&1 <<'PY'
 import json, socket, sys, time
 port = int(sys.argv[1])
 BIG = b'{"prompt":"' + b"a" * (1 << 20) + b'"}'

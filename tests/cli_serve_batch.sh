@@ -81,14 +81,14 @@ invariance() {
 	for ((i = 0; i < NP; i++)); do # alone, one after the other
 		specs+=("p$i:0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
 	done
-	python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" --serial "${specs[@]}"
+	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" --serial "${specs[@]}"
 	for r in 1 2; do # together, joining at random times
 		mkdir -p "$TMP/b$r-$type"
 		specs=()
 		for ((i = 0; i < NP; i++)); do
 			specs+=("p$i:0.$((RANDOM % 30)):$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
 		done
-		python3 "$TMP/clients.py" "$URL" "$TMP/b$r-$type" "${specs[@]}"
+		/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/b$r-$type" "${specs[@]}"
 		for ((i = 0; i < NP; i++)); do
 			local a b
 			a=$(hash_of "$TMP/alone-$type" p$i); b=$(hash_of "$TMP/b$r-$type" p$i)
@@ -118,7 +118,7 @@ M=$TMP/inv-q8_0.gguf
 if start_server par -m "$M" --ctx 256 --cores 0-1 --parallel 4 -q; then
 	want=$("$EGANG" generate -m "$M" --ctx 256 -p "Once upon a time" -n 16 -t 0 --no-echo -q --cores 0 2>/dev/null)
 	got=$(curl -s -d '{"prompt":"Once upon a time","max_tokens":16,"temperature":0}' "$URL/v1/completions" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+		/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
 	if [[ -n $want && "$got" == "$want" ]]; then pass "--parallel 4: greedy completion equals egang generate"
 	else fail "--parallel 4 greedy" "'$got' vs '$want'"; fi
 	curl -s "$URL/metrics" >"$TMP/m.txt"
@@ -148,7 +148,7 @@ if start_server par -m "$M" --ctx 256 --cores 0-1 --parallel 4 -q; then
 	specs=()
 	for ((i = 0; i < 200; i++)); do specs+=("c$i:0:4:$i:client $i says"); done
 	mkdir -p "$TMP/many"
-	python3 "$TMP/clients.py" "$URL" "$TMP/many" "${specs[@]}"
+	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/many" "${specs[@]}"
 	n200=$(cat "$TMP"/many/*.status | grep -c '^200$'); n429=$(cat "$TMP"/many/*.status | grep -c '^429$')
 	if [[ $((n200 + n429)) -eq 200 && $n200 -ge 4 ]]; then pass "200 clients at once: $n200 x 200, $n429 x 429"
 	else fail "200 clients at once" "200: $n200, 429: $n429"; fi
@@ -163,7 +163,7 @@ LONG=$(for i in $(seq 1 120); do printf "word%d " $i; done)
 if EGANG_SERVE_LOGITS_DIR=$HDIR start_server fault -m "$M" --ctx 1024 --cores 0-1 --parallel 4 \
 	--prefill-chunk 1 -q; then
 	mkdir -p "$TMP/fa" "$TMP/fb"
-	python3 "$TMP/clients.py" "$URL" "$TMP/fa" "s:0:40:7:The story goes"
+	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/fa" "s:0:40:7:The story goes"
 	# the same request again while short ones end at max_tokens 1..3 as
 	# others join, and streaming clients with long prompts go away
 	specs=("s:0.2:40:7:The story goes")
@@ -174,7 +174,7 @@ if EGANG_SERVE_LOGITS_DIR=$HDIR start_server fault -m "$M" --ctx 1024 --cores 0-
 			-w "%{http_code}\n" -o "$TMP/gone$i.json" "$URL/v1/completions" >"$TMP/gone$i.st" 2>&1 &
 		gone+=($!)
 	done
-	python3 "$TMP/clients.py" "$URL" "$TMP/fb" "${specs[@]}"
+	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/fb" "${specs[@]}"
 	wait "${gone[@]}"
 	a=$(hash_of "$TMP/fa" s); b=$(hash_of "$TMP/fb" s)
 	if [[ -s $a ]] && cmp -s "$a" "$b"; then pass "a stream is unchanged by disconnects and max_tokens ends around it"
@@ -201,7 +201,7 @@ if start_server kv -m "$M" --ctx 1024 --cores 0 --parallel 4 --kv-mb 1 -q; then 
 	MID=$(for i in $(seq 1 40); do printf 'v%d ' $i; done)
 	for i in 1 2 3 4; do specs+=("k$i:0:100:$i:$MID $i"); done
 	mkdir -p "$TMP/kv"
-	python3 "$TMP/clients.py" "$URL" "$TMP/kv" "${specs[@]}"
+	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/kv" "${specs[@]}"
 	ok=1
 	for i in 1 2 3 4; do [[ $(cat "$TMP/kv/k$i.status") == 200 ]] || ok=0; done
 	[[ $ok -eq 1 ]] && pass "requests whose KV does not fit wait and complete" || fail "KV waits"

@@ -30,7 +30,7 @@ expect_exit "synth into a missing folder" 1 "nonexistent" "$EGANG" synth stories
 # --flat-logits: a tied classifier's logits spread (sd near 1) where the
 # default's have an sd of tens; the greedy pick is the same (the scale of
 # the final norm does not reorder the logits)
-sd() { python3 -c 'import struct,sys,statistics as s; b=open(sys.argv[1],"rb").read(); v=struct.unpack("<%df" % (len(b)//4), b); print(round(s.pstdev([x for x in v if x != 0.0]), 2))' "$1"; }
+sd() { /usr/bin/python3 -c 'import struct,sys,statistics as s; b=open(sys.argv[1],"rb").read(); v=struct.unpack("<%df" % (len(b)//4), b); print(round(s.pstdev([x for x in v if x != 0.0]), 2))' "$1"; }
 "$EGANG" synth smollm-135m --layers 2 --type q8_0 --seed 5 --flat-logits -o $TMP/flat.gguf -q
 for f in a flat; do
 	"$EGANG" generate -m $TMP/$f.gguf --prompt-ids 1,500,900 -n 1 -t 0 -q --no-echo \

@@ -21,7 +21,7 @@ cleanup() { [[ -n $SPID ]] && kill -9 "$SPID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
 MODEL=$TMP/split.gguf
-python3 - "$MODEL" <<'PY'
+/usr/bin/python3 - "$MODEL" <<'PY'
 import struct, sys
 PATH = [0x260, 0xE4, 0xB8, 0xAD, 0x261, 0xFF, 0xC0, 0xAF, 0xED, 0xA0, 0x80,
         0xF0, 0x9F, 0x98, 0x41, 0xC3, 0xA9, 0xE2, 0x82]
@@ -103,7 +103,7 @@ got=$(cli -n 40 --stop "${R}A")
 [[ $got == "$(hex "中b$R$R$R$R$R$R")" ]] && pass "generate: a stop string matches a replaced byte (U+FFFD)" || fail "generate: stop on U+FFFD" "$got"
 
 # ---- the server ----
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+port=$(/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 "$EGANG" serve -m "$MODEL" --ctx 64 --port "$port" --cores 0 -q >"$TMP/serve.out" 2>"$TMP/serve.err" &
 SPID=$!
 URL=http://127.0.0.1:$port
@@ -117,7 +117,7 @@ if [[ $up -eq 0 ]]; then fail "serve the split-UTF-8 model" "$(head -c 300 "$TMP
 
 # server BODY STREAM: the text of a completion as hex (plain or SSE)
 server() {
-	python3 - "$URL" "$1" "$2" <<'PY'
+	/usr/bin/python3 - "$URL" "$1" "$2" <<'PY'
 import json, sys, urllib.request
 url, body, stream = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "1"
 body.update({"prompt": "a", "temperature": 0, "stream": stream})

@@ -1,5 +1,8 @@
 # Shared helpers of the shell tests: each check prints "PASS: name",
 # "FAIL: name (why)" or "SKIP: name (why)"; tests/run.sh counts them.
+# Python is /usr/bin/python3, Debian's, with the python3-* packages that
+# tools/deps.sh installs (python3-jinja2): never a python3 found first on
+# PATH (a pyenv or venv build with other site-packages and versions).
 EGANG=${EGANG:-$(pwd)/egang}
 # ../shared/models: the larger set of real models and reference outputs
 MODELS=${EGANG_MODELS:-$(pwd)/../shared/models}
@@ -79,7 +82,7 @@ gang_stat() {
 # ---- servers ----
 
 free_port() {
-	python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
+	/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
 
 # start_server NAME ARGS...: `egang serve --port P ARGS...` in the

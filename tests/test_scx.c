@@ -74,6 +74,21 @@ static void test_cores_mapping(void **state)
 	assert_int_equal(r.tenant_cpus, 1u << 5);
 }
 
+/* The records' CPU sets are 64 bits: a CPU beyond is refused, named. */
+static void test_cpu_limit(void **state)
+{
+	(void)state;
+	int ok[] = {0, 63, 17}, high[] = {3, 64};
+	assert_int_equal(scx_check_cpus(ok, 3), 0);
+	assert_int_equal(scx_check_cpus(high, 2), -1);
+	assert_string_equal(err_get(), "scx: CPU 64 is beyond the sched_ext backend's "
+				       "limit of 63 (EGANG_SCX_CPUS: its CPU sets are 64 bits)");
+	static policy_lib_t lib;
+	policy_lib_builtin(&lib, 2);
+	assert_int_equal(scx_load(&lib, high, 2, 0), -1);
+	assert_non_null(strstr(err_get(), "EGANG_SCX_CPUS"));
+}
+
 static void test_build_without_scx(void **state)
 {
 	(void)state;
@@ -189,6 +204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_builtin_kernel_forms),
 		cmocka_unit_test(test_cores_mapping),
+		cmocka_unit_test(test_cpu_limit),
 		cmocka_unit_test(test_build_without_scx),
 		cmocka_unit_test(test_kguard_buckets),
 		cmocka_unit_test(test_kguard_rules),

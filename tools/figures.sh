@@ -65,7 +65,7 @@ fig_membw() {
 	header $f "5 rounds of: $EGANG bench membw --reps 3 --json -q; $EGANG bench decode -m $m --tokens 32 --reps 3 -q"
 	for ((i = 1; i <= 5; i++)); do
 		bw=$($EGANG bench membw --reps 3 --json -q | tail -1 |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["gb_s"]["median"])')
+			/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["gb_s"]["median"])')
 		dec=$($EGANG bench decode -m "$m" --tokens 32 --reps 3 -q |
 			sed -n 's/.* GB\/s \([0-9.]*\) .*/\1/p')
 		r+=("$(awk -v d="$dec" -v b="$bw" 'BEGIN {printf "%.3f", d / b}')")

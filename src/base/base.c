@@ -1,8 +1,10 @@
 /* base: errors, logging, time, futex, CPU sets, affinity, topology, PRNG. */
 #include "base/base.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <hwloc.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
@@ -113,6 +115,54 @@ int futex_wake(uint32_t *addr, int n)
 
 /* ---- CPU sets ---- */
 
+_Static_assert(CPUMASK_MAX == CPU_SETSIZE,
+	       "cpumask_t and cpu_set_t must cover the same CPUs");
+_Static_assert(CPUMASK_MAX % 64 == 0, "cpumask_t is whole words");
+
+void cpumask_set(cpumask_t *m, int cpu)
+{
+	assert(cpu >= 0 && cpu < CPUMASK_MAX);
+	m->w[cpu / 64] |= 1ull << (cpu % 64);
+}
+
+bool cpumask_has(const cpumask_t *m, int cpu)
+{
+	return cpu >= 0 && cpu < CPUMASK_MAX && (m->w[cpu / 64] >> (cpu % 64) & 1);
+}
+
+int cpumask_count(const cpumask_t *m)
+{
+	int n = 0;
+	for (size_t i = 0; i < EG_ARRAY_LEN(m->w); i++)
+		n += __builtin_popcountll(m->w[i]);
+	return n;
+}
+
+int cpumask_last(const cpumask_t *m)
+{
+	for (int i = (int)EG_ARRAY_LEN(m->w) - 1; i >= 0; i--)
+		if (m->w[i])
+			return i * 64 + 63 - __builtin_clzll(m->w[i]);
+	return -1;
+}
+
+cpumask_t cpumask_of_bits(uint64_t bits)
+{
+	cpumask_t m = {{bits}};
+	return m;
+}
+
+cpumask_t cpumask_of_cpus(const int *cpus, int n)
+{
+	cpumask_t m = {{0}};
+	for (int i = 0; i < n; i++)
+		cpumask_set(&m, cpus[i]);
+	return m;
+}
+
+/* A decimal number at *p (digits only: no sign, no space); -1 when there
+ * is none. A number too large for long reads as LONG_MAX, beyond any
+ * CPU. */
 static int parse_uint(const char **p, long *out)
 {
 	char *end;
@@ -120,26 +170,27 @@ static int parse_uint(const char **p, long *out)
 		return -1;
 	errno = 0;
 	*out = strtol(*p, &end, 10);
-	if (errno)
-		return -1;
+	if (errno == ERANGE)
+		*out = LONG_MAX;
 	*p = end;
 	return 0;
 }
 
 int cpumask_parse(const char *s, cpumask_t *out)
 {
-	cpumask_t m = 0;
+	cpumask_t m = {{0}};
 	const char *p = s;
 	if (!s || !*s)
 		return err_set("empty CPU list");
 	for (;;) {
 		long a, b;
+		const char *num = p; /* the larger number, as written */
 		if (parse_uint(&p, &a) < 0)
 			return err_set("CPU list '%s': expected a number at "
 				       "character %td", s, p - s + 1);
 		b = a;
 		if (*p == '-') {
-			p++;
+			num = ++p;
 			if (parse_uint(&p, &b) < 0)
 				return err_set("CPU list '%s': expected a "
 					       "number at character %td",
@@ -149,10 +200,11 @@ int cpumask_parse(const char *s, cpumask_t *out)
 			return err_set("CPU list '%s': range %ld-%ld is "
 				       "reversed", s, a, b);
 		if (b >= CPUMASK_MAX)
-			return err_set("CPU list '%s': CPU %ld is beyond the "
-				       "limit of %d", s, b, CPUMASK_MAX - 1);
+			return err_set("CPU list '%s': CPU %.*s is beyond the "
+				       "limit of %d (CPUMASK_MAX)", s,
+				       (int)(p - num), num, CPUMASK_MAX - 1);
 		for (long c = a; c <= b; c++)
-			m |= 1ull << c;
+			cpumask_set(&m, (int)c);
 		if (*p == '\0')
 			break;
 		if (*p != ',')
@@ -164,27 +216,39 @@ int cpumask_parse(const char *s, cpumask_t *out)
 	return 0;
 }
 
-char *cpumask_format(cpumask_t m, char *buf, size_t cap)
+char *cpumask_format(const cpumask_t *m, char *buf, size_t cap)
 {
+	static const char cut[] = "...";
 	size_t n = 0;
+	if (cap == 0)
+		return buf;
 	buf[0] = '\0';
-	for (int c = 0; c < CPUMASK_MAX && n < cap; c++) {
-		if (!(m >> c & 1))
+	for (int c = 0; c < CPUMASK_MAX; c++) {
+		if (!cpumask_has(m, c))
 			continue;
 		int e = c;
-		while (e + 1 < CPUMASK_MAX && (m >> (e + 1) & 1))
+		while (cpumask_has(m, e + 1))
 			e++;
-		int k = e == c ? snprintf(buf + n, cap - n, "%s%d",
-					  n ? "," : "", c)
-			       : snprintf(buf + n, cap - n, "%s%d-%d",
-					  n ? "," : "", c, e);
-		if (k < 0)
-			break;
+		char item[32];
+		int k = e == c ? snprintf(item, sizeof item, "%s%d", n ? "," : "", c)
+			       : snprintf(item, sizeof item, "%s%d-%d", n ? "," : "", c, e);
+		if (n + (size_t)k >= cap) { /* does not fit: mark the cut */
+			size_t b = n; /* the end of a whole item with room for cut */
+			while (b > 0 && b + sizeof cut > cap)
+				while (--b > 0 && buf[b] != ',')
+					;
+			if (b + sizeof cut <= cap)
+				memcpy(buf + b, cut, sizeof cut);
+			return buf;
+		}
+		memcpy(buf + n, item, (size_t)k + 1);
 		n += (size_t)k;
 		c = e;
 	}
 	return buf;
 }
+
+/* ---- affinity and topology ---- */
 
 int affinity_pin_self(int cpu)
 {
@@ -199,42 +263,152 @@ int affinity_pin_self(int cpu)
 	return 0;
 }
 
-/* Physical cores first: the first PU of every core, then the second PU of
- * every core, and so on, restricted to the process's affinity mask. */
-int topo_cores(int *cpus, int max)
+/* Appends cpu to t's order once (node: its NUMA node, -1 unknown). */
+static void topo_add(topo_t *t, cpumask_t *placed, int cpu, int node)
 {
-	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
-		return err_sys("sched_getaffinity");
-	hwloc_topology_t topo;
-	int n = 0;
-	if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
-		int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-		for (int rank = 0; rank < 8 && ncores > 0; rank++) {
-			for (int i = 0; i < ncores; i++) {
-				hwloc_obj_t core = hwloc_get_obj_by_type(
-					topo, HWLOC_OBJ_CORE, i);
-				hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(
-					topo, core->cpuset, HWLOC_OBJ_PU, rank);
-				if (!pu || pu->os_index >= CPUMASK_MAX ||
-				    !CPU_ISSET(pu->os_index, &allowed))
-					continue;
-				if (n < max)
-					cpus[n] = (int)pu->os_index;
-				n++;
-			}
+	if (cpumask_has(placed, cpu))
+		return;
+	cpumask_set(placed, cpu);
+	t->cpu[t->n] = cpu;
+	t->node[t->n] = node;
+	t->n++;
+}
+
+/* The os index of the NUMA node whose CPUs include pu; -1 if none does. */
+static int topo_node_of(hwloc_topology_t topo, hwloc_obj_t pu)
+{
+	hwloc_obj_t node = NULL;
+	while ((node = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, node)))
+		if (node->cpuset && hwloc_bitmap_isset(node->cpuset, pu->os_index))
+			return (int)node->os_index;
+	return -1;
+}
+
+/* Physical cores first: rank r takes the r-th PU of every core, so the
+ * first slots land on distinct cores and SMT siblings come last. */
+static void topo_order_hwloc(topo_t *t, cpumask_t *placed, const cpumask_t *allowed,
+			     hwloc_topology_t topo)
+{
+	int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+	for (int rank = 0, more = 1; more && ncores > 0; rank++) {
+		more = 0;
+		for (int i = 0; i < ncores; i++) {
+			hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i);
+			hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(
+				topo, core->cpuset, HWLOC_OBJ_PU, (unsigned)rank);
+			if (!pu)
+				continue;
+			more = 1;
+			if (pu->os_index < CPUMASK_MAX &&
+			    cpumask_has(allowed, (int)pu->os_index))
+				topo_add(t, placed, (int)pu->os_index,
+					 topo_node_of(topo, pu));
 		}
+	}
+}
+
+void topo_order(topo_t *t, const cpumask_t *allowed)
+{
+	cpumask_t placed = {{0}};
+	t->n = 0;
+	hwloc_topology_t topo;
+	if (hwloc_topology_init(&topo) == 0) {
+		if (hwloc_topology_load(topo) == 0)
+			topo_order_hwloc(t, &placed, allowed, topo);
 		hwloc_topology_destroy(topo);
 	}
-	if (n == 0) { /* no topology: the affinity mask in CPU order */
-		for (int c = 0; c < CPUMASK_MAX && c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &allowed)) {
-				if (n < max)
-					cpus[n] = c;
-				n++;
-			}
+	/* CPUs hwloc did not place (no topology, or a PU it missed) */
+	for (int c = 0; c < CPUMASK_MAX; c++)
+		if (cpumask_has(allowed, c))
+			topo_add(t, &placed, c, -1);
+}
+
+int topo_load(topo_t *t)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) < 0) {
+		if (errno == EINVAL) /* the kernel's mask is wider than set */
+			return err_set("sched_getaffinity: this machine numbers "
+				       "CPUs beyond %d, egang's limit "
+				       "(CPUMASK_MAX)", CPUMASK_MAX - 1);
+		return err_sys("sched_getaffinity");
 	}
-	return n < max ? n : max;
+	cpumask_t allowed = {{0}};
+	for (int c = 0; c < CPUMASK_MAX; c++)
+		if (CPU_ISSET(c, &set))
+			cpumask_set(&allowed, c);
+	topo_order(t, &allowed);
+	if (t->n == 0)
+		return err_set("sched_getaffinity: no CPU allowed");
+	return 0;
+}
+
+int topo_choose(const topo_t *t, const cpumask_t *want, int max, int *cpus)
+{
+	if (!want) {
+		int n = t->n < max ? t->n : max;
+		memcpy(cpus, t->cpu, (size_t)n * sizeof *cpus);
+		return n;
+	}
+	char a[CPUMASK_LIST_CAP], b[CPUMASK_LIST_CAP];
+	int k = cpumask_count(want);
+	if (k > max)
+		return err_set("%d CPUs, at most %d", k, max);
+	cpumask_t allowed = cpumask_of_cpus(t->cpu, t->n), out = *want;
+	for (size_t i = 0; i < EG_ARRAY_LEN(out.w); i++)
+		out.w[i] &= ~allowed.w[i];
+	if (cpumask_count(&out))
+		return err_set("CPUs %s are not in this process's affinity mask "
+			       "(%s)", cpumask_format(&out, a, sizeof a),
+			       cpumask_format(&allowed, b, sizeof b));
+	int n = 0;
+	for (int c = 0; c < CPUMASK_MAX; c++)
+		if (cpumask_has(want, c))
+			cpus[n++] = c;
+	return n;
+}
+
+int topo_cores(int *cpus, int max)
+{
+	topo_t t;
+	if (topo_load(&t) < 0)
+		return -1;
+	return topo_choose(&t, NULL, max, cpus);
+}
+
+int topo_numa_nodes(const topo_t *t, const int *cpus, int n)
+{
+	int nodes[CPUMASK_MAX], k = 0; /* distinct nodes seen (few) */
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < t->n; j++) {
+			if (t->cpu[j] != cpus[i] || t->node[j] < 0)
+				continue;
+			int s = 0;
+			while (s < k && nodes[s] != t->node[j])
+				s++;
+			if (s == k)
+				nodes[k++] = t->node[j];
+		}
+	return k;
+}
+
+char *topo_notice(const topo_t *t, bool listed, const int *cpus, int n,
+		  const char *limit, char *buf, size_t cap)
+{
+	char used[CPUMASK_LIST_CAP];
+	cpumask_t m = cpumask_of_cpus(cpus, n);
+	cpumask_format(&m, used, sizeof used);
+	int k = 0, nodes = topo_numa_nodes(t, cpus, n);
+	buf[0] = '\0';
+	if (!listed && t->n > n)
+		k = snprintf(buf, cap, "egang: using %d of the %d CPUs this process "
+			     "may run on (%s, physical cores first): %s; --cores "
+			     "picks others", n, t->n, used, limit);
+	if (nodes > 1 && k >= 0 && (size_t)k < cap)
+		snprintf(buf + k, cap - (size_t)k, "%segang: CPUs %s span %d NUMA "
+			 "nodes; egang places threads and memory without regard "
+			 "to NUMA", k ? "\n" : "", used, nodes);
+	return buf;
 }
 
 /* ---- PRNG, hash ---- */

@@ -60,23 +60,96 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* A set of CPU numbers 0..63 (a bit per CPU). Not the gang's participant
- * mask: that is 32 bits (the low half of the latch word, one bit per slot,
- * at most GANG_MAX_SLOTS = 32 slots, gang.h). */
-typedef uint64_t cpumask_t;
-#define CPUMASK_MAX 64
+/* ---- CPU sets ----
+ * A set of CPU numbers 0..CPUMASK_MAX-1, a bit per CPU. CPUMASK_MAX is
+ * glibc's CPU_SETSIZE, the width of the cpu_set_t that affinity calls use
+ * (base.c asserts the two are equal). What the user sees at the limit:
+ * a --cores list naming CPU 1024 or above is refused ("CPU 1024 is beyond
+ * the limit of 1023 (CPUMASK_MAX)"), and on a kernel whose CPU mask is
+ * wider than 1024 bits topo_load fails with a message naming CPUMASK_MAX.
+ * To lift it: size the sets at run time (CPU_ALLOC) and make cpumask_t a
+ * pointer to one.
+ * Not the gang's participant mask: that is 32 bits (the low half of the
+ * latch word, one bit per slot, at most GANG_MAX_SLOTS = 32 slots,
+ * gang.h). */
+#define CPUMASK_MAX 1024
+typedef struct cpumask {
+	uint64_t w[CPUMASK_MAX / 64]; /* CPU c is bit c % 64 of w[c / 64] */
+} cpumask_t;
+/* A buffer this long holds any cpumask_format list: the longest, pairs with
+ * one CPU left out between them ("0-1,3-4,...,1020-1021,1023"), is 2,673
+ * characters (tests/test_base.c formats it). */
+#define CPUMASK_LIST_CAP 2688
 
-/* Parses "0-3,6,8-9" into *out; -1 with a message on a malformed list or a
- * CPU >= CPUMASK_MAX. */
+/* Adds CPU cpu (0..CPUMASK_MAX-1; outside it, an assert). */
+void cpumask_set(cpumask_t *m, int cpu);
+/* Whether CPU cpu is in m; false for any cpu outside 0..CPUMASK_MAX-1. */
+bool cpumask_has(const cpumask_t *m, int cpu);
+/* The number of CPUs in m. */
+int cpumask_count(const cpumask_t *m);
+/* The highest CPU in m; -1 when m is empty. */
+int cpumask_last(const cpumask_t *m);
+/* The set of the numbers whose bits are set in bits (0..63): slot masks
+ * printed and parsed as lists. */
+cpumask_t cpumask_of_bits(uint64_t bits);
+/* The set of cpus[0..n) (each 0..CPUMASK_MAX-1). */
+cpumask_t cpumask_of_cpus(const int *cpus, int n);
+
+/* Parses "0-3,6,8-9" into *out: numbers and ranges a-b (a <= b), comma
+ * separated, no spaces, no empty items. -1 with a message naming the
+ * character on a malformed list, and naming CPUMASK_MAX on a CPU at or
+ * above it. */
 int cpumask_parse(const char *s, cpumask_t *out);
-/* Writes "0-3,6" into buf (always terminated); returns buf. */
-char *cpumask_format(cpumask_t m, char *buf, size_t cap);
+/* Writes m as "0-3,6" into buf (always terminated when cap > 0; "" for an
+ * empty set); a list longer than cap - 1 is cut after a whole item and
+ * ends in "..." (given cap >= 4). Returns buf. */
+char *cpumask_format(const cpumask_t *m, char *buf, size_t cap);
+
+/* ---- affinity and topology ---- */
 
 /* Pins the calling thread to one CPU; -1 on failure. */
 int affinity_pin_self(int cpu);
-/* The CPUs the process may run on, ordered physical cores first, then SMT
- * siblings (hwloc); returns the count written to cpus (<= max), -1 on error. */
+
+/* The CPUs the process may run on, in the order egang gives them to gang
+ * slots: the first PU (hardware thread) of every core, then the second PU
+ * of every core, and so on (hwloc), then any allowed CPU hwloc did not
+ * place, in number order; with each CPU's NUMA node.
+ * NUMA: egang does nothing NUMA-aware. Workers are pinned in this order,
+ * weights and the KV cache live wherever first touch put them, and no
+ * wave is split by node. topo_numa_nodes counts the nodes a choice spans so
+ * that the command line can say so; NUMA placement would start here
+ * (order within a node, one gang per node). */
+typedef struct topo {
+	int n;                  /* allowed CPUs, 1..CPUMASK_MAX */
+	int cpu[CPUMASK_MAX];   /* the allowed CPUs in slot order */
+	int node[CPUMASK_MAX];  /* NUMA node (os index) of cpu[i]; -1 unknown */
+} topo_t;
+
+/* Fills *t from sched_getaffinity and hwloc; -1 with a message when the
+ * kernel's CPU mask is wider than CPUMASK_MAX or the call fails. */
+int topo_load(topo_t *t);
+/* Orders the CPUs of allowed into *t as topo_load does, with hwloc's view
+ * of this machine (CPUs hwloc does not know go last, node -1). */
+void topo_order(topo_t *t, const cpumask_t *allowed);
+/* The CPUs a command runs on, in slot order, into cpus (room for max).
+ * want NULL: the first max of t's order. want set: exactly its CPUs,
+ * lowest first; -1 with a message when it holds more than max CPUs
+ * ("N CPUs, at most max") or one that t does not allow. Returns the
+ * count. */
+int topo_choose(const topo_t *t, const cpumask_t *want, int max, int *cpus);
+/* The first max CPUs of topo_load's order into cpus; returns the count
+ * written (<= max), -1 with a message on error. */
 int topo_cores(int *cpus, int max);
+/* The number of NUMA nodes among cpus[0..n) by t (CPUs of unknown node
+ * not counted). */
+int topo_numa_nodes(const topo_t *t, const int *cpus, int n);
+/* What a choice of cpus[0..n) from t leaves unsaid, as lines for stderr
+ * into buf ("" when nothing): when egang picked them (listed false) and t
+ * allows more, the count left out and why (limit, e.g. "the gang has 32
+ * slots (GANG_MAX_SLOTS)"); when they span NUMA nodes, that egang ignores
+ * NUMA. Lines end in '\n' except the last. Returns buf. */
+char *topo_notice(const topo_t *t, bool listed, const int *cpus, int n,
+		  const char *limit, char *buf, size_t cap);
 
 /* Deterministic PRNG (splitmix64 seeding xoshiro256**). */
 typedef struct { uint64_t s[4]; } rng_t;

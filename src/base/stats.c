@@ -7,6 +7,8 @@
 int stats_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
+	if (isnan(x) || isnan(y))
+		return (isnan(x) != 0) - (isnan(y) != 0);
 	return (x > y) - (x < y);
 }
 

@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* qsort comparators, ascending (NaN never appears in what egang sorts). */
+/* qsort comparators, ascending. A NaN (a rate over a zero time, say)
+ * sorts after +inf, all NaNs equal, so the order stays total: it shows up
+ * as the maximum instead of scrambling the sort. */
 int stats_cmp_double(const void *a, const void *b);
 int stats_cmp_u64(const void *a, const void *b);
 

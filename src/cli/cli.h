@@ -106,9 +106,11 @@ int cli_float(const char *flag, const char *s, double min, double max,
 int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
 		 int32_t max);
 
-/* Parses a CPU list, all of it inside the process's affinity mask; fills
- * cpus in slot order. NULL list = every allowed CPU, physical cores first.
- * Returns the count, -1 with a message (err_get). */
+/* Parses a CPU list, all of it inside the process's affinity mask and at
+ * most max CPUs; fills cpus in slot order. NULL list = the first max
+ * allowed CPUs, physical cores first (topo_load). A line on stderr says
+ * when that leaves allowed CPUs out, or when the CPUs span NUMA nodes.
+ * Returns the count, -1 with a message naming the limit (err_get). */
 int cli_cores(const char *list, int *cpus, int max);
 
 /* A progress line on stderr when it is a terminal (and not --quiet). */

@@ -65,11 +65,9 @@ static void report(const char *what, const engine_t *e, const model_opts_t *o,
 		   double *v)
 {
 	stats_summary_t s = stats_summarize(v, (size_t)o->reps);
-	cpumask_t mask = 0;
-	for (int i = 0; i < e->n_cpus; i++)
-		mask |= (cpumask_t)1 << e->cpus[i];
-	char list[128];
-	cpumask_format(mask, list, sizeof list);
+	cpumask_t mask = cpumask_of_cpus(e->cpus, e->n_cpus);
+	char list[CPUMASK_LIST_CAP];
+	cpumask_format(&mask, list, sizeof list);
 	const model_t *m = e->m;
 	double bpt = (double)model_bytes_per_token(m), gbs = s.p50 * bpt / 1e9;
 	if (!o->json) {

@@ -36,11 +36,9 @@ static const char membw_help[] =
 static void print_membw(const int *cpus, int k, int64_t mb, int64_t reps,
 			const stats_summary_t *s, const char *isa, bool json)
 {
-	cpumask_t mask = 0;
-	for (int i = 0; i < k; i++)
-		mask |= 1ull << cpus[i];
-	char list[128];
-	cpumask_format(mask, list, sizeof list);
+	cpumask_t mask = cpumask_of_cpus(cpus, k);
+	char list[CPUMASK_LIST_CAP];
+	cpumask_format(&mask, list, sizeof list);
 	if (json)
 		printf("{\"bench\":\"membw\",\"cores\":\"%s\",\"threads\":%d,"
 		       "\"mb\":%lld,\"reps\":%lld,\"gb_s\":{\"min\":%.2f,"

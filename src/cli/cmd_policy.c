@@ -92,10 +92,9 @@ static void list_row(const policy_lib_t *lib, int i)
 	const policy_t *p = &lib->rec[i];
 	char slots[64] = "", guard[160] = "-";
 	uint32_t all = lib->n_slots >= 32 ? ~0u : (1u << lib->n_slots) - 1;
-	if (p->width == WIDTH_STATIC)
-		cpumask_format(p->static_mask, slots, sizeof slots);
-	else
-		cpumask_format(all & ~p->reserved_mask, slots, sizeof slots);
+	cpumask_t s = cpumask_of_bits(p->width == WIDTH_STATIC ? p->static_mask
+							       : all & ~p->reserved_mask);
+	cpumask_format(&s, slots, sizeof slots);
 	if (p->guard_checks) {
 		int k = 0;
 		if (p->guard_ttft_p99_ms > 0)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "gang/gang.h"
 
 enum { OPT_MAX = 64, LONG_BASE = 256 };
 
@@ -77,34 +78,23 @@ int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
 
 int cli_cores(const char *list, int *cpus, int max)
 {
-	int all[CPUMASK_MAX];
-	int n_all = topo_cores(all, CPUMASK_MAX);
-	if (n_all < 0)
-		return -1;
-	if (!list) {
-		int n = n_all < max ? n_all : max;
-		memcpy(cpus, all, (size_t)n * sizeof *cpus);
-		return n;
-	}
-	cpumask_t want, allowed = 0;
-	if (cpumask_parse(list, &want) < 0)
+	char lim[64], note[2 * CPUMASK_LIST_CAP + 256];
+	snprintf(lim, sizeof lim, max == GANG_MAX_SLOTS ? "the gang has %d slots "
+		 "(GANG_MAX_SLOTS)" : "this command takes at most %d", max);
+	topo_t t;
+	cpumask_t want;
+	if (list && cpumask_parse(list, &want) < 0)
 		return err_wrap("--cores");
-	for (int i = 0; i < n_all; i++)
-		allowed |= 1ull << all[i];
-	if (want & ~allowed) {
-		char a[128], b[128];
-		return err_set("--cores %s: CPUs %s are not in this process's "
-			       "affinity mask (%s)", list,
-			       cpumask_format(want & ~allowed, a, sizeof a),
-			       cpumask_format(allowed, b, sizeof b));
-	}
-	int n = 0;
-	for (int c = 0; c < CPUMASK_MAX; c++)
-		if (want >> c & 1) {
-			if (n == max)
-				return err_set("--cores %s: at most %d CPUs", list, max);
-			cpus[n++] = c;
-		}
+	if (list && cpumask_count(&want) > max)
+		return err_set("--cores %s: %d CPUs, but %s", list,
+			       cpumask_count(&want), lim);
+	if (topo_load(&t) < 0)
+		return -1;
+	int n = topo_choose(&t, list ? &want : NULL, max, cpus);
+	if (n < 0)
+		return err_wrap("--cores %s", list);
+	if (*topo_notice(&t, list != NULL, cpus, n, lim, note, sizeof note))
+		log_info("%s", note); /* once: a command has one --cores */
 	return n;
 }
 

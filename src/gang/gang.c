@@ -25,6 +25,7 @@
 
 #define LATCH_TAG(v) ((uint32_t)((v) >> 32))
 #define LATCH_MASK(v) ((uint32_t)(v))
+_Static_assert(GANG_MAX_SLOTS <= 32, "a slot is a bit of the latch's 32-bit mask");
 
 /* ---- fault injection (debug builds) ----
  * EGANG_DEBUG builds call gang_fault() at every step of the protocol; when
@@ -580,8 +581,8 @@ static void *worker_main(void *arg)
 gang_t *gang_init(const gang_config_t *cfg)
 {
 	if (cfg->n_cpus < 1 || cfg->n_cpus > GANG_MAX_SLOTS) {
-		err_set("gang: %d CPUs requested; 1..%d are supported",
-			cfg->n_cpus, GANG_MAX_SLOTS);
+		err_set("gang: %d CPUs requested; 1..%d are supported "
+			"(GANG_MAX_SLOTS)", cfg->n_cpus, GANG_MAX_SLOTS);
 		return NULL;
 	}
 	gang_t *g = aligned_alloc(EG_CACHELINE, (sizeof(gang_t) + EG_CACHELINE - 1) /

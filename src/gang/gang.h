@@ -96,6 +96,16 @@
 #include "base/base.h"
 #include "base/wave.h"
 
+/* Slots (threads, one per CPU) a gang has at most. The participant mask is
+ * the low 32 bits of the latch word (the high 32 are the token tag, which
+ * I2's ABA argument needs), and every slot mask in the API, the policies
+ * and the telemetry is a uint32_t. What the user sees at the limit: a
+ * --cores list of more than 32 CPUs is refused ("--cores 0-40: 41 CPUs,
+ * but the gang has 32 slots (GANG_MAX_SLOTS)"); without --cores, on a
+ * machine that allows more, egang takes the first 32 (physical cores
+ * first) and says so once on stderr; gang_init refuses n_cpus above it.
+ * To lift it: a 128-bit latch (cmpxchg16b) or a second mask word read
+ * under the same tag, and uint64_t masks above the gang. */
 #define GANG_MAX_SLOTS 32
 /* Waves per token at most: sync's wave field is 16 bits and reaches
  * n_waves after the last wave. */

@@ -1242,14 +1242,6 @@ const wave_plan_t *forward_plan(const forward_t *f) { return &f->plan; }
 
 float *forward_logits(forward_t *f) { return f->logits; }
 
-float *forward_token_serial(forward_t *f, int32_t token, int32_t pos)
-{
-	if (forward_set_input(f, token, pos) < 0)
-		return NULL;
-	wave_plan_run_serial(&f->plan);
-	return f->logits;
-}
-
 int32_t forward_batch_max(const forward_t *f) { return f->bmax; }
 
 int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,

@@ -112,7 +112,4 @@ int forward_set_segs(forward_t *f, const forward_seg_t *segs, int32_t nseg);
  * valid until the next forward_set_segs. */
 float *forward_seg_logits(forward_t *f, int32_t i);
 
-/* Convenience: set input and run serially; returns logits or NULL. */
-float *forward_token_serial(forward_t *f, int32_t token, int32_t pos);
-
 #endif

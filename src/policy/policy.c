@@ -370,7 +370,8 @@ int policy_validate(const policy_t *p, int n_slots, const char **field)
 
 static char *slots_format(uint32_t m, char *buf, size_t cap)
 {
-	return cpumask_format(m, buf, cap);
+	cpumask_t s = cpumask_of_bits(m);
+	return cpumask_format(&s, buf, cap);
 }
 
 void policy_print(const policy_t *p, int n_slots, FILE *f)
@@ -544,10 +545,10 @@ static int parse_slots(const char *v, int n_slots, uint32_t *out)
 	cpumask_t m;
 	if (cpumask_parse(v, &m) < 0)
 		return err_set("'%s' is not a slot list such as 0-1,3", v);
-	if (m >> n_slots)
+	if (cpumask_last(&m) >= n_slots)
 		return err_set("slot %d is outside the gang's slots 0..%d",
-			       63 - __builtin_clzll(m), n_slots - 1);
-	*out = (uint32_t)m;
+			       cpumask_last(&m), n_slots - 1);
+	*out = (uint32_t)m.w[0];
 	return 0;
 }
 

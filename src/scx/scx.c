@@ -25,13 +25,24 @@
 #define SLICE_ELASTIC_NS 5000000ull    /* elastic, static: 5 ms */
 #define SLICE_THROUGHPUT_NS 20000000ull
 
+/* CPUs at or beyond EGANG_SCX_CPUS have no bit: scx_load refuses them. */
 static uint64_t cpu_mask(uint32_t slots, const int *cpus, int n)
 {
 	uint64_t m = 0;
 	for (int i = 0; i < n; i++)
-		if ((slots >> i) & 1 && cpus[i] >= 0 && cpus[i] < 64)
+		if ((slots >> i) & 1 && cpus[i] >= 0 && cpus[i] < EGANG_SCX_CPUS)
 			m |= 1ull << cpus[i];
 	return m;
+}
+
+int scx_check_cpus(const int *cpus, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (cpus[i] < 0 || cpus[i] >= EGANG_SCX_CPUS)
+			return err_set("scx: CPU %d is beyond the sched_ext backend's "
+				       "limit of %d (EGANG_SCX_CPUS: its CPU sets are "
+				       "64 bits)", cpus[i], EGANG_SCX_CPUS - 1);
+	return 0;
 }
 
 void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
@@ -516,7 +527,7 @@ static int load_attach(struct egang_bpf *s)
 
 int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 {
-	if (load_check() < 0)
+	if (scx_check_cpus(cpus, n) < 0 || load_check() < 0)
 		return -1;
 	libbpf_set_print(libbpf_quiet);
 	uint64_t t_open = time_now_ns();
@@ -911,7 +922,7 @@ bool scx_built(void) { return false; }
 bool scx_loaded(void) { return false; }
 int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 {
-	return err_set(NO_SCX);
+	return scx_check_cpus(cpus, n) < 0 ? -1 : err_set(NO_SCX);
 }
 int scx_unload(struct egang_exit *ex) { return err_set(NO_SCX); }
 int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }

@@ -39,6 +39,9 @@ bool scx_built(void);
 void scx_krec_from_policy(const policy_t *p, const int *cpus, int n,
 			  struct egang_krec *out);
 const char *scx_kind_name(uint32_t kind);
+/* 0 when every cpus[0..n) has a bit in a record's CPU sets (below
+ * EGANG_SCX_CPUS); -1 with a message naming the limit otherwise. */
+int scx_check_cpus(const int *cpus, int n);
 
 /* /sys/kernel/sched_ext/state into buf ("disabled", "enabled", ...);
  * -1 + err_get() when the kernel has no sched_ext. */
@@ -47,7 +50,7 @@ int scx_state(char *buf, size_t n);
 int scx_root_ops(char *buf, size_t n);
 
 /* Loads, verifies, fills, pins and attaches (above) with `index` in force;
- * 0, or -1 + err_get(). */
+ * 0, or -1 + err_get() (a CPU beyond EGANG_SCX_CPUS included). */
 int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index);
 /* Detaches the pinned scheduler, waits for sched_ext to be disabled (5 s at
  * most), removes the pins; *ex (if not NULL) gets the exit record. */

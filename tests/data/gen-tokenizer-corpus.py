@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes tests/data/tokenizer-corpus.txt: the strings on which egang's
 tokenizers are checked against llama.cpp (tools/llamacpp/tokenizer-check).
 One string per line in C escapes (\\n \\t \\r \\\\ \\xNN), so a line can hold

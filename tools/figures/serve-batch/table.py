@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Summarizes DIR/raw.txt (run.sh's lines, e.g. doc/serve-batch/raw.txt)
 into DIR/table.md (min / median / max over the repetitions) and
 DIR/plot.dat, then DIR/plot.png with gnuplot: aggregate tok/s and TTFT p50

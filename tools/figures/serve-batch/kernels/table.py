@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """ab.sh output -> per binary and batch size: wall tok/s and tok/s per CPU
 second (the median of each run, then min/median/max over the rounds), and
 each batch's ratio to batch 1 of the same binary (medians)."""
