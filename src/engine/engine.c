@@ -22,6 +22,11 @@ void engine_result_free(engine_result_t *r)
 	r->ids = NULL;
 }
 
+double engine_result_decode_tps(const engine_result_t *r)
+{
+	return r->decode_s > 0 ? (double)r->decode_steps / r->decode_s : 0.0;
+}
+
 /* Runs position pos with token `tok`; returns the logits. */
 static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
 {

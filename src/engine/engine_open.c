@@ -1,5 +1,5 @@
-/* engine_open: model + forward + gang + policy for a command
- * (engine_open.h). */
+/* engine_open: model + forward + gang + policy for a command, and one
+ * generation on them (engine_open.h). */
 #include "engine/engine_open.h"
 
 #include <stdatomic.h>
@@ -7,6 +7,51 @@
 #include <string.h>
 
 #include "base/base.h"
+
+/* ---- the CPUs ---- */
+
+int engine_cpus_parse(const char *list, int *cpus, int max)
+{
+	int all[CPUMASK_MAX];
+	int n_all = topo_cores(all, CPUMASK_MAX);
+	if (n_all < 0)
+		return -1;
+	if (!list) {
+		int n = n_all < max ? n_all : max;
+		memcpy(cpus, all, (size_t)n * sizeof *cpus);
+		return n;
+	}
+	cpumask_t want, allowed = 0;
+	if (cpumask_parse(list, &want) < 0)
+		return err_wrap("--cores");
+	for (int i = 0; i < n_all; i++)
+		allowed |= 1ull << all[i];
+	if (want & ~allowed) {
+		char a[128], b[128];
+		return err_set("--cores %s: CPUs %s are not in this process's "
+			       "affinity mask (%s)", list,
+			       cpumask_format(want & ~allowed, a, sizeof a),
+			       cpumask_format(allowed, b, sizeof b));
+	}
+	int n = 0;
+	for (int c = 0; c < CPUMASK_MAX; c++)
+		if (want >> c & 1) {
+			if (n == max)
+				return err_set("--cores %s: at most %d CPUs", list, max);
+			cpus[n++] = c;
+		}
+	return n;
+}
+
+cpumask_t engine_cpumask(const engine_t *e)
+{
+	cpumask_t mask = 0;
+	for (int i = 0; i < e->n_cpus; i++)
+		mask |= (cpumask_t)1 << e->cpus[i];
+	return mask;
+}
+
+/* ---- opening ---- */
 
 int engine_policies(policy_lib_t *lib, int n_slots, const char *policies)
 {
@@ -106,4 +151,42 @@ void engine_close(engine_t *e)
 	model_free(e->m);
 	control_close(e->cw);
 	free(e);
+}
+
+/* ---- one generation ---- */
+
+/* engine_run's hooks around the caller's: p's user, then the policy. */
+typedef struct run_hooks {
+	engine_t *e;
+	const engine_params_t *p;
+} run_hooks_t;
+
+static void run_before_token(void *user, uint64_t index)
+{
+	run_hooks_t *h = user;
+	if (h->p->before_token)
+		h->p->before_token(h->p->user, index);
+	policy_rt_before_token(&h->e->rt, index);
+}
+
+static int run_on_text(void *user, const char *s, size_t n)
+{
+	run_hooks_t *h = user;
+	return h->p->on_text(h->p->user, s, n);
+}
+
+int engine_run(engine_t *e, const engine_params_t *p, engine_result_t *r)
+{
+	if (!e->cw)
+		return engine_generate(e->m, e->f, e->g, p, r);
+	run_hooks_t h = {e, p};
+	engine_params_t q = *p;
+	q.user = &h;
+	q.before_token = run_before_token;
+	q.on_text = p->on_text ? run_on_text : NULL;
+	int rc = engine_generate(e->m, e->f, e->g, &q, r);
+	if (rc == 0)
+		policy_rt_generation_end(&e->rt, r->n_gen > 0 ? r->first_token_s : -1,
+					 engine_result_decode_tps(r), 0);
+	return rc;
 }
