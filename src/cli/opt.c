@@ -3,110 +3,18 @@
  * cli_parse builds getopt_long's tables from the command's cli_opt_t array,
  * converts and range-checks every value into its destination, and answers
  * --help, --quiet, unknown options, missing values, missing required
- * options and surplus operands with one line each. The number parsers are
- * strict: the whole string must be a number inside the range. */
-#include <errno.h>
+ * options and surplus operands with one line each; the values themselves
+ * go through the strict parsers of opt_value.c. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "engine/engine_open.h"
 
 enum { OPT_MAX = 64, LONG_BASE = 256 };
-
-int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
-	    int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (!*s || *end || errno) {
-		log_error("%s: '%s' is not an integer", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %lld is out of range [%lld, %lld]", flag, v,
-			  (long long)min, (long long)max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_float(const char *flag, const char *s, double min, double max,
-	      double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v)) {
-		log_error("%s: '%s' is not a number", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %g is out of range [%g, %g]", flag, v, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
-		 int32_t max)
-{
-	int n = 0;
-	const char *q = s;
-	char *end;
-	do {
-		errno = 0;
-		long long v = strtoll(q, &end, 10);
-		if (end == q || errno || v < 0 || v > max || n == cap ||
-		    (*end && *end != ',')) {
-			log_error("%s: '%s' is not a comma-separated list of up to %d "
-				  "integers in [0, %d]", flag, s, cap, (int)max);
-			return -1;
-		}
-		out[n++] = (int32_t)v;
-		q = end + 1;
-	} while (*end == ',');
-	return n;
-}
-
-int cli_cores(const char *list, int *cpus, int max)
-{
-	int all[CPUMASK_MAX];
-	int n_all = topo_cores(all, CPUMASK_MAX);
-	if (n_all < 0)
-		return -1;
-	if (!list) {
-		int n = n_all < max ? n_all : max;
-		memcpy(cpus, all, (size_t)n * sizeof *cpus);
-		return n;
-	}
-	cpumask_t want, allowed = 0;
-	if (cpumask_parse(list, &want) < 0)
-		return err_wrap("--cores");
-	for (int i = 0; i < n_all; i++)
-		allowed |= 1ull << all[i];
-	if (want & ~allowed) {
-		char a[128], b[128];
-		return err_set("--cores %s: CPUs %s are not in this process's "
-			       "affinity mask (%s)", list,
-			       cpumask_format(want & ~allowed, a, sizeof a),
-			       cpumask_format(allowed, b, sizeof b));
-	}
-	int n = 0;
-	for (int c = 0; c < CPUMASK_MAX; c++)
-		if (want >> c & 1) {
-			if (n == max)
-				return err_set("--cores %s: at most %d CPUs", list, max);
-			cpus[n++] = c;
-		}
-	return n;
-}
 
 /* The flag for messages: "--name", else "-x". */
 static void flag_name(const cli_opt_t *o, char *buf, size_t cap)
@@ -198,7 +106,7 @@ static int finish(const cli_cmd_t *c, const bool *seen)
 			cli_cpus_t *cc = o->dst;
 			int max = o->max > 0 && o->max < CPUMASK_MAX ? (int)o->max
 								     : CPUMASK_MAX;
-			cc->n = cli_cores(cc->list, cc->cpu, max);
+			cc->n = engine_cpus_parse(cc->list, cc->cpu, max);
 			if (cc->n < 0) {
 				log_error("%s", err_get());
 				return -1;
