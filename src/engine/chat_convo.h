@@ -4,7 +4,7 @@
  * pass (a server slot, an agent) can.
  *
  * A turn, in order:
- *  1. chat_convo_add(c, "user", text): the new message.
+ *  1. chat_convo_add(c, "user", text, len): the new message.
  *  2. chat_convo_prompt(c, &p): the ids to feed and how many of them the
  *     KV holds already (p.n_cached, for engine_params_t.n_cached).
  *  3. engine_generate (or engine_run) on the same forward pass, its
@@ -23,8 +23,9 @@
  * it otherwise later (Qwen3 drops an earlier answer's <think> block;
  * Llama 3 and Gemma 3 trim white space). Where the template does not
  * render the conversation as such a continuation (the first turn, after a
- * failed generation, a user message that does not follow an answer), the
- * whole text is tokenized and the ids it shares with the KV are reused.
+ * reset or a failed generation, a user message that does not follow an
+ * answer), the whole text is tokenized and the ids it shares with the KV
+ * are reused.
  *
  * chat_convo_turn does steps 2 to 4 on an engine_t.
  *
