@@ -72,8 +72,8 @@ typedef struct cli_opt {
 #define OPT_CPUS(l, d, cap, ...) {.name = l, .arg = CLI_CPUS, .dst = d, \
 	.max = (double)(cap), __VA_ARGS__}
 
-/* --cores: the CPUs in slot order (the list's order, lowest first); with
- * no list every allowed CPU, physical cores first. */
+/* --cores: the CPUs in slot order (engine_cpus_parse: the list's CPUs,
+ * lowest first; with no list every allowed CPU, physical cores first). */
 typedef struct cli_cpus {
 	const char *list; /* as given, NULL when absent */
 	int cpu[CPUMASK_MAX];
@@ -93,7 +93,8 @@ typedef struct cli_cmd {
 /* false when the command must return *exit_code now (see above). */
 bool cli_parse(const cli_cmd_t *cmd, int argc, char **argv, int *exit_code);
 
-/* Strict number parsing for flags outside cli_parse: the whole string must
+/* ---- Values (opt_value.c) ----
+ * Strict number parsing for flags outside cli_parse: the whole string must
  * be a number in [min, max]; otherwise a one-line error naming the flag and
  * -1. */
 int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
@@ -105,13 +106,11 @@ int cli_float(const char *flag, const char *s, double min, double max,
  * naming the flag (an empty item, a value outside [0, max], more than cap). */
 int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
 		 int32_t max);
-
-/* Parses a CPU list, all of it inside the process's affinity mask and at
- * most max CPUs; fills cpus in slot order. NULL list = the first max
- * allowed CPUs, physical cores first (topo_load). A line on stderr says
- * when that leaves allowed CPUs out, or when the CPUs span NUMA nodes.
- * Returns the count, -1 with a message naming the limit (err_get). */
-int cli_cores(const char *list, int *cpus, int max);
+/* "1,2,4": at most cap strictly increasing integers in [min, max] into
+ * out; the count, or -1 after a one-line error naming the flag (a value
+ * out of range, too many, or not a list of increasing `what`). */
+int cli_int_rising(const char *flag, const char *s, int64_t min, int64_t max,
+		   int *out, int cap, const char *what);
 
 /* A progress line on stderr when it is a terminal (and not --quiet). */
 void cli_progress(void *user, uint64_t done, uint64_t total);

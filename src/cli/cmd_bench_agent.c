@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bench/agent_eval.h"
-#include "cli/agent_model.h"
+#include "engine/agent_model.h"
 #include "cli/cli.h"
 #include "cli/cmd_bench.h"
 
@@ -73,8 +73,10 @@ int cmd_bench_agent(int argc, char **argv)
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
 	static agent_model_t am;
-	if (agent_model_open(&am, "bench agent", model, tok, 0, tmpl, &status) < 0)
+	if (agent_model_open(&am, model, tok, 0, tmpl, &status) < 0) {
+		log_error("bench agent: %s", err_get());
 		return status;
+	}
 	static policy_lib_t lib;
 	agent_eval_lib(&lib, (int)slots, two);
 	controller_config_t cc = {.kind = CONTROLLER_AGENT, .lib = &lib,

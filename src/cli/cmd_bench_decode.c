@@ -3,7 +3,6 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bench/decode.h"
 #include "cli/cli.h"
@@ -65,7 +64,7 @@ static void report(const char *what, const engine_t *e, const model_opts_t *o,
 		   double *v)
 {
 	stats_summary_t s = stats_summarize(v, (size_t)o->reps);
-	cpumask_t mask = cpumask_of_cpus(e->cpus, e->n_cpus);
+	cpumask_t mask = engine_cpumask(e);
 	char list[CPUMASK_LIST_CAP];
 	cpumask_format(&mask, list, sizeof list);
 	const model_t *m = e->m;
@@ -119,40 +118,11 @@ static void print_overhead(const engine_t *e, const model_opts_t *o,
 
 #define BATCH_MAX 16
 
-/* "1,2,4": batch sizes; the count, or -1 after a one-line error. */
-static int parse_batches(const char *s, int *batch)
-{
-	int n = 0;
-	char *copy = strdup(s), *save = NULL;
-	bool bad = !copy || !*s || *s == ',' || s[strlen(s) - 1] == ',' || strstr(s, ",,");
-	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !bad;
-	     t = strtok_r(NULL, ",", &save)) {
-		int64_t v;
-		if (n == BATCH_MAX) {
-			log_error("--batch: at most %d values", BATCH_MAX);
-			free(copy);
-			return -1;
-		}
-		if (cli_int("--batch", t, 1, 128, &v) < 0) {
-			free(copy);
-			return -1;
-		}
-		for (int i = 0; i < n; i++)
-			bad |= batch[i] >= v;
-		batch[n++] = (int)v;
-	}
-	free(copy);
-	if (bad || !n) {
-		log_error("--batch: '%s' is not a list of increasing batch sizes", s);
-		return -1;
-	}
-	return n;
-}
-
 static int width_batches(engine_t *e, const model_opts_t *o)
 {
 	int batch[BATCH_MAX];
-	int nb = parse_batches(o->batch, batch);
+	int nb = cli_int_rising("--batch", o->batch, 1, 128, batch, BATCH_MAX,
+				"batch sizes");
 	if (nb < 0)
 		return EXIT_INPUT;
 	bench_width_result_t r[BATCH_MAX];
@@ -182,30 +152,30 @@ static int width_batches(engine_t *e, const model_opts_t *o)
 	return EXIT_OK;
 }
 
+/* The most reps a run takes (--reps). */
+#define REPS_MAX 1000
+
 /* Runs the driver on the open engine; an exit code. */
 static int run(which_t w, engine_t *e, const model_opts_t *o)
 {
-	int tokens = (int)o->tokens, reps = (int)o->reps;
-	double *v = malloc((size_t)reps * sizeof *v);
+	int tokens = (int)o->tokens, reps = (int)o->reps, rc = 0;
+	double v[REPS_MAX];
 	stats_summary_t sg, sp;
 	bench_width_result_t wr;
-	int rc = v ? 0 : err_set("out of memory");
-	if (rc == 0 && w == DECODE) {
+	if (w == WIDTH && o->batch)
+		return width_batches(e, o);
+	if (w == DECODE) {
 		bench_decode_run(e, tokens, reps, !o->json, v);
 		report("decode", e, o, v);
-	} else if (rc == 0 && w == PREFILL) {
+	} else if (w == PREFILL) {
 		if ((rc = bench_prefill_run(e, tokens, reps, !o->json, v)) == 0)
 			report("prefill", e, o, v);
-	} else if (rc == 0 && w == WIDTH && o->batch) {
-		free(v);
-		return width_batches(e, o);
-	} else if (rc == 0 && w == WIDTH) {
+	} else if (w == WIDTH) {
 		if ((rc = bench_width_run(e, tokens, reps, &wr)) == 0)
 			print_width(e, &wr);
-	} else if (rc == 0 && (rc = bench_overhead_run(e, tokens, reps, &sg, &sp)) == 0) {
+	} else if ((rc = bench_overhead_run(e, tokens, reps, &sg, &sp)) == 0) {
 		print_overhead(e, o, &sg, &sp);
 	}
-	free(v);
 	if (rc < 0)
 		log_error("%s", err_get());
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;
@@ -224,7 +194,7 @@ static int model_bench(which_t w, int argc, char **argv)
 		OPT_STR("tokenizer", 'z', &o.tok),
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_INT("tokens", 'n', &o.tokens, 1, 1 << 20),
-		OPT_INT("reps", 'r', &o.reps, 1, 1000),
+		OPT_INT("reps", 'r', &o.reps, 1, REPS_MAX),
 		/* --json only where the benchmark has a JSON form */
 		w <= PREFILL ? (cli_opt_t)OPT_FLAG("json", 0, &o.json)
 			     : w == WIDTH ? (cli_opt_t)OPT_STR("batch", 0, &o.batch)

@@ -1,20 +1,9 @@
 /* egang chat: a conversation with a model in the terminal, through the
- * model's chat template (model/chat.h), with streamed answers.
- *
- * The KV cache keeps the conversation: a turn's prompt is the previous
- * prompt's ids, the last answer's ids as they were generated, and the ids
- * of what the template renders after the answer (its end-of-turn marker,
- * the new user message, the assistant header), found by rendering the
- * conversation with the answer replaced by a mark (prompt_continued). So
- * no earlier position changes and only the new tail is computed; the line
- * after each answer says how many prompt ids were reused. An answer stays
- * in the KV as generated (as llama.cpp's llama-cli keeps it), even where
- * the template would render it otherwise later (Qwen3 drops an earlier
- * answer's <think> block; Llama 3 and Gemma 3 trim white space). When the
- * template does not render the conversation as such a continuation, the
- * whole text is tokenized and the ids it shares with the cache are reused.
- * SIGINT while answering stops the answer (the conversation goes on with
- * the text so far); at the prompt it only clears the line. */
+ * model's chat template, with streamed answers. The conversation and its
+ * KV cache reuse are the engine's (engine/chat_convo.h); the line after
+ * each answer says how many prompt ids were reused. SIGINT while
+ * answering stops the answer (the conversation goes on with the text so
+ * far); at the prompt it only clears the line. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,8 +13,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "model/chat.h"
-#include "engine/engine.h"
+#include "engine/chat_convo.h"
 #include "engine/engine_open.h"
 
 static const char chat_help[] =
@@ -66,55 +54,13 @@ static void on_sigint(int sig)
 	interrupted = 1;
 }
 
+/* Prints the answer as it comes; a nonzero return stops it. */
 static int on_text(void *user, const char *s, size_t n)
 {
-	char **acc = user; /* the answer so far, for the conversation */
+	(void)user;
 	fwrite(s, 1, n, stdout);
 	fflush(stdout);
-	size_t have = *acc ? strlen(*acc) : 0;
-	char *p = realloc(*acc, have + n + 1);
-	if (!p)
-		abort(); /* out of memory */
-	memcpy(p + have, s, n);
-	p[have + n] = '\0';
-	*acc = p;
 	return interrupted ? 1 : 0;
-}
-
-typedef struct convo {
-	chat_msg_t *msg; /* text malloc'd, role static */
-	int n, cap;
-	int32_t *kv;     /* ids whose KV the forward pass holds */
-	int64_t n_kv;
-	int64_t n_ans;   /* the last answer: kv[n_kv_prompt .. +n_ans) */
-	int64_t n_kv_prompt;
-	char *prev;      /* the text the last prompt was rendered as */
-} convo_t;
-
-static void convo_add(convo_t *c, const char *role, const char *text)
-{
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 8;
-		c->msg = realloc(c->msg, (size_t)c->cap * sizeof *c->msg);
-		if (!c->msg)
-			abort(); /* out of memory */
-	}
-	char *t = strdup(text);
-	if (!t)
-		abort(); /* out of memory */
-	c->msg[c->n++] = (chat_msg_t){role, t, strlen(t)};
-}
-
-static void convo_reset(convo_t *c, const char *system)
-{
-	for (int i = 0; i < c->n; i++)
-		free((char *)c->msg[i].text);
-	c->n = 0;
-	free(c->prev);
-	c->prev = NULL;
-	c->n_ans = 0;
-	if (system && *system)
-		convo_add(c, "system", system);
 }
 
 typedef struct chat_opts {
@@ -124,183 +70,91 @@ typedef struct chat_opts {
 	cli_cpus_t cpus;
 } chat_opts_t;
 
-/* U+E000 (private use) around a word: stands for the last answer. */
-#define ANSWER_MARK "\xEE\x80\x80" "egang-answer" "\xEE\x80\x80"
-
-/* The prompt as the cached ids continued: when the conversation (the
- * last answer replaced by ANSWER_MARK) renders as the previous prompt's
- * text, the mark, then a tail, the prompt is the previous prompt's ids,
- * the answer's ids as generated (so no earlier position changes) and the
- * tail's. NULL when the template does not render that way (then the
- * caller tokenizes the whole text). */
-static int32_t *prompt_continued(const chat_template_t *ct, convo_t *c,
-				 int64_t *n_out)
-{
-	if (!c->prev || c->n < 2 || strcmp(c->msg[c->n - 2].role, "assistant"))
-		return NULL;
-	chat_msg_t saved = c->msg[c->n - 2];
-	c->msg[c->n - 2].text = ANSWER_MARK;
-	c->msg[c->n - 2].len = strlen(ANSWER_MARK);
-	char *text;
-	int64_t len = chat_render(ct, c->msg, c->n, true, &text);
-	c->msg[c->n - 2] = saved;
-	if (len < 0)
-		return NULL;
-	size_t np = strlen(c->prev);
-	char *mark = strstr(text, ANSWER_MARK);
-	int32_t *ids = NULL;
-	/* white space between the prompt and the answer (Llama 2's " "):
-	 * the answer as generated already stands there */
-	bool glue = mark && (size_t)(mark - text) >= np;
-	for (const char *g = text + np; glue && g < mark; g++)
-		glue = *g == ' ' || *g == '\n';
-	if (glue && !memcmp(text, c->prev, np)) {
-		const char *tail = mark + strlen(ANSWER_MARK);
-		size_t nt = strlen(tail);
-		const tokenizer_t *tok = chat_template_tokenizer(ct);
-		int64_t k = tokenizer_tokenize(tok, tail, nt, false, true, NULL, 0);
-		int64_t head = c->n_kv_prompt + c->n_ans;
-		ids = k >= 0 ? malloc((size_t)(head + k + 1) * sizeof *ids) : NULL;
-		if (ids) {
-			memcpy(ids, c->kv, (size_t)head * sizeof *ids);
-			tokenizer_tokenize(tok, tail, nt, false, true, ids + head, k);
-			*n_out = head + k;
-		}
-	}
-	free(text);
-	return ids;
-}
-
 /* One answer to the conversation so far; 0, or an exit code. */
-static int answer(engine_t *e, const chat_template_t *ct, const chat_opts_t *o,
-		  convo_t *c)
+static int answer(engine_t *e, const chat_opts_t *o, chat_convo_t *c)
 {
-	char *text;
-	int64_t len = chat_render(ct, c->msg, c->n, true, &text);
-	if (len < 0) {
-		log_error("chat: %s", err_get());
-		return EXIT_INPUT;
-	}
-	int64_t n = 0;
-	int32_t *ids = prompt_continued(ct, c, &n);
-	if (!ids) {
-		n = chat_tokenize(ct, text, (size_t)len, NULL, 0);
-		ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
-		if (n <= 0 || !ids ||
-		    chat_tokenize(ct, text, (size_t)len, ids, n) != n) {
-			free(text);
-			free(ids);
-			log_error("chat: %s", n < 0 ? err_get() : "empty prompt");
-			return EXIT_FAIL;
-		}
-	}
-	free(c->prev);
-	c->prev = text;
-	int64_t same = 0;
-	while (same < n && same < c->n_kv && ids[same] == c->kv[same])
-		same++;
-	char *acc = NULL;
 	engine_params_t ep = {
-		.prompt_ids = ids, .n_prompt_ids = n,
 		.n_predict = (int32_t)o->n_predict,
 		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
-			    .seed = (uint64_t)o->seed + (uint64_t)c->n},
-		.on_text = on_text, .user = &acc,
-		.n_cached = same < n ? same : n - 1,
-		.stop_at_control = true,
+			    .seed = (uint64_t)o->seed},
+		.on_text = on_text, .stop_at_control = true,
 	};
 	interrupted = 0;
 	engine_result_t r;
-	int grc = engine_generate(e->m, e->f, e->g, &ep, &r);
-	free(ids);
-	if (grc < 0) {
-		free(acc);
+	int64_t reused;
+	int rc = chat_convo_turn(c, e, &ep, &r, &reused);
+	if (rc < 0) {
 		log_error("chat: %s", err_get());
-		c->n_kv = 0;
-		free(c->prev);
-		c->prev = NULL;
-		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
+		return rc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
 	}
-	/* the KV now holds every id fed: all but the last one sampled, or
-	 * all of them when an end token (not among them) ended the answer */
-	free(c->kv);
-	c->kv = r.ids;
-	c->n_kv = r.n_prompt + r.n_gen - (r.stop == STOP_EOS ? 0 : 1);
-	c->n_kv_prompt = r.n_prompt;
-	c->n_ans = r.n_gen;
-	convo_add(c, "assistant", acc ? acc : "");
-	free(acc);
 	printf("\n");
 	fprintf(stderr, "[%lld tokens, %.2f tok/s; prompt %lld tokens, %lld reused "
 			"from the KV cache%s]\n",
-		(long long)r.n_gen,
-		r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0.0,
-		(long long)r.n_prompt, (long long)ep.n_cached,
+		(long long)r.n_gen, engine_result_decode_tps(&r),
+		(long long)r.n_prompt, (long long)reused,
 		r.stop == STOP_CANCEL ? "; stopped" : "");
 	fflush(stderr);
 	return 0;
+}
+
+/* A line that starts with '/': 1 handled, 0 /exit. */
+static int command(chat_convo_t *c, const char *line)
+{
+	if (!strcmp(line, "/exit"))
+		return 0;
+	if (!strcmp(line, "/reset")) {
+		chat_convo_reset(c, NULL);
+		puts("(conversation reset)");
+	} else if (!strncmp(line, "/system", 7) && (!line[7] || line[7] == ' ')) {
+		chat_convo_reset(c, line[7] ? line + 8 : "");
+		puts("(system message set; conversation reset)");
+	} else {
+		printf("(unknown command %s: /reset, /system TEXT, /exit)\n", line);
+	}
+	return 1;
 }
 
 /* Reads lines until /exit or end of input. */
 static int chat_loop(engine_t *e, const chat_template_t *ct,
 		     const chat_opts_t *o)
 {
-	convo_t c = {0};
-	const char *system = o->system;
-	char *sys_buf = NULL, *line = NULL;
+	chat_convo_t *c = chat_convo_new(ct);
+	char *line = NULL;
 	size_t cap = 0;
 	int status = EXIT_OK;
-	convo_reset(&c, system);
+	chat_convo_reset(c, o->system);
 	for (;;) {
 		fputs("> ", stdout);
 		fflush(stdout);
 		interrupted = 0;
 		errno = 0;
 		ssize_t k = getline(&line, &cap, stdin);
-		if (k < 0) {
-			if (errno == EINTR) { /* Ctrl-C at the prompt */
-				clearerr(stdin);
-				fputc('\n', stdout);
-				continue;
-			}
+		if (k < 0 && errno == EINTR) { /* Ctrl-C at the prompt */
+			clearerr(stdin);
+			fputc('\n', stdout);
+			continue;
+		} else if (k < 0) {
 			fputc('\n', stdout);
 			break;
 		}
 		if (k > 0 && line[k - 1] == '\n')
 			line[--k] = '\0';
-		if (!strcmp(line, "/exit"))
-			break;
-		if (!strcmp(line, "/reset")) {
-			convo_reset(&c, system);
-			puts("(conversation reset)");
-			continue;
-		}
-		if (!strncmp(line, "/system", 7) && (!line[7] || line[7] == ' ')) {
-			free(sys_buf);
-			sys_buf = strdup(line[7] ? line + 8 : "");
-			system = sys_buf;
-			convo_reset(&c, system);
-			puts("(system message set; conversation reset)");
-			continue;
-		}
 		if (line[0] == '/') {
-			printf("(unknown command %s: /reset, /system TEXT, /exit)\n", line);
+			if (!command(c, line))
+				break;
 			continue;
 		}
-		convo_add(&c, "user", line);
-		status = answer(e, ct, o, &c);
+		chat_convo_add(c, "user", line, strlen(line));
+		status = answer(e, o, c);
 		if (status == EXIT_INPUT) { /* the template refused: drop the turn */
-			free((char *)c.msg[--c.n].text);
+			chat_convo_drop(c);
 			status = EXIT_OK;
 		} else if (status != EXIT_OK) {
 			break;
 		}
 	}
-	convo_reset(&c, NULL);
-	free(c.msg);
-	free(c.kv);
+	chat_convo_free(c);
 	free(line);
-	free(sys_buf);
 	return status;
 }
 
@@ -314,38 +168,20 @@ static int render_file(const chat_template_t *ct, const char *path)
 		log_error("chat: --render %s:%d: %s", path, je.line, je.text);
 		return EXIT_INPUT;
 	}
-	json_t *ms = json_object_get(root, "messages");
-	size_t n = json_array_size(ms);
-	chat_msg_t *m = calloc(n ? n : 1, sizeof *m);
-	if (!m)
-		abort(); /* out of memory */
-	int status = EXIT_OK;
-	for (size_t i = 0; i < n && status == EXIT_OK; i++) {
-		json_t *role = json_object_get(json_array_get(ms, i), "role");
-		json_t *text = json_object_get(json_array_get(ms, i), "content");
-		if (!json_is_string(role) || !json_is_string(text)) {
-			log_error("chat: --render: messages[%zu] needs string role and "
-				  "content", i);
-			status = EXIT_INPUT;
-			break;
-		}
-		m[i] = (chat_msg_t){json_string_value(role), json_string_value(text),
-				    json_string_length(text)};
-	}
+	chat_convo_t *c = chat_convo_new(ct);
 	char *out = NULL;
-	int64_t k = status ? -1 : chat_render_full(ct, m, (int)n,
-			json_is_true(json_object_get(root, "add_generation_prompt")),
-			&out);
-	if (status == EXIT_OK && k < 0) {
+	int64_t k = -1;
+	if (chat_convo_add_json(c, json_object_get(root, "messages")) < 0)
+		log_error("chat: --render: %s", err_get());
+	else if ((k = chat_convo_render(c, json_is_true(json_object_get(root,
+			"add_generation_prompt")), &out)) < 0)
 		log_error("chat: %s", err_get());
-		status = EXIT_INPUT;
-	} else if (k >= 0) {
+	else
 		fwrite(out, 1, (size_t)k, stdout);
-	}
 	free(out);
-	free(m);
+	chat_convo_free(c);
 	json_decref(root);
-	return status;
+	return k < 0 ? EXIT_INPUT : EXIT_OK;
 }
 
 int cmd_chat(int argc, char **argv)
@@ -383,20 +219,11 @@ int cmd_chat(int argc, char **argv)
 		log_error("%s", err_get());
 		return status;
 	}
-	char *tmpl = NULL;
-	gguf_str_t ts;
-	size_t tn;
-	if (o.tmpl_file && !(tmpl = file_read_all(o.tmpl_file, &tn))) {
+	chat_template_t *ct = chat_convo_template(e->m, kind, o.tmpl_file);
+	if (!ct) {
 		log_error("chat: --chat-template-file: %s", err_get());
-		engine_close(e);
-		return EXIT_INPUT;
-	} else if (!tmpl && e->m->gguf &&
-	    gguf_get_str(e->m->gguf, "tokenizer.chat_template", &ts) == 0)
-		tmpl = strndup(ts.s, (size_t)ts.n);
-	chat_template_t *ct = kind != CHAT_NONE
-				      ? chat_template_new_kind(kind, e->m->tok)
-				      : chat_template_new(tmpl, e->m->tok);
-	if (chat_template_kind(ct) == CHAT_NONE) {
+		status = EXIT_INPUT;
+	} else if (chat_template_kind(ct) == CHAT_NONE) {
 		log_error("chat: %s has no chat template egang knows (its "
 			  "tokenizer.chat_template is absent or unrecognised); choose "
 			  "one with --chat-template", o.model);
@@ -413,7 +240,6 @@ int cmd_chat(int argc, char **argv)
 		status = chat_loop(e, ct, &o);
 	}
 	chat_template_free(ct);
-	free(tmpl);
 	engine_close(e);
 	return status;
 }

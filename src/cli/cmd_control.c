@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/agent_model.h"
+#include "engine/agent_model.h"
 #include "cli/cli.h"
 #include "policy/control.h"
 #include "policy/controller.h"
@@ -117,9 +117,11 @@ static int run(const control_opts_t *o, controller_config_t *cc, control_t *cw)
 	int status = EXIT_OK;
 	static agent_model_t am;
 	if (cc->kind == CONTROLLER_AGENT) {
-		if (agent_model_open(&am, "control --agent", o->model, o->tok,
-				     o->cpus.cpu[0], o->tmpl, &status) < 0)
+		if (agent_model_open(&am, o->model, o->tok, o->cpus.cpu[0], o->tmpl,
+				     &status) < 0) {
+			log_error("control --agent: %s", err_get());
 			return status;
+		}
 		log_info("control --agent: prompts through chat template %s",
 			 agent_model_template(&am));
 		cc->tok = am.e->m->tok;

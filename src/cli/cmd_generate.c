@@ -56,7 +56,6 @@ typedef struct run_ctx {
 	membership_t ms;
 	FILE *trace;
 	uint64_t last_ns;
-	bool policy; /* the policy runtime chooses the membership */
 } run_ctx_t;
 
 static int on_text(void *user, const char *s, size_t n)
@@ -83,10 +82,7 @@ static void before_token(void *user, uint64_t index)
 	if (rc->trace && rc->e->g && index > 0)
 		trace_token(rc);
 	rc->last_ns = time_now_ns();
-	if (rc->policy)
-		policy_rt_before_token(&rc->e->rt, index);
-	else
-		membership_before_token(&rc->ms, index);
+	membership_before_token(&rc->ms, index);
 }
 
 /* The speed line and, on a gang, its membership counters (stderr). */
@@ -96,10 +92,9 @@ static void report(const engine_t *e, const engine_result_t *r)
 			"%.2f tok/s (%s, %d core%s, %s); stop: %s\n",
 		(long long)r->n_prompt,
 		r->prefill_s > 0 ? (double)r->n_prompt / r->prefill_s : 0.0,
-		(long long)r->n_gen,
-		r->decode_s > 0 ? (double)r->decode_steps / r->decode_s : 0.0,
-		kernels_isa(), e->n_cpus, e->n_cpus > 1 ? "s" : "",
-		e->g ? "gang" : "serial", engine_stop_name(r->stop));
+		(long long)r->n_gen, engine_result_decode_tps(r), kernels_isa(),
+		e->n_cpus, e->n_cpus > 1 ? "s" : "", e->g ? "gang" : "serial",
+		engine_stop_name(r->stop));
 	if (e->g)
 		gang_stats_print(e->g, stderr);
 }
@@ -145,19 +140,13 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
 		return EXIT_FAIL;
 	}
 	engine_result_t r;
-	int grc = engine_generate(e->m, e->f, e->g, &ep, &r);
+	int grc = engine_run(e, &ep, &r);
 	membership_stop(&rc->ms);
 	if (grc < 0) {
 		log_error("%s", err_get());
 		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
 	}
 	int status = EXIT_OK;
-	if (rc->policy) {
-		policy_rt_generation_end(&e->rt, r.n_gen > 0 ? r.first_token_s : -1,
-					 r.decode_s > 0 ? (double)r.decode_steps / r.decode_s : 0,
-					 0);
-		rc->policy = false; /* the trace line below must not read the index */
-	}
 	if (rc->trace && e->g)
 		trace_token(rc); /* the last token */
 	if (o->ids && engine_write_ids(o->ids, &r) < 0) {
@@ -214,7 +203,7 @@ int cmd_generate(int argc, char **argv)
 			  "gang's membership; use one");
 		return EXIT_INPUT;
 	}
-	run_ctx_t rc = {.policy = o.control != NULL};
+	run_ctx_t rc = {0};
 	if (membership_parse(&rc.ms, o.membership) < 0) {
 		log_error("%s", err_get());
 		return EXIT_INPUT;

@@ -3,100 +3,18 @@
  * cli_parse builds getopt_long's tables from the command's cli_opt_t array,
  * converts and range-checks every value into its destination, and answers
  * --help, --quiet, unknown options, missing values, missing required
- * options and surplus operands with one line each. The number parsers are
- * strict: the whole string must be a number inside the range. */
-#include <errno.h>
+ * options and surplus operands with one line each; the values themselves
+ * go through the strict parsers of opt_value.c. */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "gang/gang.h"
+#include "engine/engine_open.h"
 
 enum { OPT_MAX = 64, LONG_BASE = 256 };
-
-int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
-	    int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (!*s || *end || errno) {
-		log_error("%s: '%s' is not an integer", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %lld is out of range [%lld, %lld]", flag, v,
-			  (long long)min, (long long)max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_float(const char *flag, const char *s, double min, double max,
-	      double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(v)) {
-		log_error("%s: '%s' is not a number", flag, s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		log_error("%s: %g is out of range [%g, %g]", flag, v, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
-		 int32_t max)
-{
-	int n = 0;
-	const char *q = s;
-	char *end;
-	do {
-		errno = 0;
-		long long v = strtoll(q, &end, 10);
-		if (end == q || errno || v < 0 || v > max || n == cap ||
-		    (*end && *end != ',')) {
-			log_error("%s: '%s' is not a comma-separated list of up to %d "
-				  "integers in [0, %d]", flag, s, cap, (int)max);
-			return -1;
-		}
-		out[n++] = (int32_t)v;
-		q = end + 1;
-	} while (*end == ',');
-	return n;
-}
-
-int cli_cores(const char *list, int *cpus, int max)
-{
-	char lim[64], note[2 * CPUMASK_LIST_CAP + 256];
-	snprintf(lim, sizeof lim, max == GANG_MAX_SLOTS ? "the gang has %d slots "
-		 "(GANG_MAX_SLOTS)" : "this command takes at most %d", max);
-	topo_t t;
-	cpumask_t want;
-	if (list && cpumask_parse(list, &want) < 0)
-		return err_wrap("--cores");
-	if (list && cpumask_count(&want) > max)
-		return err_set("--cores %s: %d CPUs, but %s", list,
-			       cpumask_count(&want), lim);
-	if (topo_load(&t) < 0)
-		return -1;
-	int n = topo_choose(&t, list ? &want : NULL, max, cpus);
-	if (n < 0)
-		return err_wrap("--cores %s", list);
-	if (*topo_notice(&t, list != NULL, cpus, n, lim, note, sizeof note))
-		log_info("%s", note); /* once: a command has one --cores */
-	return n;
-}
 
 /* The flag for messages: "--name", else "-x". */
 static void flag_name(const cli_opt_t *o, char *buf, size_t cap)
@@ -188,7 +106,7 @@ static int finish(const cli_cmd_t *c, const bool *seen)
 			cli_cpus_t *cc = o->dst;
 			int max = o->max > 0 && o->max < CPUMASK_MAX ? (int)o->max
 								     : CPUMASK_MAX;
-			cc->n = cli_cores(cc->list, cc->cpu, max);
+			cc->n = engine_cpus_parse(cc->list, cc->cpu, max);
 			if (cc->n < 0) {
 				log_error("%s", err_get());
 				return -1;

@@ -22,6 +22,11 @@ void engine_result_free(engine_result_t *r)
 	r->ids = NULL;
 }
 
+double engine_result_decode_tps(const engine_result_t *r)
+{
+	return r->decode_s > 0 ? (double)r->decode_steps / r->decode_s : 0.0;
+}
+
 /* Runs position pos with token `tok`; returns the logits. */
 static float *step(forward_t *f, gang_t *g, int32_t tok, int32_t pos)
 {
@@ -246,6 +251,23 @@ typedef struct gen {
 	int rc;
 } gen_t;
 
+/* Hands the text of token `next` after position pos to on_text (through
+ * the stop strings once generated). false: go on; true: the generation
+ * ends here, with s->rc or r->stop set. */
+static bool gen_emit(gen_t *s, int32_t pos, int32_t next)
+{
+	int k = tokenizer_decode(s->m->tok, s->ids[pos], next, s->piece,
+				 sizeof s->piece);
+	size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
+	s->out.generated = pos + 1 >= s->n_prompt;
+	int why = text_add(&s->out, s->p, s->piece, len);
+	if (why == TEXT_NO_MEMORY)
+		s->rc = ENGINE_FAIL;
+	else if (why >= 0)
+		s->r->stop = (engine_stop_t)why;
+	return why != -1;
+}
+
 /* The prompt. Positions 0..n_prompt-1 (all but the last when nothing is to
  * be generated, as the token loop would) go through prefill batches of up
  * to forward_batch_max tokens, one gang token (one latch, one before_token
@@ -288,15 +310,7 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 		for (int32_t q = pos; q < pos + nb && p->echo_prompt; q++) {
 			if (q + 1 >= n_prompt)
 				break;
-			int k = tokenizer_decode(s->m->tok, s->ids[q], s->ids[q + 1],
-						 s->piece, sizeof s->piece);
-			size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
-			int why = text_add(&s->out, p, s->piece, len);
-			if (why == TEXT_NO_MEMORY)
-				s->rc = ENGINE_FAIL;
-			else if (why >= 0)
-				s->r->stop = STOP_CANCEL;
-			if (why != -1) {
+			if (gen_emit(s, q, s->ids[q + 1])) {
 				s->stopped = true;
 				break;
 			}
@@ -325,6 +339,43 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 	return next;
 }
 
+/* After the token loop (n tokens in s->ids): the held-back text, the
+ * times and counts into r; s->rc set when memory ran out. */
+static void gen_finish(gen_t *s, int64_t n)
+{
+	engine_result_t *r = s->r;
+	if (s->rc == 0 && r->stop != STOP_STRING && r->stop != STOP_CANCEL) {
+		s->out.generated = true; /* even when nothing was generated */
+		int why = text_end(&s->out, s->p); /* the held-back tail */
+		if (why == TEXT_NO_MEMORY)
+			s->rc = ENGINE_FAIL;
+		else if (why >= 0)
+			r->stop = (engine_stop_t)why;
+	}
+	uint64_t t1 = time_now_ns();
+	if (s->t_prefill == s->t0)
+		s->t_prefill = t1;
+	r->prefill_s = (double)(s->t_prefill - s->t0) / 1e9;
+	r->decode_s = (double)(t1 - s->t_prefill) / 1e9;
+	r->n_gen = n - s->n_prompt;
+	r->ids = s->ids;
+	if (s->rc < 0) { /* callers free nothing after -1 (engine.h) */
+		free(s->ids);
+		r->ids = NULL;
+	}
+	free(s->out.buf);
+}
+
+/* Whether token id ends the generation: end of sequence, BOS (as llama2.c
+ * stops), or with stop_at_control any control token. */
+static bool gen_is_end(const gen_t *s, int32_t id)
+{
+	const tokenizer_t *tok = s->m->tok;
+	return id == tokenizer_eos(tok) || id == tokenizer_bos(tok) ||
+	       (s->p->stop_at_control &&
+		tokenizer_type(tok, id) == TOKENIZER_TYPE_CONTROL);
+}
+
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		    const engine_params_t *p, engine_result_t *r)
 {
@@ -339,7 +390,6 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		free(s.ids);
 		return -1;
 	}
-	int32_t bos = tokenizer_bos(m->tok), eos = tokenizer_eos(m->tok);
 	int64_t n_prompt = s.n_prompt, n = n_prompt;
 	r->n_prompt = n_prompt;
 	r->stop = STOP_LENGTH;
@@ -381,53 +431,19 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
-			if (next == eos || next == bos ||
-			    (p->stop_at_control &&
-			     tokenizer_type(m->tok, next) == TOKENIZER_TYPE_CONTROL)) {
+			if (gen_is_end(&s, next)) {
 				r->stop = STOP_EOS;
 				n--; /* the end marker is not part of the text */
 				break;
 			}
 		}
 		logits = NULL;
-		if (pos + 1 >= n_prompt || p->echo_prompt) {
-			int k = tokenizer_decode(m->tok, s.ids[pos], next, s.piece,
-						 sizeof s.piece);
-			size_t len = k > 0 ? text_clean(s.piece, (size_t)k) : 0;
-			s.out.generated = pos + 1 >= n_prompt;
-			int why = text_add(&s.out, p, s.piece, len);
-			if (why == TEXT_NO_MEMORY) {
-				s.rc = ENGINE_FAIL;
-				break;
-			}
-			if (why >= 0) {
-				r->stop = (engine_stop_t)why;
-				break;
-			}
-		}
+		if ((pos + 1 >= n_prompt || p->echo_prompt) && gen_emit(&s, pos, next))
+			break;
 	}
 	if (g)
 		gang_end(g);
-	if (s.rc == 0 && r->stop != STOP_STRING && r->stop != STOP_CANCEL) {
-		s.out.generated = true; /* even when nothing was generated */
-		int why = text_end(&s.out, p); /* the held-back tail */
-		if (why == TEXT_NO_MEMORY)
-			s.rc = ENGINE_FAIL;
-		else if (why >= 0)
-			r->stop = (engine_stop_t)why;
-	}
-	uint64_t t1 = time_now_ns();
-	if (s.t_prefill == s.t0)
-		s.t_prefill = t1;
-	r->prefill_s = (double)(s.t_prefill - s.t0) / 1e9;
-	r->decode_s = (double)(t1 - s.t_prefill) / 1e9;
-	r->n_gen = n - n_prompt;
-	r->ids = s.ids;
-	if (s.rc < 0) { /* callers free nothing after -1 (engine.h) */
-		free(s.ids);
-		r->ids = NULL;
-	}
-	free(s.out.buf);
+	gen_finish(&s, n);
 	sampler_free(smp);
 	return s.rc;
 }

@@ -79,6 +79,9 @@ typedef struct engine_result {
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		    const engine_params_t *p, engine_result_t *r);
 void engine_result_free(engine_result_t *r);
+/* The decode speed in tokens per second (forward passes after the prompt
+ * over their wall time); 0 when no position was decoded. */
+double engine_result_decode_tps(const engine_result_t *r);
 
 const char *engine_stop_name(engine_stop_t s);
 

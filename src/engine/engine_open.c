@@ -1,5 +1,5 @@
-/* engine_open: model + forward + gang + policy for a command
- * (engine_open.h). */
+/* engine_open: model + forward + gang + policy for a command, and one
+ * generation on them (engine_open.h). */
 #include "engine/engine_open.h"
 
 #include <stdatomic.h>
@@ -7,6 +7,37 @@
 #include <string.h>
 
 #include "base/base.h"
+
+/* ---- the CPUs ---- */
+
+int engine_cpus_parse(const char *list, int *cpus, int max)
+{
+	char lim[64], note[2 * CPUMASK_LIST_CAP + 256];
+	snprintf(lim, sizeof lim, max == GANG_MAX_SLOTS ? "the gang has %d slots "
+		 "(GANG_MAX_SLOTS)" : "this command takes at most %d", max);
+	topo_t t;
+	cpumask_t want;
+	if (list && cpumask_parse(list, &want) < 0)
+		return err_wrap("--cores");
+	if (list && cpumask_count(&want) > max)
+		return err_set("--cores %s: %d CPUs, but %s", list,
+			       cpumask_count(&want), lim);
+	if (topo_load(&t) < 0)
+		return -1;
+	int n = topo_choose(&t, list ? &want : NULL, max, cpus);
+	if (n < 0)
+		return err_wrap("--cores %s", list);
+	if (*topo_notice(&t, list != NULL, cpus, n, lim, note, sizeof note))
+		log_info("%s", note); /* once: a command has one --cores */
+	return n;
+}
+
+cpumask_t engine_cpumask(const engine_t *e)
+{
+	return cpumask_of_cpus(e->cpus, e->n_cpus);
+}
+
+/* ---- opening ---- */
 
 int engine_policies(policy_lib_t *lib, int n_slots, const char *policies)
 {
@@ -106,4 +137,42 @@ void engine_close(engine_t *e)
 	model_free(e->m);
 	control_close(e->cw);
 	free(e);
+}
+
+/* ---- one generation ---- */
+
+/* engine_run's hooks around the caller's: p's user, then the policy. */
+typedef struct run_hooks {
+	engine_t *e;
+	const engine_params_t *p;
+} run_hooks_t;
+
+static void run_before_token(void *user, uint64_t index)
+{
+	run_hooks_t *h = user;
+	if (h->p->before_token)
+		h->p->before_token(h->p->user, index);
+	policy_rt_before_token(&h->e->rt, index);
+}
+
+static int run_on_text(void *user, const char *s, size_t n)
+{
+	run_hooks_t *h = user;
+	return h->p->on_text(h->p->user, s, n);
+}
+
+int engine_run(engine_t *e, const engine_params_t *p, engine_result_t *r)
+{
+	if (!e->cw)
+		return engine_generate(e->m, e->f, e->g, p, r);
+	run_hooks_t h = {e, p};
+	engine_params_t q = *p;
+	q.user = &h;
+	q.before_token = run_before_token;
+	q.on_text = p->on_text ? run_on_text : NULL;
+	int rc = engine_generate(e->m, e->f, e->g, &q, r);
+	if (rc == 0)
+		policy_rt_generation_end(&e->rt, r->n_gen > 0 ? r->first_token_s : -1,
+					 engine_result_decode_tps(r), 0);
+	return rc;
 }

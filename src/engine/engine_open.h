@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "gang/gang.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -53,6 +54,23 @@ typedef struct engine {
 engine_t *engine_open(const engine_config_t *c, int *exit_code);
 /* Frees what engine_open made; NULL is fine. */
 void engine_close(engine_t *e);
+
+/* The gang's CPUs for a --cores list, in slot order (the list's CPUs,
+ * lowest first), every one inside this process's affinity mask; NULL
+ * list: the first max allowed CPUs, physical cores first (topo_load). A
+ * line on stderr says when that leaves allowed CPUs out, or when the CPUs
+ * span NUMA nodes. The count, or -1 + err_get() naming --cores and the
+ * limit (max, GANG_MAX_SLOTS). */
+int engine_cpus_parse(const char *list, int *cpus, int max);
+/* e's CPUs as a mask (for messages: cpumask_format). */
+cpumask_t engine_cpumask(const engine_t *e);
+
+/* One generation on e's model, forward pass and gang (engine_generate).
+ * With a control word open, e's policy runtime chooses the membership
+ * before every token (after p's own before_token) and is told the
+ * generation's time to first token and decode speed after it. Returns as
+ * engine_generate. */
+int engine_run(engine_t *e, const engine_params_t *p, engine_result_t *r);
 
 /* Loads the built-in library for n_slots and then the user file (NULL: none);
  * -1 + err_get() naming the file, line and field. */

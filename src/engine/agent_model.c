@@ -1,12 +1,11 @@
 /* The agent's model and its prompt (agent_model.h). */
-#include "cli/agent_model.h"
+#include "engine/agent_model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
-#include "cli/cli.h"
-#include "model/gguf.h"
+#include "engine/chat_convo.h"
 #include "engine/engine.h"
 
 /* The template tmpl (checked: NULL, "none" or a built-in's name) asks for
@@ -15,18 +14,8 @@ static chat_template_t *pick_template(const engine_t *e, const char *tmpl)
 {
 	if (tmpl && !strcmp(tmpl, "none"))
 		return NULL;
-	chat_template_t *ct = NULL;
-	if (tmpl) {
-		ct = chat_template_new_kind(chat_kind_from_name(tmpl), e->m->tok);
-	} else {
-		gguf_str_t ts;
-		char *text = NULL;
-		if (e->m->gguf &&
-		    gguf_get_str(e->m->gguf, "tokenizer.chat_template", &ts) == 0)
-			text = strndup(ts.s, (size_t)ts.n);
-		ct = chat_template_new(text, e->m->tok);
-		free(text);
-	}
+	chat_template_t *ct = chat_convo_template(
+		e->m, tmpl ? chat_kind_from_name(tmpl) : CHAT_NONE, NULL);
 	if (chat_template_kind(ct) == CHAT_NONE) {
 		chat_template_free(ct);
 		ct = NULL;
@@ -34,15 +23,14 @@ static chat_template_t *pick_template(const engine_t *e, const char *tmpl)
 	return ct;
 }
 
-int agent_model_open(agent_model_t *a, const char *what, const char *model,
-		     const char *tok, int cpu, const char *tmpl, int *status)
+int agent_model_open(agent_model_t *a, const char *model, const char *tok,
+		     int cpu, const char *tmpl, int *status)
 {
 	memset(a, 0, sizeof *a);
 	if (tmpl && strcmp(tmpl, "none") && chat_kind_from_name(tmpl) == CHAT_NONE) {
-		log_error("%s: --chat-template '%s' is not one of none, chatml, "
-			  "llama2, llama3, zephyr, qwen3, gemma3", what, tmpl);
 		*status = EXIT_INPUT;
-		return -1;
+		return err_set("--chat-template '%s' is not one of none, chatml, "
+			       "llama2, llama3, zephyr, qwen3, gemma3", tmpl);
 	}
 	engine_config_t ec = {.model_path = model, .tok_path = tok, .cpus = &cpu,
 			      .n_cpus = 1, .no_gang = true, .no_forward = true};
@@ -53,7 +41,6 @@ int agent_model_open(agent_model_t *a, const char *what, const char *model,
 			*status = EXIT_FAIL;
 	}
 	if (!e || !e->f) {
-		log_error("%s: %s", what, err_get());
 		engine_close(e);
 		return -1;
 	}

@@ -4,8 +4,8 @@
  * the controller's prompt goes through as one user message, the
  * assistant's header after it, so a chat model answers in its own format.
  * Without a template the prompt is the plain text. */
-#ifndef EGANG_CLI_AGENT_MODEL_H
-#define EGANG_CLI_AGENT_MODEL_H
+#ifndef EGANG_ENGINE_AGENT_MODEL_H
+#define EGANG_ENGINE_AGENT_MODEL_H
 
 #include "model/chat.h"
 #include "engine/engine_open.h"
@@ -18,10 +18,10 @@ typedef struct agent_model {
 /* Opens model (tok: a llama2.c tokenizer.bin, or NULL) on cpu. tmpl: NULL
  * for the model's own tokenizer.chat_template when egang knows its kind
  * (else plain text), "none" for plain text, or a built-in's name (chatml,
- * llama2, llama3, zephyr, qwen3, gemma3). what names the command in
- * errors. 0, or -1 + the error logged and *status set. */
-int agent_model_open(agent_model_t *a, const char *what, const char *model,
-		     const char *tok, int cpu, const char *tmpl, int *status);
+ * llama2, llama3, zephyr, qwen3, gemma3). 0, or -1 + err_get() with
+ * *status the exit code (EXIT_INPUT, EXIT_FAIL). */
+int agent_model_open(agent_model_t *a, const char *model, const char *tok,
+		     int cpu, const char *tmpl, int *status);
 void agent_model_close(agent_model_t *a);
 /* "chatml", ..., or "none": the template the prompts go through. */
 const char *agent_model_template(const agent_model_t *a);
