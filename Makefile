@@ -98,6 +98,9 @@ $(B)/%.o: %.c
 	@echo "  CC  $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+# the benches' gnuplot scripts are built into plot.o (.incbin, bench/plot.c)
+$(B)/src/bench/plot.o: $(wildcard tools/plot/*.gp)
+
 $(B)/tests/%: tests/%.c $(B)/libegang.a tests/testutil.h
 	@mkdir -p $(dir $@)
 	@echo "  CC  $<"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# egang bench switching: a tiny run (stories260K, 1 s phases, 1 repetition,
-# the throughput and oracle arms) checked for its structure: one summary
-# line per arm, the CSV rows, the request and timeline files, the PNG; then
-# bad flags (one-line error, exit 2). No timing assertions.
+# egang bench switching: bad flags (one-line error, exit 2), then a tiny run
+# (the repository's stories260K, 1 s phases, 1 repetition, the throughput
+# and oracle arms) checked for its structure: one summary line per arm, the
+# CSV rows, the request and timeline files, the PNG (its --out folder named
+# with a quote and $(...), which must stay a name), its control words
+# removed; --no-plot; and without gnuplot, a one-line error. No timing
+# assertions.
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -11,36 +14,36 @@ cd "$(dirname "$0")/.."
 "$EGANG" bench switching --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q "usage: egang bench switching" "$TMP/help"; then
 	pass "bench switching --help"; else fail "bench switching --help"; fi
-M=$MODELS/stories260K.gguf
-[[ -r $M ]] || M=/nonexistent-model
+M=$REPO_MODELS/stories260K.bin
+TOK=(-z "$REPO_MODELS/tok512.bin")
 expect_exit "switching: missing -m" 2 "bench switching: -m/--model is required" "$EGANG" bench switching
 expect_exit "switching: unreadable model" 2 "-m /nonexistent-model" \
 	"$EGANG" bench switching -m /nonexistent-model
-if [[ -r $MODELS/stories260K.gguf ]]; then
+if have_repo_models "bench switching"; then
 expect_exit "switching: two rates" 2 "--rates: '1,2' is not three numbers" \
-	"$EGANG" bench switching -m "$M" --rates 1,2
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --rates 1,2
 expect_exit "switching: bad phase seconds" 2 "--phase-seconds: '1,x,1' is not three numbers" \
-	"$EGANG" bench switching -m "$M" --phase-seconds 1,x,1
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --phase-seconds 1,x,1
 expect_exit "switching: unknown arm" 2 "--arms: 'fast' is not latency, throughput" \
-	"$EGANG" bench switching -m "$M" --arms oracle,fast
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --arms oracle,fast
 expect_exit "switching: --reps 0" 2 "--reps: 0 is out of range" \
-	"$EGANG" bench switching -m "$M" --reps 0
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --reps 0
 expect_exit "switching: unknown option" 2 "unknown option" \
-	"$EGANG" bench switching -m "$M" --bogus
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --bogus
 expect_exit "switching: stray operand" 2 "extra" \
-	"$EGANG" bench switching -m "$M" extra
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" extra
 expect_exit "switching: bad --cores" 2 "cores" \
-	"$EGANG" bench switching -m "$M" --cores 999
+	"$EGANG" bench switching -m "$M" "${TOK[@]}" --cores 999
 fi
 
 # ---- a tiny run ----
-if have_models "bench switching: tiny run"; then
-	OUT=$TMP/sw
-	shm_before=$(ls /dev/shm | grep -c '^egang-switching-')
-	"$EGANG" bench switching -m "$MODELS/stories260K.gguf" --reps 1 \
-		--arms throughput,oracle --phase-seconds 1,1,1 --rates 5,20,5 \
-		--max-tokens 8 --burns-per-core 1 --drain-seconds 10 --out "$OUT" -q \
-		>"$TMP/run.out" 2>"$TMP/run.err"
+if have_repo_models "bench switching: tiny run"; then
+	OUT="$TMP/sw it's \$(touch egang-switching-canary)"
+	RUN=("$EGANG" bench switching -m "$M" "${TOK[@]}" --reps 1 --phase-seconds 1,1,1
+	     --rates 5,20,5 --max-tokens 8 --burns-per-core 1 --drain-seconds 10 -q)
+	"${RUN[@]}" --arms throughput,oracle --out "$OUT" >"$TMP/run.out" 2>"$TMP/run.err" &
+	pid=$!
+	wait $pid
 	rc=$?
 	if [[ $rc -eq 0 ]]; then pass "bench switching: tiny run exits 0"
 	else fail "bench switching: tiny run exits 0" "exit $rc: $(tail -3 "$TMP/run.err")"; fi
@@ -68,19 +71,29 @@ if have_models "bench switching: tiny run"; then
 	if grep -q '^oracle,1,ttft,' "$OUT/timeline.csv" && grep -q '^oracle,1,tenant,' "$OUT/timeline.csv"
 	then pass "bench switching: timeline.csv has the oracle's TTFT and tenant series"
 	else fail "bench switching: timeline.csv" "$(head -c 300 "$OUT/timeline.csv")"; fi
-	if [[ -s $OUT/switching.png ]] && [[ $(head -c 4 "$OUT/switching.png" | tail -c 3) == PNG ]]
-	then pass "bench switching: switching.png written"
-	else fail "bench switching: switching.png written"; fi
+	# the figure, drawn without a shell: the folder's name ran nothing
+	if [[ -s $OUT/switching.png ]] && [[ $(head -c 4 "$OUT/switching.png" | tail -c 3) == PNG ]] &&
+	   [[ ! -e egang-switching-canary && ! -e $OUT/egang-switching-canary ]]
+	then pass "bench switching: switching.png written, the --out name ran nothing"
+	else fail "bench switching: switching.png written, the --out name ran nothing"; fi
+	# its control words (/dev/shm/egang-switching-PID-RUN) are removed
+	left=$(ls /dev/shm | grep -c "^egang-switching-$pid-")
+	if [[ $left -eq 0 ]]; then pass "bench switching: control words removed"
+	else fail "bench switching: control words removed" "$left left in /dev/shm"; fi
 	# --no-plot (a machine without gnuplot: the QEMU guest): the script, no PNG
-	"$EGANG" bench switching -m "$MODELS/stories260K.gguf" --reps 1 --arms oracle \
-		--phase-seconds 1,1,1 --rates 5,20,5 --max-tokens 8 --burns-per-core 1 \
-		--drain-seconds 10 --no-plot --out "$TMP/sw2" -q >"$TMP/run2.out" 2>"$TMP/run2.err"
+	"${RUN[@]}" --arms oracle --no-plot --out "$TMP/sw2" >"$TMP/run2.out" 2>"$TMP/run2.err"
 	rc=$?
-	if [[ $rc -eq 0 && -s $TMP/sw2/switching.gp && ! -e $TMP/sw2/switching.png ]]
-	then pass "bench switching --no-plot: switching.gp, no PNG, exit 0"
+	if [[ $rc -eq 0 ]] && cmp -s "$TMP/sw2/switching.gp" tools/plot/switching.gp &&
+	   [[ ! -e $TMP/sw2/switching.png ]]
+	then pass "bench switching --no-plot: switching.gp (tools/plot's), no PNG, exit 0"
 	else fail "bench switching --no-plot" "rc=$rc $(tail -2 "$TMP/run2.err")"; fi
-	# other engineers' runs may leave theirs: ours must not add any
-	shm_after=$(ls /dev/shm | grep -c '^egang-switching-')
-	if [[ $shm_after -le $shm_before ]]; then pass "bench switching: control words removed"
-	else fail "bench switching: control words removed" "$shm_before before, $shm_after after"; fi
+	# no gnuplot on PATH: the summary lines and CSV files, then one error
+	# line (exit 1) saying how to draw the figure later
+	PATH=/nonexistent "${RUN[@]}" --arms oracle --out "$TMP/sw3" >"$TMP/run3.out" 2>"$TMP/run3.err"
+	rc=$?
+	if [[ $rc -eq 1 && $(wc -l <"$TMP/run3.err") -eq 1 ]] &&
+	   grep -q '^egang: error: bench switching: gnuplot is not installed (not found on PATH): .*switching.png not drawn; .*gnuplot -c ' "$TMP/run3.err" &&
+	   grep -q '^bench switching: arm oracle ' "$TMP/run3.out" && [[ -s $TMP/sw3/timeline.csv ]]
+	then pass "bench switching without gnuplot: one error line, exit 1, the CSV files"
+	else fail "bench switching without gnuplot" "rc=$rc $(cat "$TMP/run3.err")"; fi
 fi

@@ -2,20 +2,27 @@
  * their scalar twin, the fixed pool runs every chunk of every wave exactly
  * once and finishes each wave once, the tenant's units and its runner's
  * reports, the load generator's request bodies, the model drivers' input
- * checks and decode on a tiny synthetic model, and the switching goal's
- * arithmetic. */
+ * checks and decode on a tiny synthetic model (the width knee the one its
+ * rates imply), the antagonists' work buckets, the serve log's port, the
+ * figures (built-in scripts, no shell, the missing-gnuplot error) and the
+ * switching goal's arithmetic. */
 #include "testutil.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "base/base.h"
 #include "bench/burn.h"
+#include "bench/burners.h"
+#include "bench/child.h"
 #include "bench/decode.h"
 #include "bench/loadgen.h"
+#include "bench/plot.h"
 #include "bench/pool.h"
 #include "bench/switching.h"
 #include "kernels/membw.h"
@@ -282,10 +289,135 @@ static void test_decode_and_width(void **state)
 	assert_true(v[0] > 0 && v[1] > 0);
 	bench_width_result_t w;
 	assert_int_equal(bench_width_run(e, 4, 1, &w), 0);
-	assert_true(w.knee >= 1 && w.knee <= n);
-	for (int i = 0; i < n; i++)
-		assert_true(w.s[i].p50 > 0 && w.s[i].p50 <= w.best);
+	/* the knee is the one its medians imply (knee_of_rates itself is
+	 * tested on curves with known knees in test_policy.c) and best is
+	 * their largest */
+	double rate[GANG_MAX_SLOTS + 1] = {0}, best = 0;
+	for (int i = 0; i < n; i++) {
+		assert_true(w.s[i].p50 > 0);
+		rate[i + 1] = w.s[i].p50;
+		best = rate[i + 1] > best ? rate[i + 1] : best;
+	}
+	assert_int_equal(w.knee, knee_of_rates(rate, n, 0.95));
+	assert_true(w.best == best);
 	engine_close(e);
+}
+
+/* ---- the antagonists' buckets ---- */
+
+static void test_burners_buckets(void **state)
+{
+	(void)state;
+	const uint64_t T = 1000000000000ull, ms = 1000000ull;
+	double bucket[4] = {0};
+	burners_t b = {.t_start = T, .bucket = bucket, .n_bucket = 4};
+	/* 100 units over [25, 75) ms: half in bucket 0, half in bucket 1 */
+	burners_add(&b, T + 25 * ms, T + 75 * ms, 100);
+	assert_true(fabs(bucket[0] - 50) < 1e-9 && fabs(bucket[1] - 50) < 1e-9);
+	assert_true(fabs(burners_window(&b, T, T + 50 * ms) - 50) < 1e-9);
+	/* a window cutting a bucket counts the fraction inside */
+	assert_true(fabs(burners_window(&b, T + 25 * ms, T + 50 * ms) - 25) < 1e-9);
+	assert_true(fabs(burners_window(&b, T, T + 200 * ms) - 100) < 1e-9);
+	/* time before the start: spread over what is left of the report */
+	burners_add(&b, T - 50 * ms, T + 50 * ms, 30);
+	assert_true(fabs(bucket[0] - 80) < 1e-9);
+	/* past the last bucket: in the total only */
+	burners_add(&b, T + 190 * ms, T + 210 * ms, 20);
+	assert_true(fabs(bucket[3] - 10) < 1e-9);
+	assert_true(fabs(burners_window(&b, T, T + 1000 * ms) - 140) < 1e-9);
+	assert_true(fabs(b.total - 150) < 1e-9);
+	/* an empty report adds to the total, to no bucket */
+	burners_add(&b, T + 10 * ms, T + 10 * ms, 5);
+	assert_true(fabs(b.total - 155) < 1e-9);
+	assert_true(fabs(burners_window(&b, T, T + 1000 * ms) - 140) < 1e-9);
+}
+
+/* ---- children: the serve log's port ---- */
+
+static void test_child_serve_port(void **state)
+{
+	(void)state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/serve.log", test_tmpdir());
+	assert_int_equal(child_serve_port(path), 0); /* no log yet */
+	FILE *f = fopen(path, "w");
+	fputs("egang: loading\n", f);
+	fclose(f);
+	assert_int_equal(child_serve_port(path), 0); /* no startup line yet */
+	f = fopen(path, "a");
+	fputs("egang serve: stories260K (none chat template) on "
+	      "http://127.0.0.1:43817, 4 slots\n", f);
+	fclose(f);
+	assert_int_equal(child_serve_port(path), 43817);
+	assert_int_equal(child_find_exe(), 0);
+	assert_true(child_exe()[0] == '/');
+}
+
+/* ---- the figures ---- */
+
+/* The built-in script is tools/plot/NAME.gp byte for byte. */
+static void test_plot_scripts_built_in(void **state)
+{
+	(void)state;
+	for (int p = 0; p < BENCH_PLOT_COUNT; p++) {
+		char path[256];
+		snprintf(path, sizeof path, "tools/plot/%s.gp", bench_plot_name(p));
+		size_t len;
+		char *want = file_read_all(path, &len);
+		assert_non_null(want);
+		assert_true(len > 100);
+		assert_string_equal(bench_plot_script(p), want);
+		free(want);
+	}
+}
+
+/* A folder whose name holds a quote and $(...) is only a name (no shell,
+ * no gnuplot code built from it); without gnuplot the error is one line. */
+static void test_plot_draw(void **state)
+{
+	(void)state;
+	/* were the name run by a shell, it would leave the canary in the
+	 * working directory */
+	const char *canary = "egang-plot-canary";
+	char dir[512], csv[600], png[600], gp[600];
+	snprintf(dir, sizeof dir, "%s/it's $(touch %s)", test_tmpdir(), canary);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(csv, sizeof csv, "%s/coschedule.csv", dir);
+	FILE *f = fopen(csv, "w");
+	fputs("policy,duty,inference_tok_s,lat_p50_ms,lat_p99_ms,tenant_units_s,"
+	      "tenant_frac,mean_width,preempted_tokens,generations,logit_mismatches\n"
+	      "static:1,50,10.0,1,2,100,0.5,1,0,10,0\n"
+	      "elastic-preempt,50,12.0,1,2,150,0.7,1.5,0,12,0\n"
+	      "knee,50,11.0,1,2,140,0.65,1.2,0,11,0\n", f);
+	fclose(f);
+	snprintf(png, sizeof png, "%s/coschedule.png", dir);
+	snprintf(gp, sizeof gp, "%s/coschedule.gp", dir);
+	/* run = false: the script only */
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_COSCHEDULE, dir, NULL, false), 0);
+	assert_int_equal(access(gp, R_OK), 0);
+	assert_int_not_equal(access(png, F_OK), 0);
+	/* no gnuplot on PATH: one line naming it, the script left to run */
+	const char *path = getenv("PATH");
+	char *saved = strdup(path ? path : "/usr/bin:/bin");
+	setenv("PATH", "/nonexistent", 1);
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_COSCHEDULE, dir, NULL, true), -1);
+	setenv("PATH", saved, 1);
+	free(saved);
+	assert_non_null(strstr(err_get(), "gnuplot is not installed"));
+	assert_non_null(strstr(err_get(), "gnuplot -c "));
+	assert_null(strchr(err_get(), '\n'));
+	if (bench_plot_draw(BENCH_PLOT_COSCHEDULE, dir, NULL, true) < 0) {
+		/* the drawing itself needs gnuplot (tools/deps.sh) */
+		assert_non_null(strstr(err_get(), "gnuplot is not installed"));
+		skip();
+	}
+	char head[8] = {0};
+	f = fopen(png, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(head, 1, 4, f), 4);
+	fclose(f);
+	assert_memory_equal(head + 1, "PNG", 3);
+	assert_int_not_equal(access(canary, F_OK), 0); /* nothing ran $(...) */
 }
 
 /* ---- the switching goal ---- */
@@ -332,6 +464,10 @@ int main(void)
 		cmocka_unit_test(test_loadgen_body),
 		cmocka_unit_test(test_model_open_checks),
 		cmocka_unit_test(test_decode_and_width),
+		cmocka_unit_test(test_burners_buckets),
+		cmocka_unit_test(test_child_serve_port),
+		cmocka_unit_test(test_plot_scripts_built_in),
+		cmocka_unit_test(test_plot_draw),
 		cmocka_unit_test(test_switching_goal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

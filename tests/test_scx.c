@@ -10,6 +10,7 @@
 
 #include "policy/policy.h"
 #include "scx/scx.h"
+#include "bench/scx_first.h"
 #include "../bpf/egang_kguard.h"
 
 static void test_builtin_kernel_forms(void **state)
@@ -107,8 +108,15 @@ static void test_build_without_scx(void **state)
 	assert_int_equal(scx_read(&c), -1);
 	assert_int_equal(scx_unload(NULL), -1);
 	assert_null(scx_index_page()); /* the control word keeps its index */
+	assert_int_equal(scx_index_open(), -1);
+	assert_null(scx_first_ns_map());
+	/* the benches on the loader's exports refuse the same way */
 	scx_first_t f[2];
-	assert_int_equal(scx_bench_first(10, 0, f), -1);
+	assert_int_equal(scx_first_run(10, 0, f), -1);
+	assert_non_null(strstr(err_get(), "no sched_ext support"));
+	scx_first_write_t w;
+	assert_int_equal(scx_first_write_cost(10, &w), -1);
+	assert_non_null(strstr(err_get(), "no sched_ext support"));
 #endif
 }
 

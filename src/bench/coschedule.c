@@ -301,45 +301,6 @@ bool cosched_verdict(const cosched_t *cs, int d, int a, char *buf, size_t cap)
 	return true;
 }
 
-static void write_plot(const char *dir, const int *duty, int n_duty)
-{
-	char script[8192];
-	int k = snprintf(script, sizeof script,
-		"set terminal pngcairo size 900,600 noenhanced\n"
-		"set output '%s/coschedule.png'\n"
-		"set datafile separator ','\n"
-		"set title 'egang co-scheduling frontier: tenant work vs inference'\n"
-		"set xlabel 'inference tok/s'\n"
-		"set ylabel 'tenant work (fraction of tenants alone)'\n"
-		"set key outside right\nset grid\n"
-		"plot ", dir);
-	/* one colour per duty: the static splits as a line, elastic (preempt)
-	 * as a triangle, the knee-capped gang as a square */
-	for (int i = 0; i < n_duty && k < (int)sizeof script - 900; i++)
-		k += snprintf(script + k, sizeof script - (size_t)k,
-			"%s'%s/coschedule.csv' using ($2==%d && strstrt(strcol(1),'static')==1 ? $3 : 1/0):7 "
-			"with linespoints lc %d pt 7 title 'static, duty %d%%', "
-			"'%s/coschedule.csv' using ($2==%d && strcol(1) eq 'elastic-preempt' ? $3 : 1/0):7 "
-			"with points lc %d pt 9 ps 2 title 'elastic, duty %d%%', "
-			"'%s/coschedule.csv' using ($2==%d && strcol(1) eq 'knee' ? $3 : 1/0):7 "
-			"with points lc %d pt 5 ps 1.5 title 'knee, duty %d%%'",
-			i ? ", " : "", dir, duty[i], i + 1, duty[i], dir, duty[i], i + 1,
-			duty[i], dir, duty[i], i + 1, duty[i]);
-	char path[512];
-	snprintf(path, sizeof path, "%s/coschedule.gp", dir);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return;
-	fputs(script, f);
-	fputc('\n', f);
-	fclose(f);
-	char cmd[1024];
-	snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", path);
-	if (system(cmd) != 0)
-		log_info("note: gnuplot failed; the CSV is complete");
-}
-
-
 /* ---- the experiment ---- */
 
 static void make_arms(cosched_t *cs)
@@ -493,6 +454,5 @@ int cosched_sweep(cosched_t *cs, const int *duty, int n_duty,
 		}
 	}
 	fclose(csv);
-	write_plot(cs->out, duty, cs->n_duty);
 	return 0;
 }

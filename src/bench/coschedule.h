@@ -14,8 +14,9 @@
  * For every (arm, duty) it records inference tok/s, generation latency
  * p50/p99 (nearest rank, from arrival), tenant work rate, mean gang width,
  * in-token preemptions and whether every token's logits equal the solo
- * run's; writes OUT/coschedule.csv, a width trace per run
- * (OUT/width-ARM-DUTY.csv) and OUT/coschedule.png (gnuplot). */
+ * run's; writes OUT/coschedule.csv and a width trace per run
+ * (OUT/width-ARM-DUTY.csv). The figure is tools/plot/coschedule.gp
+ * (bench/plot.h), which the command draws from the CSV. */
 #ifndef EGANG_BENCH_COSCHEDULE_H
 #define EGANG_BENCH_COSCHEDULE_H
 
@@ -69,9 +70,8 @@ const char *cosched_arm_name(const cosched_t *cs, int arm);
 void cosched_solo(cosched_t *cs, cosched_solo_t *s);
 
 /* Every arm at every duty (in percent); row(user, arm, duty, result) after
- * each run. Writes the CSV, the width traces and the plot (a failed
- * gnuplot is a note, not an error). -1 + err_get() when the CSV cannot be
- * written. */
+ * each run. Writes the CSV and the width traces. -1 + err_get() when the
+ * CSV cannot be written. */
 int cosched_sweep(cosched_t *cs, const int *duty, int n_duty,
 		  void (*row)(void *user, int arm, int duty, const cosched_result_t *r),
 		  void *user);

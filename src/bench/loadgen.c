@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -85,4 +86,122 @@ void loadgen_setup(CURL *h, const char *url, struct curl_slist *hdr,
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, st);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, st);
+}
+
+bool loadgen_get_ok(const char *url)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return false;
+	FILE *devnull = fopen("/dev/null", "w");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, devnull);
+	CURLcode rc = curl_easy_perform(h);
+	long code = 0;
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	if (devnull)
+		fclose(devnull);
+	return rc == CURLE_OK && code == 200;
+}
+
+bool loadgen_request_ok(const char *url, struct curl_slist *hdr,
+			const char *body, long timeout_s)
+{
+	CURL *h = curl_easy_init();
+	loadgen_stream_t *st = malloc(sizeof *st);
+	bool ok = false;
+	if (h && st) {
+		loadgen_setup(h, url, hdr, body, timeout_s, st);
+		long code = 0;
+		ok = curl_easy_perform(h) == CURLE_OK &&
+		     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+		     code == 200 && st->done_seen;
+	}
+	free(st);
+	if (h)
+		curl_easy_cleanup(h);
+	return ok;
+}
+
+/* ---- open-loop arrivals ---- */
+
+/* The transfers that ended: their results into their arrivals; the
+ * latest completion time into *last_done. Returns how many ended. */
+static int open_loop_reap(CURLM *m, uint64_t *last_done)
+{
+	int ended = 0, left;
+	CURLMsg *msg;
+	while ((msg = curl_multi_info_read(m, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		loadgen_arrival_t *q = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &q->code);
+		q->done = true;
+		q->ok = msg->data.result == CURLE_OK && q->code == 200 &&
+			q->st.done_seen && q->st.t_first;
+		if (q->ok)
+			q->ttft_ms = (double)(q->st.t_first - q->st.t0) / 1e6;
+		curl_multi_remove_handle(m, q->h);
+		curl_easy_cleanup(q->h);
+		q->h = NULL;
+		ended++;
+		uint64_t t = time_now_ns();
+		if (t > *last_done)
+			*last_done = t;
+	}
+	return ended;
+}
+
+double loadgen_open_loop(loadgen_arrival_t *r, int n, uint64_t t0, uint64_t t_end,
+			 uint64_t deadline, const char *url, struct curl_slist *hdr,
+			 const char *body, long timeout_s)
+{
+	CURLM *m = curl_multi_init();
+	int next = 0, running = 0;
+	uint64_t last_done = t_end;
+	while (m && (next < n || running > 0)) {
+		uint64_t now = time_now_ns();
+		while (next < n && t0 + r[next].t_arr <= now) {
+			loadgen_arrival_t *q = &r[next++];
+			if (!(q->h = curl_easy_init()))
+				continue;
+			loadgen_setup(q->h, url, hdr, body, timeout_s, &q->st);
+			q->st.t0 = t0 + q->t_arr;
+			/* after loadgen_setup, which points PRIVATE at the stream */
+			curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
+			curl_multi_add_handle(m, q->h);
+			running++;
+		}
+		int still = 0;
+		curl_multi_perform(m, &still);
+		running -= open_loop_reap(m, &last_done);
+		now = time_now_ns();
+		if (next >= n && now > deadline)
+			break;
+		long wait_ms = 50;
+		if (next < n) {
+			uint64_t at = t0 + r[next].t_arr;
+			wait_ms = at > now ? (long)((at - now) / 1000000ull) : 0;
+			if (wait_ms > 50)
+				wait_ms = 50;
+		}
+		if (wait_ms > 0)
+			curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL);
+	}
+	uint64_t now = time_now_ns();
+	if (t_end > now) /* every request was done before t_end */
+		usleep((useconds_t)((t_end - now) / 1000));
+	for (int i = 0; i < n; i++)
+		if (r[i].h) { /* not done by the deadline: not served */
+			curl_multi_remove_handle(m, r[i].h);
+			curl_easy_cleanup(r[i].h);
+			r[i].h = NULL;
+		}
+	if (m)
+		curl_multi_cleanup(m);
+	return (double)(last_done - t_end) / 1e9;
 }

@@ -2,267 +2,34 @@
 #include "bench/switching.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "base/base.h"
 #include "base/stats.h"
-#include "bench/burn.h"
+#include "bench/burners.h"
+#include "bench/child.h"
 #include "bench/loadgen.h"
 #include "policy/control.h"
 
 const char *const switching_arm_names[SWITCHING_ARM_COUNT + 1] = {
 	"latency", "throughput", "oracle", "bandit", "agent", NULL};
 #define N_PHASES SWITCHING_PHASES
-#define MAX_BURNERS SWITCHING_MAX_BURNERS
 static const char *const phase_names[N_PHASES] = {"steady1", "burst", "steady2"};
 
-#define BUCKET_NS 50000000ull /* antagonist work buckets: 50 ms */
+#define BUCKET_NS BURNERS_BUCKET_NS
 typedef switching_config_t cfg_t;
-
-static char self_exe[4096]; /* this executable, for the children */
-
-/* ---- child processes ---- */
-
-/* fork + exec of this egang with args; stdout and stderr to the given
- * descriptors (-1: /dev/null). */
-static pid_t spawn(const cfg_t *c, char *const args[], int out_fd, int err_fd)
-{
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	int dn = open("/dev/null", O_RDWR);
-	dup2(dn, 0);
-	dup2(out_fd >= 0 ? out_fd : dn, 1);
-	dup2(err_fd >= 0 ? err_fd : dn, 2);
-	/* the child starts on the affinity the bench was started with (not a
-	 * pinned thread's) and in the default scheduling class */
-	execv(self_exe, args);
-	_exit(127);
-}
-
-static void reap(pid_t pid, int sig, double wait_s)
-{
-	if (pid <= 0)
-		return;
-	if (sig)
-		kill(pid, sig);
-	uint64_t end = time_now_ns() + (uint64_t)(wait_s * 1e9);
-	while (time_now_ns() < end) {
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
-static int file_open_w(const char *path)
-{
-	return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-}
-
-/* ---- antagonists and their monitor ---- */
-
-typedef struct burners {
-	int n;
-	pid_t pid[MAX_BURNERS];
-	int fd[MAX_BURNERS];        /* read end of each stdout pipe */
-	char buf[MAX_BURNERS][256]; /* a partial line */
-	size_t len[MAX_BURNERS];
-	double last_t[MAX_BURNERS]; /* the burner's own clock at its last report */
-	uint64_t t_start;           /* bucket 0 starts here */
-	double *bucket;             /* units per BUCKET_NS */
-	size_t n_bucket;
-	double total;
-	const char *units_path;     /* rewritten with the total (bandit) */
-	_Atomic bool stop;
-	pthread_t thread;
-} burners_t;
-
-/* Spreads units done over [a, b] (ns, bench clock) over the buckets. */
-static void burners_add(burners_t *b, uint64_t a, uint64_t e, double units)
-{
-	b->total += units;
-	if (a < b->t_start)
-		a = b->t_start;
-	if (e <= a)
-		return;
-	double per_ns = units / (double)(e - a);
-	for (uint64_t t = a; t < e;) {
-		size_t i = (size_t)((t - b->t_start) / BUCKET_NS);
-		uint64_t edge = b->t_start + (uint64_t)(i + 1) * BUCKET_NS;
-		uint64_t stop = edge < e ? edge : e;
-		if (i < b->n_bucket)
-			b->bucket[i] += per_ns * (double)(stop - t);
-		t = stop;
-	}
-}
-
-/* One report line: the units of the period it covers, placed at the
- * period's end as the burner stamped it (at_ns: the same monotonic clock),
- * so a line read late (the monitor or the pipe behind) still lands in its
- * window; a line without the stamp is placed at its arrival, now. */
-static void burners_line(burners_t *b, int i, uint64_t now)
-{
-	double t, rate;
-	uint64_t at;
-	b->buf[i][b->len[i]] = 0;
-	if (burn_report_parse(b->buf[i], &t, &rate, &at) < 0)
-		return;
-	double dt = t - b->last_t[i];
-	b->last_t[i] = t;
-	if (dt <= 0)
-		return;
-	uint64_t end = at ? at : now;
-	burners_add(b, end - (uint64_t)(dt * 1e9), end, rate * dt);
-}
-
-static void units_write(const burners_t *b)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof tmp, "%s.tmp", b->units_path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return;
-	fprintf(f, "%.0f\n", b->total);
-	fclose(f);
-	rename(tmp, b->units_path);
-}
-
-static void *burners_main(void *arg)
-{
-	burners_t *b = arg;
-	struct pollfd pf[MAX_BURNERS];
-	uint64_t last_write = 0;
-	/* seq_cst, stronger than needed: a stop flag; the join orders the
-	 * buckets for the reader. Once stopped (the burners are gone), the
-	 * passes drain what is still in the pipes, then end. */
-	for (;;) {
-		bool last = atomic_load(&b->stop);
-		for (int i = 0; i < b->n; i++)
-			pf[i] = (struct pollfd){.fd = b->fd[i], .events = POLLIN};
-		int r = poll(pf, (nfds_t)b->n, last ? 0 : 20);
-		if (last && r <= 0)
-			break;
-		uint64_t now = time_now_ns();
-		for (int i = 0; r > 0 && i < b->n; i++) {
-			if (!(pf[i].revents & (POLLIN | POLLHUP)))
-				continue;
-			char tmp[512];
-			ssize_t k = read(b->fd[i], tmp, sizeof tmp);
-			for (ssize_t j = 0; j < k; j++) {
-				if (tmp[j] == '\n') {
-					burners_line(b, i, now);
-					b->len[i] = 0;
-				} else if (b->len[i] + 1 < sizeof b->buf[i]) {
-					b->buf[i][b->len[i]++] = tmp[j];
-				}
-			}
-			if (k <= 0) {
-				close(b->fd[i]);
-				b->fd[i] = -1; /* poll ignores it from now on */
-			}
-		}
-		if (b->units_path && now - last_write > 20000000ull) {
-			units_write(b);
-			last_write = now;
-		}
-	}
-	return NULL;
-}
-
-static int burners_start(burners_t *b, const cfg_t *c, double max_s)
-{
-	b->n = 0;
-	b->t_start = time_now_ns();
-	b->n_bucket = (size_t)(max_s * 1e9 / (double)BUCKET_NS) + 1;
-	b->bucket = calloc(b->n_bucket, sizeof *b->bucket);
-	if (!b->bucket)
-		return err_set("out of memory");
-	for (int k = 0; k < c->burns * c->n_cpus && k < MAX_BURNERS; k++) {
-		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0)
-			return err_set("pipe: %s", strerror(errno));
-		char cpu[16];
-		snprintf(cpu, sizeof cpu, "%d", c->cpus[k % c->n_cpus]);
-		char *args[] = {"egang", "burn", "--seconds", "0", "--report-ms", "50",
-				"--cores", cpu, NULL};
-		/* --backend scx: the same burner, in SCHED_EXT */
-		char *sargs[] = {"egang", "scx", "exec", "--", self_exe, "burn",
-				 "--seconds", "0", "--report-ms", "50", "--cores", cpu, NULL};
-		b->pid[b->n] = spawn(c, c->scx ? sargs : args, p[1], -1);
-		close(p[1]);
-		if (b->pid[b->n] < 0) {
-			close(p[0]);
-			return err_set("fork: %s", strerror(errno));
-		}
-		b->fd[b->n] = p[0];
-		b->len[b->n] = 0;
-		b->last_t[b->n] = 0;
-		b->n++;
-	}
-	atomic_store(&b->stop, false); /* before the thread starts */
-	if (pthread_create(&b->thread, NULL, burners_main, b))
-		return err_set("pthread_create failed");
-	return 0;
-}
-
-/* Ends the burners, then the monitor once it has read every report they
- * wrote (the last ones cover the baseline after the load). */
-static void burners_stop(burners_t *b)
-{
-	for (int i = 0; i < b->n; i++)
-		kill(b->pid[i], SIGTERM);
-	for (int i = 0; i < b->n; i++)
-		reap(b->pid[i], 0, 2);
-	atomic_store(&b->stop, true); /* polled by burners_main */
-	pthread_join(b->thread, NULL);
-	for (int i = 0; i < b->n; i++) {
-		if (b->fd[i] >= 0)
-			close(b->fd[i]);
-		b->fd[i] = -1;
-	}
-}
-
-/* Units in [t0, t1) (ns, bench clock); a bucket cut by an edge counts by
- * the fraction inside. */
-static double burners_window(const burners_t *b, uint64_t t0, uint64_t t1)
-{
-	double s = 0;
-	for (size_t i = 0; i < b->n_bucket; i++) {
-		uint64_t a = b->t_start + (uint64_t)i * BUCKET_NS, e = a + BUCKET_NS;
-		uint64_t lo = a > t0 ? a : t0, hi = e < t1 ? e : t1;
-		if (hi > lo)
-			s += b->bucket[i] * (double)(hi - lo) / (double)BUCKET_NS;
-	}
-	return s;
-}
+typedef loadgen_arrival_t req_t;
 
 /* ---- one run ---- */
-
-typedef struct req {
-	uint64_t t_arr; /* scheduled arrival, ns after t0 */
-	int phase;
-	CURL *h;
-	loadgen_stream_t st;
-	long code;
-	bool ok, done;
-	double ttft_ms;
-} req_t;
 
 typedef struct result {
 	double p50[N_PHASES], p99[N_PHASES];
@@ -312,7 +79,7 @@ static req_t *arrivals(const cfg_t *c, int rep, int *n_out)
 			}
 			memset(&r[n], 0, sizeof r[n]);
 			r[n].t_arr = (uint64_t)(t * 1e9);
-			r[n].phase = p;
+			r[n].tag = p;
 			n++;
 		}
 		start = end;
@@ -321,163 +88,9 @@ static req_t *arrivals(const cfg_t *c, int rep, int *n_out)
 	return r;
 }
 
-/* Reads the port from the server's startup line in its log; 0 until then. */
-static int server_port_from_log(const char *path)
-{
-	size_t len;
-	char *t = file_read_all(path, &len);
-	if (!t)
-		return 0;
-	int port = 0;
-	char *p = strstr(t, " on http://");
-	if (p) {
-		char *comma = strchr(p, ',');
-		if (comma) {
-			char *colon = comma;
-			while (colon > p && *colon != ':')
-				colon--;
-			port = atoi(colon + 1);
-		}
-	}
-	free(t);
-	return port;
-}
-
-static bool http_ok(const char *url)
-{
-	CURL *h = curl_easy_init();
-	if (!h)
-		return false;
-	FILE *devnull = fopen("/dev/null", "w");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, devnull);
-	CURLcode rc = curl_easy_perform(h);
-	long code = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(h);
-	fclose(devnull);
-	return rc == CURLE_OK && code == 200;
-}
-
-/* One blocking request (warm-up); true on a complete 200 stream. */
-static bool warm_request(const char *url, struct curl_slist *hdr, const char *body)
-{
-	CURL *h = curl_easy_init();
-	loadgen_stream_t *st = malloc(sizeof *st);
-	bool ok = false;
-	if (h && st) {
-		loadgen_setup(h, url, hdr, body, 30, st);
-		long code = 0;
-		ok = curl_easy_perform(h) == CURLE_OK &&
-		     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
-		     code == 200 && st->done_seen;
-	}
-	free(st);
-	if (h)
-		curl_easy_cleanup(h);
-	return ok;
-}
-
 static double total_phase_s(const cfg_t *c)
 {
 	return c->phase_s[0] + c->phase_s[1] + c->phase_s[2];
-}
-
-/* CPU seconds (user + system, all threads) of a child so far, from
- * /proc/PID/stat (readable until it is reaped); 0 when unreadable. */
-static double proc_cpu_s(pid_t pid)
-{
-	if (pid <= 0)
-		return 0;
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t k = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[k] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-	unsigned long long ut = 0, st = 0;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* Drives the requests open-loop; returns the drain time (s after the last
- * phase's end until the last request finished; 0 if none was left). */
-static double drive(const cfg_t *c, req_t *r, int n, uint64_t t0,
-		    const char *url, struct curl_slist *hdr, const char *body)
-{
-	CURLM *m = curl_multi_init();
-	int next = 0, running = 0;
-	uint64_t t_end = t0 + (uint64_t)(total_phase_s(c) * 1e9);
-	uint64_t deadline = t_end + (uint64_t)(c->drain_s * 1e9);
-	uint64_t last_done = t_end;
-	while (next < n || running > 0) {
-		uint64_t now = time_now_ns();
-		while (next < n && t0 + r[next].t_arr <= now) {
-			req_t *q = &r[next++];
-			q->h = curl_easy_init();
-			if (!q->h)
-				continue;
-			loadgen_setup(q->h, url, hdr, body,
-				      (long)(total_phase_s(c) + c->drain_s + 5), &q->st);
-			q->st.t0 = t0 + q->t_arr;
-			curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
-			curl_multi_add_handle(m, q->h);
-			running++;
-		}
-		int still = 0;
-		curl_multi_perform(m, &still);
-		CURLMsg *msg;
-		int left;
-		while ((msg = curl_multi_info_read(m, &left))) {
-			if (msg->msg != CURLMSG_DONE)
-				continue;
-			req_t *q = NULL;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &q->code);
-			q->done = true;
-			q->ok = msg->data.result == CURLE_OK && q->code == 200 &&
-				q->st.done_seen && q->st.t_first;
-			if (q->ok)
-				q->ttft_ms = (double)(q->st.t_first - q->st.t0) / 1e6;
-			curl_multi_remove_handle(m, q->h);
-			curl_easy_cleanup(q->h);
-			q->h = NULL;
-			running--;
-			uint64_t t = time_now_ns();
-			if (t > last_done)
-				last_done = t;
-		}
-		now = time_now_ns();
-		if (next >= n && now > deadline)
-			break;
-		long wait_ms = 50;
-		if (next < n) {
-			uint64_t at = t0 + r[next].t_arr;
-			wait_ms = at > now ? (long)((at - now) / 1000000ull) : 0;
-			if (wait_ms > 50)
-				wait_ms = 50;
-		}
-		if (wait_ms > 0)
-			curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL);
-	}
-	uint64_t now = time_now_ns();
-	if (t_end > now) /* every request was done before the phases' end */
-		usleep((useconds_t)((t_end - now) / 1000));
-	for (int i = 0; i < n; i++)
-		if (r[i].h) { /* not done by the deadline: not served */
-			curl_multi_remove_handle(m, r[i].h);
-			curl_easy_cleanup(r[i].h);
-			r[i].h = NULL;
-		}
-	curl_multi_cleanup(m);
-	return (double)(last_done - t_end) / 1e9;
 }
 
 /* One run's state: its paths, children, control word and requests. */
@@ -502,37 +115,38 @@ static int server_start(run_t *u)
 {
 	const cfg_t *c = u->c;
 	const char *init = u->arm == SWITCHING_ARM_LATENCY ? "latency" : "throughput";
-	int lfd = file_open_w(u->log_path);
+	int lfd = child_log_open(u->log_path);
 	char *sargs[] = {"egang", "serve", "-m", (char *)c->model, "--port", "0",
 			 "--control", u->ctl_path, "--policy", (char *)init,
 			 "--max-queue", "100000", "--max-conns", "10000",
 			 "--timeout", "600", "--cores", u->cores,
 			 "--backend", c->scx ? "scx" : "user",
 			 c->tok ? "-z" : NULL, (char *)c->tok, NULL};
-	u->srv = spawn(c, sargs, lfd, lfd);
-	close(lfd);
+	u->srv = child_spawn(sargs, lfd, lfd);
+	if (lfd >= 0)
+		close(lfd);
 	int port = 0; /* up to 30 s: an emulated guest loads slowly */
 	for (int i = 0; i < 3000 && !port; i++) {
-		if (waitpid(u->srv, NULL, WNOHANG) == u->srv) {
+		if (!child_running(u->srv)) {
 			u->srv = -1;
 			break;
 		}
 		usleep(10000);
-		port = server_port_from_log(u->log_path);
+		port = child_serve_port(u->log_path);
 	}
 	if (!port)
 		return err_set("egang serve did not start (see %s)", u->log_path);
 	char health[160];
 	snprintf(u->url, sizeof u->url, "http://127.0.0.1:%d/v1/completions", port);
 	snprintf(health, sizeof health, "http://127.0.0.1:%d/health", port);
-	for (int i = 0; i < 500 && !http_ok(health); i++)
+	for (int i = 0; i < 500 && !loadgen_get_ok(health); i++)
 		usleep(10000);
 	u->hdr = loadgen_headers(NULL);
 	/* temperature 0: every request generates the same tokens (the same
 	 * work in every arm) */
 	u->body = loadgen_body("Once upon a time", c->max_tokens, false, 0);
 	for (int i = 0; i < 3; i++)
-		if (!warm_request(u->url, u->hdr, u->body))
+		if (!loadgen_request_ok(u->url, u->hdr, u->body, 30))
 			return err_set("the warm-up request failed (see %s)", u->log_path);
 	return 0;
 }
@@ -549,14 +163,11 @@ static int controller_spawn(run_t *u)
 	snprintf(sched, sizeof sched, "0-%gs:throughput,%g-%gs:latency,%g-%gs:throughput",
 		 c->phase_s[0], c->phase_s[0], c->phase_s[0] + c->phase_s[1],
 		 c->phase_s[0] + c->phase_s[1], T);
-	int cfd = file_open_w(u->ctl_log), rc = 0;
+	int cfd = child_log_open(u->ctl_log), rc = 0;
 	if (u->arm == SWITCHING_ARM_LATENCY || u->arm == SWITCHING_ARM_THROUGHPUT) {
 		char *a[] = {"egang", "policy", "set", (char *)switching_arm_names[u->arm],
 			     "--control", u->ctl_path, "--cores", u->cores, NULL};
-		pid_t p = spawn(c, a, cfd, cfd);
-		int st = 0;
-		waitpid(p, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st))
+		if (!child_wait_ok(child_spawn(a, cfd, cfd)))
 			rc = err_set("egang policy set %s failed (see %s)",
 				     switching_arm_names[u->arm], u->ctl_log);
 	} else {
@@ -581,7 +192,7 @@ static int controller_spawn(run_t *u)
 			}
 		}
 		a[na] = NULL;
-		u->ctl = spawn(c, a, cfd, cfd);
+		u->ctl = child_spawn(a, cfd, cfd);
 	}
 	close(cfd);
 	return rc;
@@ -608,7 +219,7 @@ static int controller_start(run_t *u)
 	 * write. seq_cst loads, stronger than needed: a value test only. */
 	uint64_t give_up = u->t0 + 60000000000ull;
 	while (atomic_load(u->cw->index) == UINT32_MAX &&
-	       time_now_ns() < give_up && waitpid(u->ctl, NULL, WNOHANG) == 0)
+	       time_now_ns() < give_up && child_running(u->ctl))
 		usleep(500);
 	if (atomic_load(u->cw->index) == UINT32_MAX)
 		return err_set("the controller wrote no index (see %s)", u->ctl_log);
@@ -622,16 +233,21 @@ static int controller_start(run_t *u)
  * controller's summary line and the guard's counters into res. */
 static void load(run_t *u, result_t *res)
 {
-	double cpu0 = proc_cpu_s(u->srv) + proc_cpu_s(u->ctl);
-	res->drain_s = drive(u->c, u->r, u->n, u->t0, u->url, u->hdr, u->body);
+	double cpu0 = child_cpu_s(u->srv) + child_cpu_s(u->ctl);
+	const cfg_t *c = u->c;
+	uint64_t t_end = u->t0 + (uint64_t)(total_phase_s(c) * 1e9);
+	res->drain_s = loadgen_open_loop(u->r, u->n, u->t0, t_end,
+					 t_end + (uint64_t)(c->drain_s * 1e9), u->url,
+					 u->hdr, u->body,
+					 (long)(total_phase_s(c) + c->drain_s + 5));
 	/* the controller has ended by now or ends at once (--seconds) */
 	if (u->ctl > 0)
 		usleep(200000);
-	res->cpu_s = proc_cpu_s(u->srv) + proc_cpu_s(u->ctl) - cpu0;
+	res->cpu_s = child_cpu_s(u->srv) + child_cpu_s(u->ctl) - cpu0;
 	if (u->ctl > 0) {
 		/* every controller ends at --seconds (the phases' end); SIGTERM
 		 * ends one still running with its summary */
-		reap(u->ctl, SIGTERM, 5);
+		child_stop(u->ctl, SIGTERM, 5);
 		u->ctl = -1;
 		size_t len;
 		char *t = file_read_all(u->ctl_log, &len);
@@ -658,7 +274,7 @@ static void record_requests(const run_t *u, result_t *res, FILE *req_csv)
 		v[p] = malloc((size_t)(u->n + 1) * sizeof *v[p]);
 	for (int i = 0; i < u->n; i++) {
 		const req_t *q = &u->r[i];
-		int p = q->phase;
+		int p = q->tag;
 		res->sent[p]++;
 		if (q->ok) {
 			res->served[p]++;
@@ -764,15 +380,13 @@ static int run_one(const cfg_t *c, int arm, int rep, int run_id,
 	run_paths(&u, run_id);
 	b.units_path = arm == SWITCHING_ARM_BANDIT ? u.units_path : NULL;
 	if (b.units_path)
-		units_write(&b);
+		burners_write_units(&b);
 	if (!(u.r = arrivals(c, rep, &u.n)))
 		return err_set("out of memory");
-	if (burners_start(&b, c, total_phase_s(c) + c->drain_s + 60) < 0) {
-		for (int i = 0; i < b.n; i++) { /* the ones started */
-			reap(b.pid[i], SIGTERM, 2);
-			close(b.fd[i]);
-		}
-		free(b.bucket);
+	if (burners_start(&b, c->cpus, c->n_cpus, c->burns, c->scx,
+			  total_phase_s(c) + c->drain_s + 60) < 0) {
+		burners_stop(&b); /* the ones started */
+		burners_free(&b);
 		free(u.r);
 		return -1;
 	}
@@ -790,68 +404,18 @@ static int run_one(const cfg_t *c, int arm, int rep, int run_id,
 	curl_slist_free_all(u.hdr);
 	free(u.body);
 	if (u.ctl > 0)
-		reap(u.ctl, SIGTERM, 5);
+		child_stop(u.ctl, SIGTERM, 5);
 	if (u.srv > 0)
-		reap(u.srv, SIGTERM, 10);
+		child_stop(u.srv, SIGTERM, 10);
 	burners_stop(&b);
 	unlink(u.ctl_path);
 	if (!rc) {
 		record_requests(&u, res, req_csv);
 		record_work(&u, res, tl_csv);
 	}
-	free(b.bucket);
+	burners_free(&b);
 	free(u.r);
 	return rc;
-}
-
-/* ---- the plot ---- */
-
-static int write_plot(const cfg_t *c)
-{
-	char path[4200];
-	snprintf(path, sizeof path, "%s/switching.gp", c->out);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return err_set("%s: %s", path, strerror(errno));
-	double a = c->phase_s[0], b2 = c->phase_s[0] + c->phase_s[1];
-	fprintf(f,
-		"set terminal pngcairo size 1000,700 noenhanced\n"
-		"set output '%s/switching.png'\n"
-		"set datafile separator ','\n"
-		"set multiplot layout 2,1 title 'egang policy switching%s: oracle arm, "
-		"repetition 1 (steady %g/s, burst %g/s, steady %g/s)'\n"
-		"set grid\nset key top left\n"
-		"set object 1 rect from %g, graph 0 to %g, graph 1 fc rgb '#eeeeee' behind\n"
-		"set xrange [0:%g]\n"
-		"set ylabel 'TTFT ms (log)'\nset logscale y\n"
-		"plot '%s/timeline.csv' using (strcol(1) eq 'throughput' && $2==1 && "
-		"strcol(3) eq 'ttft' ? $4 : 1/0):5 with points pt 6 ps 0.5 lc rgb '#bbbbbb' "
-		"title 'fixed throughput', "
-		"'' using (strcol(1) eq 'latency' && $2==1 && strcol(3) eq 'ttft' ? $4 : 1/0):5 "
-		"with points pt 4 ps 0.5 lc rgb '#99bbee' title 'fixed latency', "
-		"'' using (strcol(1) eq 'oracle' && $2==1 && strcol(3) eq 'ttft' ? $4 : 1/0):5 "
-		"with points pt 7 ps 0.6 lc rgb '#cc0000' title 'oracle'\n"
-		"unset logscale y\n"
-		"set xlabel 'seconds (grey: the burst)'\n"
-		"set ylabel 'antagonist units/s'\nset yrange [0:*]\nset key bottom left\n"
-		"plot '%s/timeline.csv' using (strcol(1) eq 'throughput' && $2==1 && "
-		"strcol(3) eq 'tenant' ? $4 : 1/0):5 with lines lc rgb '#bbbbbb' "
-		"title 'fixed throughput', "
-		"'' using (strcol(1) eq 'latency' && $2==1 && strcol(3) eq 'tenant' ? $4 : 1/0):5 "
-		"with lines lc rgb '#99bbee' title 'fixed latency', "
-		"'' using (strcol(1) eq 'oracle' && $2==1 && strcol(3) eq 'tenant' ? $4 : 1/0):5 "
-		"with lines lw 2 lc rgb '#cc0000' title 'oracle'\n"
-		"unset multiplot\n",
-		c->out, c->scx ? " (sched_ext backend)" : "", c->rate[0], c->rate[1],
-		c->rate[2], a, b2, total_phase_s(c), c->out, c->out);
-	fclose(f);
-	if (c->no_plot)
-		return 0;
-	char cmd[8600];
-	snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", path);
-	if (system(cmd) != 0)
-		return err_set("gnuplot failed on %s; the CSV files are complete", path);
-	return 0;
 }
 
 static void mean_sd(const double *v, int n, double *mean, double *sd)
@@ -929,9 +493,9 @@ static int check(const cfg_t *c)
 		return err_set("bench switching: -m %s: %s", c->model, strerror(errno));
 	if (c->tok && access(c->tok, R_OK) < 0)
 		return err_set("bench switching: -z %s: %s", c->tok, strerror(errno));
-	if (c->burns * c->n_cpus > MAX_BURNERS)
+	if (c->burns * c->n_cpus > SWITCHING_MAX_BURNERS)
 		return err_set("--burns-per-core: %d x %d cores is more than %d antagonists",
-			       c->burns, c->n_cpus, MAX_BURNERS);
+			       c->burns, c->n_cpus, SWITCHING_MAX_BURNERS);
 	if (c->reps < 1 || c->reps > SWITCHING_MAX_REPS)
 		return err_set("--reps: %d is out of range [1, %d]", c->reps,
 			       SWITCHING_MAX_REPS);
@@ -1014,12 +578,9 @@ int switching_run(const switching_config_t *c, switching_summary_t *s,
 	*exit_code = EXIT_INPUT;
 	if (check(c) < 0)
 		return -1;
-	ssize_t sl = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
 	*exit_code = EXIT_FAIL;
-	if (sl <= 0)
-		return err_set("bench switching: cannot find this executable "
-			       "(/proc/self/exe)");
-	self_exe[sl] = 0;
+	if (child_find_exe() < 0)
+		return err_wrap("bench switching");
 	FILE *freq = NULL, *ftl = NULL, *fcsv = NULL;
 	static result_t res[SWITCHING_ARM_COUNT][SWITCHING_MAX_REPS];
 	int rc = open_csvs(c, &freq, &ftl, &fcsv);
@@ -1043,8 +604,6 @@ int switching_run(const switching_config_t *c, switching_summary_t *s,
 	for (int a = 0; a < SWITCHING_ARM_COUNT; a++)
 		if (c->arm_on[a])
 			summarize(c, res[a], &s->arm[a]);
-	if (c->arm_on[SWITCHING_ARM_ORACLE] && write_plot(c) < 0)
-		snprintf(s->plot_error, sizeof s->plot_error, "%s", err_get());
 	*exit_code = EXIT_OK;
 	return 0;
 }

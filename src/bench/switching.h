@@ -1,5 +1,9 @@
 /* switching: the policy-switching experiment (`egang bench switching`;
- * issue 6, the AKTS paper's "switching beats any fixed policy").
+ * issue 6, the AKTS paper's "switching beats any fixed policy"). Its
+ * children are started and stopped by bench/child.h, the antagonists and
+ * their monitor are bench/burners.h, the open-loop arrivals are driven by
+ * bench/loadgen.h; the figure is tools/plot/switching.gp (bench/plot.h),
+ * which the command draws from the CSV files.
  *
  * One run = one arm x one repetition, each from scratch:
  *  1. antagonists: BURNS x n `egang burn` processes (n = the gang's cores),
@@ -41,14 +45,15 @@
  * 97% of the throughput arm's.
  *
  * Writes OUT/switching.csv (one row per arm, repetition and phase),
- * OUT/requests.csv, OUT/timeline.csv, OUT/logs/ (the children's output)
- * and OUT/switching.png (TTFT and antagonist work over time, oracle arm). */
+ * OUT/requests.csv, OUT/timeline.csv (TTFT and antagonist work over time)
+ * and OUT/logs/ (the children's output). */
 #ifndef EGANG_BENCH_SWITCHING_H
 #define EGANG_BENCH_SWITCHING_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bench/burners.h"
 #include "gang/gang.h"
 
 typedef enum switching_arm {
@@ -64,7 +69,7 @@ typedef enum switching_arm {
 extern const char *const switching_arm_names[SWITCHING_ARM_COUNT + 1];
 
 #define SWITCHING_PHASES 3 /* steady1, burst, steady2 */
-#define SWITCHING_MAX_BURNERS 256
+#define SWITCHING_MAX_BURNERS BURNERS_MAX
 #define SWITCHING_MAX_REPS 1000
 
 typedef struct switching_config {
@@ -82,9 +87,6 @@ typedef struct switching_config {
 	 * switch kernel policies with the same store) and the antagonists in
 	 * SCHED_EXT (`scx exec`) */
 	bool scx;
-	/* write switching.gp but do not run gnuplot (a machine without it:
-	 * the QEMU guest; the plot is drawn elsewhere from the CSVs) */
-	bool no_plot;
 } switching_config_t;
 
 /* The defaults of every field but model, tok and the CPUs. */
@@ -106,10 +108,9 @@ typedef struct switching_summary {
 	switching_arm_summary_t arm[SWITCHING_ARM_COUNT];
 	int runs;
 	double seconds;
-	char plot_error[300]; /* why switching.png is missing, "" if drawn */
 } switching_summary_t;
 
-/* Every run, the CSV files and the plot; -1 + err_get() with *exit_code
+/* Every run and the CSV files; -1 + err_get() with *exit_code
  * (EXIT_INPUT: unreadable model, too many antagonists, an unwritable out
  * folder; EXIT_FAIL: a run failed). Progress on stderr unless log_quiet. */
 int switching_run(const switching_config_t *c, switching_summary_t *s,

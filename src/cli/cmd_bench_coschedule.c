@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bench/coschedule.h"
+#include "bench/plot.h"
 #include "cli/cli.h"
 #include "cli/cmd_bench.h"
 #include "gang/gang.h"
@@ -13,6 +14,7 @@ static const char cosched_help[] =
 	"usage: egang bench coschedule -m MODEL [-z TOK] [--tenants N]\n"
 	"         [--duty 0,25,50,75,100] [--gen-tokens 32] [--seconds S]\n"
 	"         [--mode cpu|mem] [--cores LIST] [--out DIR] [--knee-tolerance T]\n"
+	"         [--no-plot]\n"
 	"\n"
 	"Inference shares the machine with N CPU-bound tenants (default: one per\n"
 	"core). Every static split K = 1..n-1, elastic (polite and preempt), the\n"
@@ -21,7 +23,9 @@ static const char cosched_help[] =
 	"(default DIR: build/coschedule). Takes about (n + 3) x duties x S seconds.\n"
 	"The knee arm caps the gang at the widest width whose core time per token\n"
 	"(width / tok/s, measured online) is within 1/T of the cheapest width's\n"
-	"(default T 0.95).\n";
+	"(default T 0.95). The figure is drawn by gnuplot from the CSV\n"
+	"(tools/plot/coschedule.gp, copied to DIR/coschedule.gp); --no-plot writes\n"
+	"the script only (draw later: gnuplot -c DIR/coschedule.gp DIR).\n";
 
 /* "0,25,100": percentages; the count, or -1 after a one-line error. */
 static int parse_duties(const char *s, int *duty, int max)
@@ -54,8 +58,10 @@ static void print_row(void *user, int arm, int duty, const cosched_result_t *r)
 	fflush(stdout);
 }
 
-/* The sweep on an open experiment and its report; an exit code. */
-static int sweep(cosched_t *cs, const cosched_config_t *c, const int *duty, int n_duty)
+/* The sweep on an open experiment, its report and its figure; an exit
+ * code. */
+static int sweep(cosched_t *cs, const cosched_config_t *c, const int *duty,
+		 int n_duty, bool no_plot)
 {
 	cosched_solo_t solo;
 	cosched_solo(cs, &solo);
@@ -74,12 +80,17 @@ static int sweep(cosched_t *cs, const cosched_config_t *c, const int *duty, int 
 		for (int a = 0; a < cosched_n_arms(cs); a++)
 			if (cosched_verdict(cs, d, a, line, sizeof line))
 				printf("%s\n", line);
+	int drawn = bench_plot_draw(BENCH_PLOT_COSCHEDULE, c->out, NULL, !no_plot);
+	if (drawn < 0)
+		log_error("bench coschedule: %s", err_get());
 	uint64_t mismatches = cosched_mismatches(cs);
 	printf("bench coschedule: %s, %d cores, %d tenants, logits mismatches %llu; "
-	       "wrote %s/coschedule.csv and %s/coschedule.png\n", cosched_model_name(cs),
-	       c->n_cpus, cosched_n_tenants(cs), (unsigned long long)mismatches, c->out,
-	       c->out);
-	return mismatches ? EXIT_FAIL : EXIT_OK;
+	       "wrote %s/coschedule.csv", cosched_model_name(cs), c->n_cpus,
+	       cosched_n_tenants(cs), (unsigned long long)mismatches, c->out);
+	if (drawn == 0)
+		printf(" and %s/coschedule.%s", c->out, no_plot ? "gp" : "png");
+	printf("\n");
+	return mismatches || drawn < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_bench_coschedule(int argc, char **argv)
@@ -89,6 +100,7 @@ int cmd_bench_coschedule(int argc, char **argv)
 	int64_t tenants = 0, gen_tokens = 32;
 	double seconds = 4, knee_tol = 0.95;
 	int mode = BURN_MODE_CPU;
+	bool no_plot = false;
 	cli_cpus_t cpus = {0};
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &model, .required = true),
@@ -101,6 +113,7 @@ int cmd_bench_coschedule(int argc, char **argv)
 		OPT_CPUS("cores", &cpus, GANG_MAX_SLOTS),
 		OPT_STR("out", 'o', &out),
 		OPT_FLOAT("knee-tolerance", 0, &knee_tol, 0.1, 1),
+		OPT_FLAG("no-plot", 0, &no_plot),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench coschedule", .help = cosched_help,
@@ -122,7 +135,7 @@ int cmd_bench_coschedule(int argc, char **argv)
 		log_error("%s", err_get());
 		return status;
 	}
-	status = sweep(cs, &c, duty, n_duty);
+	status = sweep(cs, &c, duty, n_duty, no_plot);
 	cosched_close(cs);
 	return status;
 }

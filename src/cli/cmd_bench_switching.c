@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/plot.h"
 #include "bench/switching.h"
 #include "cli/cli.h"
 #include "scx/scx.h"
@@ -50,7 +51,9 @@ static const char switching_help[] =
 	"                          controllers switch kernel policies through the\n"
 	"                          one index (needs egang's scheduler: root, a\n"
 	"                          sched_ext kernel, make SCX=1)\n"
-	"      --no-plot           write switching.gp, do not run gnuplot\n"
+	"      --no-plot           write switching.gp (tools/plot/switching.gp),\n"
+	"                          do not run gnuplot: draw it later with\n"
+	"                          gnuplot -c DIR/switching.gp DIR\n"
 	"  -q, --quiet             no progress lines (summary lines stay)\n"
 	"  -h, --help              this text\n";
 
@@ -164,6 +167,7 @@ int cmd_bench_switching(int argc, char **argv)
 	cli_cpus_t cpus = {0};
 	static const char *const backends[] = {"user", "scx", NULL};
 	int backend = 0;
+	bool no_plot = false;
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &c.model, .required = true),
 		OPT_STR("tokenizer", 'z', &c.tok),
@@ -179,7 +183,7 @@ int cmd_bench_switching(int argc, char **argv)
 		OPT_INT("seed", 0, &c.seed, 0, INT64_MAX / 2),
 		OPT_STR("out", 0, &out),
 		OPT_CHOICE("backend", 0, &backend, backends),
-		OPT_FLAG("no-plot", 0, &c.no_plot),
+		OPT_FLAG("no-plot", 0, &no_plot),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench switching", .help = switching_help,
@@ -210,12 +214,15 @@ int cmd_bench_switching(int argc, char **argv)
 		return status;
 	}
 	print_summary(&c, &s);
-	if (s.plot_error[0]) {
-		log_error("bench switching: %s", s.plot_error);
+	/* the figure shows the oracle arm */
+	bool oracle = c.arm_on[SWITCHING_ARM_ORACLE];
+	if (oracle && bench_plot_draw(BENCH_PLOT_SWITCHING, c.out,
+				      c.scx ? "sched_ext backend" : NULL, !no_plot) < 0) {
+		log_error("bench switching: %s", err_get());
 		return EXIT_FAIL;
 	}
 	log_info("bench switching: %d runs in %.0f s; %s/switching.csv%s", s.runs,
-		 s.seconds, c.out, !c.arm_on[SWITCHING_ARM_ORACLE] ? ""
-				   : c.no_plot ? ", switching.gp" : ", switching.png");
+		 s.seconds, c.out, !oracle ? "" : no_plot ? ", switching.gp"
+						   : ", switching.png");
 	return EXIT_OK;
 }

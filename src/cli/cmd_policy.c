@@ -32,29 +32,6 @@ static const char policy_help[] =
 	"  -q, --quiet          set: no confirmation line\n"
 	"  -h, --help           this text\n";
 
-static void print_status(const control_t *cw, const char *path)
-{
-	control_word_t *c = cw->w;
-#define LD(f) (unsigned long long)atomic_load_explicit(&c->f, memory_order_relaxed)
-	/* relaxed loads: each field stands alone (control.h) */
-	printf("control=%s\nindex=%llu\neffective=%llu\nfallback=%llu\n"
-	       "n_policies=%llu\nn_slots=%llu\ntokens=%llu\ngenerations=%llu\n"
-	       "invalid_reads=%llu\nguard_fallbacks=%llu\napplied_seq=%llu\n"
-	       "applied_raw=%llu\nqueue_depth=%llu\nttft_p50_us=%llu\n"
-	       "ttft_p99_us=%llu\ndecode_tok_s=%.3f\ngang_width=%llu\n"
-	       "tenant_width=%llu\nleader_pid=%llu\n",
-	       path, (unsigned long long)atomic_load_explicit(cw->index,
-		memory_order_relaxed), LD(effective), LD(fallback), LD(n_policies),
-	       LD(n_slots), LD(tokens), LD(generations), LD(invalid_reads),
-	       LD(guard_fallbacks), LD(applied_seq), LD(applied_raw),
-	       LD(queue_depth), LD(ttft_p50_us), LD(ttft_p99_us),
-	       (double)LD(decode_mtok_s) / 1e3, LD(gang_width), LD(tenant_width),
-	       LD(leader_pid));
-	printf("index_home=%s\n", cw->index != &c->index ? "sched_ext"
-	       : LD(index_external) ? "file (the leader reads sched_ext's!)" : "file");
-#undef LD
-}
-
 typedef struct policy_opts {
 	const char *policies, *control;
 	bool force;
@@ -77,7 +54,7 @@ static int do_status(policy_opts_t *o, const char *arg)
 	control_t *cw = open_word(o->control, false);
 	if (!cw)
 		return EXIT_INPUT;
-	print_status(cw, o->control);
+	control_print_status(cw, o->control, stdout);
 	control_close(cw);
 	/* the kernel's guard, when egang's sched_ext scheduler is loaded */
 	struct egang_kguard g;

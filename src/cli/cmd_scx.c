@@ -3,10 +3,9 @@
  * with one map update, detach; run a command in SCHED_EXT. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "bench/scx_first.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
@@ -63,46 +62,25 @@ typedef struct scx_opts {
 	const char *arg; /* set: P */
 } scx_opts_t;
 
-/* "scx ACTION: <the recorded error>"; returns code. */
-static int fail(const char *action, int code)
-{
-	log_error("scx %s: %s", action, err_get());
-	return code;
-}
+/* The actions: EXIT_OK, or an exit code with err_get() saying why (cmd_scx
+ * prints it as "scx ACTION: why"). */
 
 static int do_status(scx_opts_t *o)
 {
-	return scx_print_status(&o->lib, stdout) < 0 ? fail("status", EXIT_FAIL)
-						      : EXIT_OK;
+	return scx_print_status(&o->lib, stdout) < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 static int do_bench(scx_opts_t *o)
 {
-	scx_bench_t b;
-	if (scx_bench_switch((int)o->reps, &b) < 0)
-		return fail("bench", EXIT_FAIL);
-	printf("scx switch: %d index writes (map update, slots %d<->%d, open "
-	       "excluded): min %llu ns, median %llu ns, p99 %llu ns, max %llu ns\n",
-	       b.reps, b.a, b.b, (unsigned long long)b.min,
-	       (unsigned long long)b.p50, (unsigned long long)b.p99,
-	       (unsigned long long)b.max);
+	scx_first_write_t w;
+	if (scx_first_write_cost((int)o->reps, &w) < 0)
+		return EXIT_FAIL;
+	scx_first_print_write(&w, stdout);
 	/* store to first transfer, both paths, the same load */
-	scx_first_t ff[2];
-	if (scx_bench_first(o->reps < 2000 ? (int)o->reps : 2000, (int)o->yielders,
-			    ff) < 0)
-		return fail("bench", EXIT_FAIL);
-	for (int by_update = 0; by_update < 2; by_update++) {
-		const scx_first_t f = ff[by_update];
-		printf("scx store-to-first-transfer (%s, slots %d<->%d, %lld "
-		       "yielders): %d switches, %d misses; write median %llu ns; "
-		       "to first transfer min %llu ns, median %llu ns, p90 %llu ns, "
-		       "p99 %llu ns, max %llu ns\n",
-		       by_update ? "map update" : "store into the mmapped index",
-		       f.a, f.b, (long long)o->yielders, f.reps, f.misses,
-		       (unsigned long long)f.write_p50, (unsigned long long)f.min,
-		       (unsigned long long)f.p50, (unsigned long long)f.p90,
-		       (unsigned long long)f.p99, (unsigned long long)f.max);
-	}
+	scx_first_t f[2];
+	if (scx_first_run(o->reps < 2000 ? (int)o->reps : 2000, (int)o->yielders, f) < 0)
+		return EXIT_FAIL;
+	scx_first_print(f, (int)o->yielders, stdout);
 	return EXIT_OK;
 }
 
@@ -110,23 +88,19 @@ static int do_waits(scx_opts_t *o)
 {
 	static struct egang_acq a;
 	if (scx_acq(&a, o->reset) < 0)
-		return fail("waits", EXIT_FAIL);
+		return EXIT_FAIL;
 	scx_print_acq(&a, stdout);
 	return EXIT_OK;
 }
 
 static int do_progs(scx_opts_t *o)
 {
-	(void)o;
-	return scx_print_progs(stdout) < 0 ? fail("progs", EXIT_FAIL) : EXIT_OK;
+	return scx_print_progs(stdout) < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 static int do_exec(scx_opts_t *o)
 {
-	if (scx_enter(0) < 0 || (o->gang && scx_set_gang((uint32_t)getpid()) < 0))
-		return fail("exec", EXIT_FAIL);
-	execvp(o->cmd[0], o->cmd);
-	log_error("scx exec: %s: %s", o->cmd[0], strerror(errno));
+	scx_exec(o->cmd, o->gang); /* returns only when it failed */
 	return errno == ENOENT ? EXIT_INPUT : EXIT_FAIL;
 }
 
@@ -134,13 +108,11 @@ static int do_load(scx_opts_t *o)
 {
 	const policy_lib_t *lib = &o->lib;
 	int idx = 0;
-	if (o->policy && (idx = policy_lib_find(lib, o->policy)) < 0) {
-		log_error("scx load: --policy '%s' names no record (%d in the "
-			  "library)", o->policy, lib->n);
-		return EXIT_INPUT;
-	}
+	if (o->policy && (idx = policy_lib_find(lib, o->policy)) < 0)
+		return err_set("--policy '%s' names no record (%d in the library)",
+			       o->policy, lib->n), EXIT_INPUT;
 	if (scx_load(lib, o->cpus.cpu, o->cpus.n, (uint32_t)idx) < 0)
-		return fail("load", EXIT_FAIL);
+		return EXIT_FAIL;
 	log_info("scx: scheduler 'egang' attached, %d policies in the "
 		 "library, index %d (%s)", lib->n, idx, lib->rec[idx].name);
 	return EXIT_OK;
@@ -148,10 +120,9 @@ static int do_load(scx_opts_t *o)
 
 static int do_unload(scx_opts_t *o)
 {
-	(void)o;
 	struct egang_exit ex;
 	if (scx_unload(&ex) < 0)
-		return fail("unload", EXIT_FAIL);
+		return EXIT_FAIL;
 	log_info("scx: detached (exit kind %lld: %s, code %lld)", (long long)ex.kind,
 		 scx_exit_name(ex.kind), (long long)ex.exit_code);
 	return EXIT_OK;
@@ -163,9 +134,9 @@ static int do_set(scx_opts_t *o)
 	uint32_t idx;
 	uint64_t ns;
 	if (scx_index_of(&o->lib, o->cpus.cpu, o->cpus.n, o->arg, o->force, &idx) < 0)
-		return fail("set", EXIT_INPUT);
+		return EXIT_INPUT;
 	if (scx_set_index(idx, &ns) < 0)
-		return fail("set", EXIT_FAIL);
+		return EXIT_FAIL;
 	log_info("scx: index %u written (map update %llu ns)", idx,
 		 (unsigned long long)ns);
 	return EXIT_OK;
@@ -194,39 +165,30 @@ static const scx_action_t actions[] = {
 static const scx_action_t *find_action(int argc, char **argv)
 {
 	if (argc < 2 || argv[1][0] == '-') {
-		log_error("scx: missing load, status, set, unload, bench or exec "
-			  "(see `egang scx --help`)");
+		log_error("scx: missing load, status, set, unload, bench, progs, "
+			  "waits or exec (see `egang scx --help`)");
 		return NULL;
 	}
 	for (size_t i = 0; i < EG_ARRAY_LEN(actions); i++)
 		if (!strcmp(argv[1], actions[i].name))
 			return &actions[i];
 	log_error("scx: unknown action '%s' (load, status, set, unload, bench, "
-		  "exec)", argv[1]);
-	return NULL;
-}
-
-/* The first action-only flag given that action a does not take. */
-static const char *stray_flag(const scx_action_t *a, const scx_opts_t *o)
-{
-	const struct {
-		const char *name;
-		bool given;
-	} f[] = {{"force", o->force}, {"gang", o->gang}, {"policy", o->policy != NULL},
-	    {"reset", o->reset}};
-	for (size_t i = 0; i < EG_ARRAY_LEN(f); i++)
-		if (f[i].given && (!a->flag || strcmp(a->flag, f[i].name)))
-			return f[i].name;
+		  "progs, waits, exec)", argv[1]);
 	return NULL;
 }
 
 /* The operands (n of them, the last n words of argv) and the action-only
- * flags; -1 after an error. */
+ * flags (each taken by one action at most); -1 after an error. */
 static int check_args(const scx_action_t *a, scx_opts_t *o, char **argv,
 		      int argc, const char **ops, int n)
 {
+	static const char *const flag[] = {"force", "gang", "policy", "reset"};
+	const bool given[] = {o->force, o->gang, o->policy != NULL, o->reset};
 	int used = a->command ? n : a->operand != NULL;
-	const char *stray = stray_flag(a, o);
+	const char *stray = NULL;
+	for (size_t i = 0; i < EG_ARRAY_LEN(flag) && !stray; i++)
+		if (given[i] && (!a->flag || strcmp(a->flag, flag[i])))
+			stray = flag[i];
 	if (a->operand && n < 1)
 		log_error("scx %s: missing %s", a->name, a->operand);
 	else if (n > used)
@@ -276,15 +238,13 @@ int cmd_scx(int argc, char **argv)
 		n++;
 	if (check_args(a, &o, argv, argc, ops, n) < 0)
 		return EXIT_INPUT;
-	if (!scx_built()) {
-		log_error("scx: this build has no sched_ext support (rebuild with "
-			  "`make SCX=1`; needs libbpf >= 1.4, bpftool, clang-19: "
-			  "tools/deps-scx.sh)");
-		return EXIT_FAIL;
-	}
-	if (engine_policies(&o.lib, o.cpus.n, o.policies) < 0) {
+	/* "scx: why" before the action runs, "scx ACTION: why" from it */
+	int rc = scx_require() < 0 ? EXIT_FAIL
+		 : engine_policies(&o.lib, o.cpus.n, o.policies) < 0 ? EXIT_INPUT
+		 : EXIT_OK;
+	if (rc != EXIT_OK)
 		log_error("scx: %s", err_get());
-		return EXIT_INPUT;
-	}
-	return a->run(&o);
+	else if ((rc = a->run(&o)) != EXIT_OK)
+		log_error("scx %s: %s", a->name, err_get());
+	return rc;
 }

@@ -194,6 +194,29 @@ void control_write_index(control_t *c, uint32_t index)
 	atomic_store_explicit(c->index, index, memory_order_release);
 }
 
+void control_print_status(const control_t *cw, const char *path, FILE *out)
+{
+	control_word_t *c = cw->w;
+#define LD(f) (unsigned long long)atomic_load_explicit(&c->f, memory_order_relaxed)
+	/* relaxed loads: each field stands alone (control.h) */
+	fprintf(out, "control=%s\nindex=%llu\neffective=%llu\nfallback=%llu\n"
+		"n_policies=%llu\nn_slots=%llu\ntokens=%llu\ngenerations=%llu\n"
+		"invalid_reads=%llu\nguard_fallbacks=%llu\napplied_seq=%llu\n"
+		"applied_raw=%llu\nqueue_depth=%llu\nttft_p50_us=%llu\n"
+		"ttft_p99_us=%llu\ndecode_tok_s=%.3f\ngang_width=%llu\n"
+		"tenant_width=%llu\nleader_pid=%llu\n",
+		path, (unsigned long long)atomic_load_explicit(cw->index,
+		memory_order_relaxed), LD(effective), LD(fallback), LD(n_policies),
+		LD(n_slots), LD(tokens), LD(generations), LD(invalid_reads),
+		LD(guard_fallbacks), LD(applied_seq), LD(applied_raw),
+		LD(queue_depth), LD(ttft_p50_us), LD(ttft_p99_us),
+		(double)LD(decode_mtok_s) / 1e3, LD(gang_width), LD(tenant_width),
+		LD(leader_pid));
+	fprintf(out, "index_home=%s\n", cw->index != &c->index ? "sched_ext"
+		: LD(index_external) ? "file (the leader reads sched_ext's!)" : "file");
+#undef LD
+}
+
 /* ---- the runtime ---- */
 
 /* Telemetry stores: the leader is the only writer; relaxed, because each

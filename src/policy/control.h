@@ -68,6 +68,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gang/gang.h"
 #include "policy/policy.h"
@@ -145,6 +146,11 @@ void control_close(control_t *c);
 /* A controller's write: one release store (pairs with nothing that needs
  * it today; release so a future field written before it is seen with it). */
 void control_write_index(control_t *c, uint32_t index);
+/* The word's telemetry as key=value lines (`egang policy status`): the
+ * file's path, the index in force, then every field; index_home says
+ * whether the index is the file's or the sched_ext scheduler's page.
+ * Relaxed loads: each field stands alone. */
+void control_print_status(const control_t *cw, const char *path, FILE *out);
 
 /* ---- the runtime ---- */
 #define POLICY_RT_WINDOW 64

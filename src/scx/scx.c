@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "base/stats.h"
 #include "../../bpf/egang_kguard.h"
 
 /* ---- the kernel form of a record (always built: pure, unit-tested) ---- */
@@ -145,6 +144,17 @@ int scx_enter(pid_t tid)
 		return err_sys("sched_setattr(SCHED_EXT)");
 	}
 	return 0;
+}
+
+int scx_exec(char *const cmd[], bool gang)
+{
+	if (scx_enter(0) < 0 || (gang && scx_set_gang((uint32_t)getpid()) < 0))
+		return -1;
+	execvp(cmd[0], cmd);
+	int e = errno;
+	err_set("%s: %s", cmd[0], strerror(e));
+	errno = e;
+	return -1;
 }
 
 /* enum scx_exit_kind (kernel/sched/ext.c, Linux 6.12) */
@@ -298,42 +308,6 @@ int scx_index_of(const policy_lib_t *lib, const int *cpus, int n,
 	return 0;
 }
 
-int scx_bench_switch(int reps, scx_bench_t *b)
-{
-	static scx_counts_t c;
-	if (reps < 1)
-		return err_set("scx bench: %d writes", reps);
-	if (scx_read(&c) < 0)
-		return -1;
-	/* two populated slots to alternate between */
-	b->a = b->b = -1;
-	for (int s = 0; s < EGANG_SLOTS && b->b < 0; s++)
-		if (c.krec[s].kind != EGANG_KIND_NONE) {
-			if (b->a < 0)
-				b->a = s;
-			else
-				b->b = s;
-		}
-	if (b->b < 0)
-		b->b = b->a;
-	uint64_t *ns = calloc((size_t)reps, sizeof *ns);
-	if (!ns)
-		return err_sys("scx bench: calloc");
-	for (int i = 0; i < reps; i++)
-		if (scx_set_index((uint32_t)(i & 1 ? b->b : b->a), &ns[i]) < 0) {
-			free(ns);
-			return -1;
-		}
-	scx_set_index(c.index, NULL); /* the index in force before */
-	b->p50 = stats_quantile_u64(ns, (size_t)reps, 0.5); /* sorts ns */
-	b->p99 = stats_quantile_u64(ns, (size_t)reps, 0.99);
-	b->min = ns[0];
-	b->max = ns[reps - 1];
-	b->reps = reps;
-	free(ns);
-	return 0;
-}
-
 #if EGANG_SCX
 /* ==== the loader (make SCX=1) ==== */
 #include <bpf/bpf.h>
@@ -342,6 +316,7 @@ int scx_bench_switch(int reps, scx_bench_t *b)
 #include "egang.skel.h"
 
 bool scx_built(void) { return true; }
+int scx_require(void) { return 0; }
 
 static const char *const pin_names[] = {
 	"policy_index", "gang", "krec", "xfer", "fall", "exit_rec",
@@ -609,6 +584,16 @@ int scx_set_index(uint32_t index, uint64_t *ns)
 	return 0;
 }
 
+int scx_index_open(void) { return pin_open("policy_index"); }
+
+int scx_index_update(int fd, uint32_t index)
+{
+	uint32_t zero = 0;
+	if (bpf_map_update_elem(fd, &zero, &index, BPF_ANY))
+		return err_sys("bpf_map_update_elem(policy_index)");
+	return 0;
+}
+
 int scx_set_gang(uint32_t tgid)
 {
 	int fd = pin_open("gang");
@@ -721,6 +706,17 @@ _Atomic uint32_t *scx_index_page(void)
 	return p;
 }
 
+_Atomic uint64_t *scx_first_ns_map(void)
+{
+	return map_pinned("first_ns", (size_t)sysconf(_SC_PAGESIZE));
+}
+
+void scx_first_ns_unmap(_Atomic uint64_t *first)
+{
+	if (first)
+		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
+}
+
 int scx_print_progs(FILE *out)
 {
 	uint32_t id = 0;
@@ -773,152 +769,13 @@ int scx_read_kguard(struct egang_kguard *g)
 	return rc ? err_sys("bpf_map_lookup_elem(kguard)") : 0;
 }
 
-static _Atomic bool yield_stop;
-
-/* A thread in SCHED_EXT that yields in a loop: every yield is a callback
- * (the task goes back through ops.enqueue). */
-static void *yielder(void *arg)
-{
-	(void)arg;
-	if (scx_enter(0) < 0)
-		return NULL;
-	/* relaxed: a stop flag, nothing travels with it */
-	while (!atomic_load_explicit(&yield_stop, memory_order_relaxed))
-		sched_yield();
-	return NULL;
-}
-
-/* The percentiles of n samples (sorts lat). */
-static void first_stats(scx_first_t *o, uint64_t *lat, uint64_t *wr, int n)
-{
-	o->reps = n;
-	if (!n)
-		return;
-	o->write_p50 = stats_quantile_u64(wr, (size_t)n, 0.5);
-	o->p50 = stats_quantile_u64(lat, (size_t)n, 0.5); /* sorts lat */
-	o->p90 = stats_quantile_u64(lat, (size_t)n, 0.9);
-	o->p99 = stats_quantile_u64(lat, (size_t)n, 0.99);
-	o->min = lat[0];
-	o->max = lat[n - 1];
-}
-
-/* Two populated slots of c into a, b; -1 if there are not two. */
-static int two_slots(const scx_counts_t *c, int *a, int *b)
-{
-	*a = *b = -1;
-	for (int s = 0; s < EGANG_SLOTS && *b < 0; s++)
-		if (c->krec[s].kind != EGANG_KIND_NONE) {
-			if (*a < 0)
-				*a = s;
-			else
-				*b = s;
-		}
-	return *b < 0 ? err_set("scx bench: two slots with a kernel form are "
-				"needed") : 0;
-}
-
-int scx_bench_first(int reps, int yielders, scx_first_t out[2])
-{
-	static scx_counts_t c;
-	if (reps < 1 || yielders < 0 || yielders > 64)
-		return err_set("scx bench: %d writes, %d yielders", reps, yielders);
-	if (scx_read(&c) < 0)
-		return -1;
-	memset(out, 0, 2 * sizeof *out);
-	int sa, sb;
-	if (two_slots(&c, &sa, &sb) < 0)
-		return -1;
-	out[0].a = out[1].a = sa;
-	out[0].b = out[1].b = sb;
-	_Atomic uint32_t *idx = scx_index_page();
-	_Atomic uint64_t *first = map_pinned("first_ns", (size_t)sysconf(_SC_PAGESIZE));
-	int fd = pin_open("policy_index");
-	uint64_t *buf = calloc((size_t)reps * 4, sizeof *buf);
-	uint64_t *lat[2] = {buf, buf ? buf + reps : NULL};
-	uint64_t *wr[2] = {buf ? buf + 2 * (size_t)reps : NULL,
-			   buf ? buf + 3 * (size_t)reps : NULL};
-	int n[2] = {0, 0};
-	pthread_t th[64];
-	int nth = 0, rc = -1;
-	if (!idx || !first || fd < 0 || !buf) {
-		if (!buf)
-			err_sys("scx bench: calloc");
-		goto out;
-	}
-	/* seq_cst, stronger than needed: a flag the yielders poll relaxed;
-	 * pthread_create orders it before they start */
-	atomic_store(&yield_stop, false);
-	for (; nth < yielders; nth++)
-		if (pthread_create(&th[nth], NULL, yielder, NULL)) {
-			err_set("scx bench: pthread_create failed");
-			goto out;
-		}
-	usleep(20000); /* the yielders are in SCHED_EXT and running */
-	/* the paths interleave in pairs (store, store, update, update, ...)
-	 * so both see the same load; the target alternates every switch */
-	for (int i = 0; i < 2 * reps; i++) {
-		int path = (i >> 1) & 1;
-		uint32_t to = (uint32_t)(i & 1 ? sa : sb);
-		/* relaxed: ordered before the index write by that write's
-		 * release (store path) or by the system call (update path),
-		 * so no callback that reads the new index sees the old word */
-		atomic_store_explicit(&first[to], 0, memory_order_relaxed);
-		uint64_t t0 = time_now_ns();
-		if (path) {
-			uint32_t zero = 0;
-			if (bpf_map_update_elem(fd, &zero, &to, BPF_ANY)) {
-				err_sys("bpf_map_update_elem(policy_index)");
-				goto out;
-			}
-		} else {
-			/* THE store (control_write_index's, release): the
-			 * callbacks read it with a plain load; only the value
-			 * travels, the release orders first[to] = 0 before it */
-			atomic_store_explicit(idx, to, memory_order_release);
-		}
-		uint64_t t1 = time_now_ns(), f;
-		/* relaxed: polling a word the BPF side writes once */
-		while (!(f = atomic_load_explicit(&first[to], memory_order_relaxed)) &&
-		       time_now_ns() - t0 < 200000000ull)
-			;
-		if (!f) {
-			out[path].misses++;
-			continue;
-		}
-		wr[path][n[path]] = t1 - t0;
-		lat[path][n[path]++] = f > t0 ? f - t0 : 0;
-	}
-	if (!n[0] || !n[1]) {
-		err_set("scx bench: no transfer followed the writes of a path (is "
-			"anything running in SCHED_EXT?)");
-		goto out;
-	}
-	for (int p = 0; p < 2; p++)
-		first_stats(&out[p], lat[p], wr[p], n[p]);
-	rc = 0;
-out:
-	/* seq_cst, stronger than needed: the yielders stop at their next
-	 * relaxed poll; pthread_join waits for them */
-	atomic_store(&yield_stop, true);
-	for (int i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	/* the index in force before; release as control_write_index's */
-	if (idx)
-		atomic_store_explicit(idx, c.index, memory_order_release);
-	if (first)
-		munmap((void *)first, (size_t)sysconf(_SC_PAGESIZE));
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return rc;
-}
-
 #else
 /* ==== a build without libbpf >= 1.4 / the BPF toolchain ==== */
 #define NO_SCX "this build has no sched_ext support (rebuild with `make SCX=1`: " \
 	       "needs libbpf >= 1.4, bpftool, clang-19; tools/deps-scx.sh)"
 
 bool scx_built(void) { return false; }
+int scx_require(void) { return err_set(NO_SCX); }
 bool scx_loaded(void) { return false; }
 int scx_load(const policy_lib_t *lib, const int *cpus, int n, uint32_t index)
 {
@@ -929,10 +786,10 @@ int scx_set_index(uint32_t index, uint64_t *ns) { return err_set(NO_SCX); }
 int scx_set_gang(uint32_t tgid) { return err_set(NO_SCX); }
 int scx_read(scx_counts_t *c) { return err_set(NO_SCX); }
 _Atomic uint32_t *scx_index_page(void) { return NULL; }
-int scx_bench_first(int reps, int yielders, scx_first_t out[2])
-{
-	return err_set(NO_SCX);
-}
+int scx_index_open(void) { return err_set(NO_SCX); }
+int scx_index_update(int fd, uint32_t index) { return err_set(NO_SCX); }
+_Atomic uint64_t *scx_first_ns_map(void) { return err_set(NO_SCX), NULL; }
+void scx_first_ns_unmap(_Atomic uint64_t *first) { (void)first; }
 int scx_read_kguard(struct egang_kguard *g) { return err_set(NO_SCX); }
 int scx_print_progs(FILE *out) { return err_set(NO_SCX); }
 int scx_acq(struct egang_acq *a, bool reset) { return err_set(NO_SCX); }

@@ -31,6 +31,9 @@
 
 /* True when this binary carries the BPF scheduler. */
 bool scx_built(void);
+/* 0 when it does; else -1 + err_get(): "this build has no sched_ext
+ * support (rebuild with `make SCX=1`: ...)", the one refusal. */
+int scx_require(void);
 
 /* The kernel form of record p on a gang whose slot i runs on cpus[i]
  * (n slots): kind, CPU masks, slices. kind EGANG_KIND_NONE (a polite knee
@@ -89,16 +92,6 @@ int scx_index_of(const policy_lib_t *lib, const int *cpus, int n,
 /* The name of an exit record's kind (enum scx_exit_kind), "?" if unknown. */
 const char *scx_exit_name(int64_t kind);
 
-/* The cost of one index write: reps map updates alternating between the
- * first two populated slots (a, b; the same slot when only one is), then
- * the index in force before is restored. Nearest-rank percentiles
- * (base/stats.h). */
-typedef struct scx_bench {
-	int reps, a, b;
-	uint64_t min, p50, p99, max; /* ns */
-} scx_bench_t;
-int scx_bench_switch(int reps, scx_bench_t *b);
-
 /* ---- one index (DESIGN.md 4) ----
  * The loaded scheduler's index as a word of this process's memory (the
  * BPF_F_MMAPABLE policy_index map's page, mapped once and kept for the
@@ -108,20 +101,19 @@ int scx_bench_switch(int reps, scx_bench_t *b);
  * guard write it with one store, the leader and the BPF callbacks read it. */
 _Atomic uint32_t *scx_index_page(void);
 
-/* Store to first transfer: 2 * reps switches alternating between two
- * populated slots, by two paths interleaved in pairs: a store into the
- * index page (out[0]) and one map update through a kept fd (out[1]). The time
- * from just before the write to the bpf_ktime of the first transfer into
- * the new slot (first_ns), polled; `yielders` threads in SCHED_EXT that
- * call sched_yield in a loop keep callbacks coming (0: rely on the load
- * already there). Nearest-rank percentiles; misses: no transfer in
- * 200 ms. The index in force before is restored. */
-typedef struct scx_first {
-	int reps, a, b, misses;
-	uint64_t write_p50;                  /* the write alone */
-	uint64_t min, p50, p90, p99, max;    /* store to first transfer, ns */
-} scx_first_t;
-int scx_bench_first(int reps, int yielders, scx_first_t out[2]);
+/* The pinned policy_index map as a descriptor (for repeated updates
+ * without an open each: bench/scx_first.h); close() it. -1 + err_get(). */
+int scx_index_open(void);
+/* One map update of the index through fd (from scx_index_open); 0, or -1 +
+ * err_get(). */
+int scx_index_update(int fd, uint32_t index);
+
+/* The scheduler's first-transfer stamps (first_ns[slot]: the bpf_ktime of
+ * the first callback that transferred a task into slot since user space
+ * zeroed it; EGANG_SLOTS words) mapped into this process; NULL + err_get().
+ * Unmap with scx_first_ns_unmap (NULL is ignored). */
+_Atomic uint64_t *scx_first_ns_map(void);
+void scx_first_ns_unmap(_Atomic uint64_t *first);
 
 /* Every loaded struct_ops program (egang's and the policies'): id, name
  * (15 characters, the kernel's cut), JIT image bytes, translated bytes,
@@ -147,5 +139,10 @@ void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
 /* Puts thread (or process) tid in SCHED_EXT with sched_setattr(2); 0 = the
  * caller. Threads it creates afterwards inherit the class. */
 int scx_enter(pid_t tid);
+/* Runs cmd (cmd[0] looked up on PATH, NULL-terminated) in SCHED_EXT in
+ * place of this process; with gang, its threads are the gang the policies
+ * serve (scx_set_gang). Returns only when it failed: -1 + err_get() (errno
+ * ENOENT when cmd[0] was not found). */
+int scx_exec(char *const cmd[], bool gang);
 
 #endif
