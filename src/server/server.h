@@ -34,6 +34,7 @@
 #include "model/tokenizer.h"
 #include "policy/control.h"
 #include "policy/policy.h"
+#include "engine/engine_open.h"
 #include "server/api.h" /* server_reply_t, server_job_t, server_endpoint_t */
 
 typedef struct server server_t; /* opaque */
@@ -108,5 +109,32 @@ int server_port(const server_t *s);
  * with 503, stops the daemon (joins its threads) and the generation
  * thread. Idempotent. */
 void server_stop(server_t *s);
+
+/* ---- configuration for `egang serve` (server_config.c) ---- */
+
+/* The fields of cfg an open engine (engine_open.h) gives: the model, its
+ * tokenizer and id, the file name of model_path, the context, the gang's
+ * CPUs, the policy library and the control word. */
+void server_config_engine(server_config_t *cfg, const engine_t *e,
+			  const char *model_path);
+/* The continuous-batching fields of cfg (cfg->ctx set): the KV budget
+ * kv_bytes (kv_mb MiB; 0: a quarter of the RAM, at most 4096 MiB), the
+ * parallelism (0: as many full contexts as the budget holds, 1..16) and,
+ * with parallel > 1, the positions one sequence's KV may hold (f32 K and
+ * V of every layer per position). */
+void server_config_batch(server_config_t *cfg, const model_t *m, int64_t kv_mb,
+			 int64_t parallel);
+/* The chat template to serve m with: the markers of the built-in template
+ * `name` (chat_kind_from_name), or without a name the file's
+ * tokenizer.chat_template (NULL when it has none). malloc'd. */
+char *server_chat_template(const model_t *m, const char *name);
+/* True when host is a numeric IPv4 or IPv6 address (--host). */
+bool server_host_ok(const char *host);
+/* --backend scx: egang's sched_ext scheduler loaded (unless it is) with
+ * policy `index` in force, this process its gang and in SCHED_EXT, so every
+ * thread server_start makes inherits it (gang.c base_policy). *ours: this
+ * call loaded it (the caller unloads it at the end). -1 + err_get(), with
+ * nothing left loaded by it. */
+int server_scx_attach(const engine_t *e, int index, bool *ours);
 
 #endif
