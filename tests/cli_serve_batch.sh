@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# egang serve --parallel N (continuous batching, server/batch.c) end to end,
+# egang serve --parallel N (continuous batching, server/sched_batch.c) end to end,
 # a real server on a loopback port and real HTTP clients:
 #  - batch invariance: every request's per-position logits hashes
 #    (EGANG_SERVE_LOGITS_DIR) are the same bits when it runs alone and when

@@ -1,11 +1,9 @@
 /* egang serve: the OpenAI-compatible HTTP server (src/server/server.h). */
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "model/chat.h"
@@ -95,9 +93,7 @@ static int check_opts(const serve_opts_t *o, int *status)
 		*status = EXIT_FAIL;
 		return -1;
 	}
-	unsigned char addr[sizeof(struct in6_addr)];
-	if (inet_pton(AF_INET, o->host, addr) != 1 &&
-	    inet_pton(AF_INET6, o->host, addr) != 1) {
+	if (!server_host_ok(o->host)) {
 		log_error("--host '%s' is not a numeric IPv4 or IPv6 address", o->host);
 		return -1;
 	}
@@ -113,83 +109,22 @@ static int check_opts(const serve_opts_t *o, int *status)
 	return index;
 }
 
-/* --backend scx: egang's scheduler loaded (unless it is) with the index in
- * force, this process in SCHED_EXT before server_new starts the gang, so
- * every thread inherits it (gang.c base_policy). *ours: this call loaded
- * it. -1 after an error. */
-static int scx_setup(const engine_t *e, int index, bool *ours)
-{
-	*ours = false;
-	if (!scx_loaded()) {
-		if (scx_load(&e->lib, e->cpus, e->n_cpus, (uint32_t)index) < 0)
-			goto fail;
-		*ours = true;
-	} else if (scx_set_index((uint32_t)index, NULL) < 0) {
-		goto fail;
-	}
-	if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0)
-		goto fail;
-	return 0;
-fail:
-	log_error("--backend scx: %s", err_get());
-	if (*ours)
-		scx_unload(NULL);
-	*ours = false;
-	return -1;
-}
-
-/* --parallel, --kv-mb and --prefill-chunk into cfg (batch.c): the
- * default budget is a quarter of the RAM (at most 4 GiB), the default
- * parallelism the full contexts it holds (1..16). */
-static void batch_config(const serve_opts_t *o, const model_t *m, int32_t ctx,
-			 server_config_t *cfg)
-{
-	const model_config_t *c = &m->cfg;
-	size_t per_pos = 2 * (size_t)c->n_layers * (size_t)c->n_kv_heads *
-			 (size_t)c->head_dim * sizeof(float);
-	size_t mb = (size_t)o->kv_mb;
-	if (!mb) {
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		mb = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 / (1u << 20) : 1024;
-		if (mb > 4096)
-			mb = 4096;
-	}
-	cfg->kv_bytes = mb << 20;
-	size_t pos = cfg->kv_bytes / per_pos;
-	int64_t par = o->parallel;
-	if (!par) {
-		par = (int64_t)(pos / (size_t)ctx);
-		par = par < 1 ? 1 : par > 16 ? 16 : par;
-	}
-	cfg->parallel = (int)par;
-	cfg->prefill_chunk = (int)o->prefill_chunk;
-	cfg->logits_dir = getenv("EGANG_SERVE_LOGITS_DIR");
-	if (par > 1)
-		cfg->kv_positions = pos > (size_t)ctx ? ctx : (int32_t)pos;
-}
-
 /* Runs the server on an open engine until SIGINT/SIGTERM; an exit code. */
 static int serve(const serve_opts_t *o, engine_t *e, int index)
 {
 	model_t *m = e->m;
-	char *tmpl = NULL;
-	gguf_str_t ts;
-	if (o->chat_template) /* the markers that select the built-in */
-		tmpl = strdup(chat_markers(chat_kind_from_name(o->chat_template)));
-	else if (m->gguf &&
-		 gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0)
-		tmpl = strndup(ts.s, (size_t)ts.n);
-	const char *base = strrchr(o->model, '/');
+	char *tmpl = server_chat_template(m, o->chat_template);
 	server_config_t cfg = {
-		.tok = m->tok, .model_id = m->name,
-		.model_file = base ? base + 1 : o->model, .chat_template = tmpl,
-		.ctx = e->ctx, .max_queue = (int)o->max_queue,
-		.api_key = o->api_key, .policy_index = index, .m = m,
-		.cpus = e->cpus, .n_cpus = e->n_cpus, .policies = &e->lib,
-		.control = e->cw->w, .host = o->host, .port = (int)o->port,
-		.timeout_s = (int)o->timeout, .max_conns = (int)o->max_conns,
+		.chat_template = tmpl, .max_queue = (int)o->max_queue,
+		.api_key = o->api_key, .policy_index = index, .host = o->host,
+		.port = (int)o->port, .timeout_s = (int)o->timeout,
+		.max_conns = (int)o->max_conns,
 	};
-	batch_config(o, m, e->ctx, &cfg);
+	server_config_engine(&cfg, e, o->model);
+	/* --parallel, --kv-mb and --prefill-chunk (the scheduler's batching) */
+	server_config_batch(&cfg, m, o->kv_mb, o->parallel);
+	cfg.prefill_chunk = (int)o->prefill_chunk;
+	cfg.logits_dir = getenv("EGANG_SERVE_LOGITS_DIR"); /* tests */
 	int status = EXIT_OK;
 	server_t *s = server_new(&cfg);
 	if (!s) {
@@ -285,7 +220,8 @@ int cmd_serve(int argc, char **argv)
 	}
 	control_write_index(e->cw, (uint32_t)index);
 	bool scx_ours = false;
-	if (o.backend && scx_setup(e, index, &scx_ours) < 0) {
+	if (o.backend && server_scx_attach(e, index, &scx_ours) < 0) {
+		log_error("--backend scx: %s", err_get());
 		status = EXIT_FAIL;
 	} else {
 		/* the scheduler may have been loaded just now: from here the

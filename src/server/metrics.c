@@ -1,18 +1,43 @@
 /* metrics: the counters and histograms the server keeps, /metrics in the
  * Prometheus text exposition format (version 0.0.4), and /health. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "scx/scx.h"
-#include "server/server_impl.h"
+#include "server/buf.h"
+#include "server/metrics.h"
+
+typedef struct hist {
+	const double *le; /* upper bounds, ascending; +Inf implied */
+	int n;
+	uint64_t counts[16]; /* n + 1 */
+	double sum;
+	uint64_t count;
+} hist_t;
+
+struct metrics {
+	metrics_config_t cfg;
+	pthread_mutex_t mu; /* guards everything below */
+	uint64_t req[EP_COUNT][600];
+	uint64_t tok_prompt, tok_gen, cancelled, failed;
+	double prefill_tps, decode_tps;
+	hist_t hist[METRICS_HIST_COUNT];
+	uint32_t gang_width;
+	uint64_t latch_changes, joins, departures, gang_tokens;
+	/* continuous batching (sched_batch.c): KV bytes in use (live
+	 * sequences and the prefix cache), prefix hits and the prompt
+	 * positions they saved */
+	size_t kv_used;
+	uint64_t prefix_hits, prefix_tokens;
+};
 
 static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 				 1, 2.5, 5, 10, 30};
 static const double tpot_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 				 0.05, 0.1, 0.25, 0.5, 1};
-
 static const double batch_le[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 static const double wait_le[] = {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 				 10, 30, 60};
@@ -21,20 +46,43 @@ static const char *const ep_names[EP_COUNT] = {
 	"completions", "chat_completions", "models", "health", "metrics",
 	"other"};
 
-void metrics_init(server_t *s)
+/* ---- the object ---- */
+
+metrics_t *metrics_new(const metrics_config_t *cfg)
 {
-	s->ttft.le = ttft_le;
-	s->ttft.n = (int)EG_ARRAY_LEN(ttft_le);
-	s->tpot.le = tpot_le;
-	s->tpot.n = (int)EG_ARRAY_LEN(tpot_le);
-	s->batch_size.le = batch_le;
-	s->batch_size.n = (int)EG_ARRAY_LEN(batch_le);
-	s->queue_wait.le = wait_le;
-	s->queue_wait.n = (int)EG_ARRAY_LEN(wait_le);
-	s->gang_width = 1;
+	metrics_t *m = calloc(1, sizeof *m);
+	if (!m)
+		return err_sys("calloc"), NULL;
+	m->cfg = *cfg;
+	static const struct {
+		const double *le;
+		int n;
+	} bounds[METRICS_HIST_COUNT] = {
+		[METRICS_HIST_TTFT] = {ttft_le, (int)EG_ARRAY_LEN(ttft_le)},
+		[METRICS_HIST_TPOT] = {tpot_le, (int)EG_ARRAY_LEN(tpot_le)},
+		[METRICS_HIST_BATCH_SIZE] = {batch_le, (int)EG_ARRAY_LEN(batch_le)},
+		[METRICS_HIST_QUEUE_WAIT] = {wait_le, (int)EG_ARRAY_LEN(wait_le)},
+	};
+	for (int h = 0; h < METRICS_HIST_COUNT; h++) {
+		m->hist[h].le = bounds[h].le;
+		m->hist[h].n = bounds[h].n;
+	}
+	m->gang_width = 1;
+	pthread_mutex_init(&m->mu, NULL);
+	return m;
 }
 
-void hist_observe(hist_t *h, double v)
+void metrics_free(metrics_t *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+/* ---- recording ---- */
+
+static void hist_observe(hist_t *h, double v)
 {
 	int i = 0;
 	while (i < h->n && v > h->le[i])
@@ -44,28 +92,93 @@ void hist_observe(hist_t *h, double v)
 	h->count++;
 }
 
-char *health_body(server_t *s, int *status)
-{
-	bool stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
-	pthread_mutex_lock(&s->qmu);
-	int depth = s->depth;
-	bool busy = s->running_job;
-	pthread_mutex_unlock(&s->qmu);
-	*status = stopping ? 503 : 200;
-	return json_take_dump(json_pack("{s:s, s:s, s:i, s:b}", "status",
-					stopping ? "stopping" : "ok", "model",
-					s->cfg.model_id, "queue", depth, "busy",
-					busy));
-}
-
-void server_count(server_t *s, server_endpoint_t ep, int status)
+void metrics_count(metrics_t *m, server_endpoint_t ep, int status)
 {
 	if (ep >= EP_COUNT || status < 100 || status > 599)
 		return;
-	pthread_mutex_lock(&s->mmu);
-	s->req[ep][status]++;
-	pthread_mutex_unlock(&s->mmu);
+	pthread_mutex_lock(&m->mu);
+	m->req[ep][status]++;
+	pthread_mutex_unlock(&m->mu);
 }
+
+void metrics_observe(metrics_t *m, metrics_hist_t h, double v)
+{
+	pthread_mutex_lock(&m->mu);
+	hist_observe(&m->hist[h], v);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_job_failed(metrics_t *m, int status)
+{
+	pthread_mutex_lock(&m->mu);
+	m->failed += status == 500;
+	m->cancelled += status == 503;
+	pthread_mutex_unlock(&m->mu);
+}
+
+double metrics_record_generation(metrics_t *m, const metrics_generation_t *g,
+				 const gang_stats_t *st)
+{
+	pthread_mutex_lock(&m->mu);
+	m->tok_prompt += (uint64_t)g->n_prompt;
+	m->tok_gen += (uint64_t)g->n_gen;
+	m->cancelled += g->cancelled;
+	if (g->prefill_s > 0)
+		m->prefill_tps = (double)g->n_prompt / g->prefill_s;
+	if (g->decode_s > 0 && g->decode_steps > 0)
+		m->decode_tps = (double)g->decode_steps / g->decode_s;
+	if (g->n_gen > 0)
+		hist_observe(&m->hist[METRICS_HIST_TTFT], g->ttft_s);
+	if (st) {
+		m->gang_width = (uint32_t)__builtin_popcount(st->last_mask);
+		m->latch_changes = st->latch_changes;
+		m->joins = st->joins;
+		m->departures = st->departures;
+		m->gang_tokens = st->tokens;
+	} else {
+		m->gang_tokens += (uint64_t)(g->n_prompt + g->decode_steps);
+	}
+	double decode_tps = m->decode_tps;
+	pthread_mutex_unlock(&m->mu);
+	return decode_tps;
+}
+
+void metrics_record_admission(metrics_t *m, double wait_s, bool hit,
+			      uint64_t saved)
+{
+	pthread_mutex_lock(&m->mu);
+	hist_observe(&m->hist[METRICS_HIST_QUEUE_WAIT], wait_s);
+	m->prefix_hits += hit;
+	m->prefix_tokens += saved;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_set_gang_width(metrics_t *m, uint32_t width)
+{
+	pthread_mutex_lock(&m->mu);
+	m->gang_width = width;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_set_kv_used(metrics_t *m, size_t bytes)
+{
+	pthread_mutex_lock(&m->mu);
+	m->kv_used = bytes;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- /health ---- */
+
+char *metrics_health_text(const char *model, bool stopping, int depth,
+			  bool busy, int *status)
+{
+	*status = stopping ? 503 : 200;
+	return buf_json_dump(json_pack("{s:s, s:s, s:i, s:b}", "status",
+				       stopping ? "stopping" : "ok", "model",
+				       model, "queue", depth, "busy", busy));
+}
+
+/* ---- /metrics ---- */
 
 static long rss_bytes(void)
 {
@@ -105,106 +218,110 @@ static void hist_print(FILE *f, const char *name, const char *help,
 		(unsigned long long)h->count);
 }
 
-/* Continuous batching's families (server/batch.c), under mmu. */
-static void metrics_batch(FILE *f, const server_t *s)
+/* Continuous batching's families (sched_batch.c), under m->mu. */
+static void metrics_batch(FILE *f, const metrics_t *m)
 {
 	hist_print(f, "egang_batch_size", "Sequences per token step (--parallel > 1).",
-		   &s->batch_size);
+		   &m->hist[METRICS_HIST_BATCH_SIZE]);
 	hist_print(f, "egang_queue_wait_seconds",
 		   "From a request's enqueue to the start of its generation.",
-		   &s->queue_wait);
+		   &m->hist[METRICS_HIST_QUEUE_WAIT]);
 	metric_head(f, "egang_kv_bytes_in_use", "gauge",
 		    "KV cache bytes held by live sequences and the prefix cache.");
-	fprintf(f, "egang_kv_bytes_in_use %zu\n", s->kv_used);
+	fprintf(f, "egang_kv_bytes_in_use %zu\n", m->kv_used);
 	metric_head(f, "egang_kv_bytes_budget", "gauge", "--kv-mb in bytes.");
-	fprintf(f, "egang_kv_bytes_budget %zu\n", s->cfg.kv_bytes);
+	fprintf(f, "egang_kv_bytes_budget %zu\n", m->cfg.kv_bytes);
 	metric_head(f, "egang_prefix_cache_hits_total", "counter",
 		    "Prompts that started from a cached prefix's KV.");
 	fprintf(f, "egang_prefix_cache_hits_total %llu\n",
-		(unsigned long long)s->prefix_hits);
+		(unsigned long long)m->prefix_hits);
 	metric_head(f, "egang_prefix_cache_tokens_saved_total", "counter",
 		    "Prompt positions taken from the prefix cache instead of computed.");
 	fprintf(f, "egang_prefix_cache_tokens_saved_total %llu\n",
-		(unsigned long long)s->prefix_tokens);
+		(unsigned long long)m->prefix_tokens);
 }
 
-/* The server's own families, read under mmu. */
-static void metrics_counters(FILE *f, server_t *s, int depth, bool busy)
+/* Requests, tokens and their latencies, under m->mu. */
+static void metrics_requests(FILE *f, const metrics_t *m)
 {
-	pthread_mutex_lock(&s->mmu);
 	metric_head(f, "egang_requests_total", "counter",
 		    "HTTP requests answered, by endpoint and status.");
 	for (int e = 0; e < EP_COUNT; e++)
 		for (int st = 100; st < 600; st++)
-			if (s->req[e][st])
+			if (m->req[e][st])
 				fprintf(f, "egang_requests_total{endpoint=\"%s\","
 					   "status=\"%d\"} %llu\n", ep_names[e], st,
-					(unsigned long long)s->req[e][st]);
+					(unsigned long long)m->req[e][st]);
 	metric_head(f, "egang_prompt_tokens_total", "counter",
 		    "Prompt tokens processed (BOS included).");
-	fprintf(f, "egang_prompt_tokens_total %llu\n", (unsigned long long)s->tok_prompt);
+	fprintf(f, "egang_prompt_tokens_total %llu\n", (unsigned long long)m->tok_prompt);
 	metric_head(f, "egang_generated_tokens_total", "counter",
 		    "Tokens generated.");
-	fprintf(f, "egang_generated_tokens_total %llu\n", (unsigned long long)s->tok_gen);
+	fprintf(f, "egang_generated_tokens_total %llu\n", (unsigned long long)m->tok_gen);
 	metric_head(f, "egang_generations_cancelled_total", "counter",
 		    "Generations cut short by a client that went away or by shutdown.");
 	fprintf(f, "egang_generations_cancelled_total %llu\n",
-		(unsigned long long)s->cancelled);
+		(unsigned long long)m->cancelled);
 	metric_head(f, "egang_generations_failed_total", "counter",
 		    "Generations that failed after they were accepted.");
-	fprintf(f, "egang_generations_failed_total %llu\n", (unsigned long long)s->failed);
+	fprintf(f, "egang_generations_failed_total %llu\n", (unsigned long long)m->failed);
 	metric_head(f, "egang_prefill_tokens_per_second", "gauge",
 		    "Prompt tokens per second of the last generation.");
-	fprintf(f, "egang_prefill_tokens_per_second %.6g\n", s->prefill_tps);
+	fprintf(f, "egang_prefill_tokens_per_second %.6g\n", m->prefill_tps);
 	metric_head(f, "egang_decode_tokens_per_second", "gauge",
 		    "Decode tokens per second of the last generation.");
-	fprintf(f, "egang_decode_tokens_per_second %.6g\n", s->decode_tps);
+	fprintf(f, "egang_decode_tokens_per_second %.6g\n", m->decode_tps);
 	hist_print(f, "egang_time_to_first_token_seconds",
-		   "From a request's enqueue to its first generated token.", &s->ttft);
+		   "From a request's enqueue to its first generated token.",
+		   &m->hist[METRICS_HIST_TTFT]);
 	hist_print(f, "egang_time_per_output_token_seconds",
-		   "Wall time of each decode step.", &s->tpot);
+		   "Wall time of each decode step.", &m->hist[METRICS_HIST_TPOT]);
+}
+
+/* The queue (depth and busy as read under the queue lock) and the gang,
+ * under m->mu. */
+static void metrics_gang(FILE *f, const metrics_t *m, int depth, bool busy)
+{
 	metric_head(f, "egang_queue_depth", "gauge",
 		    "Requests waiting behind the running generation.");
 	fprintf(f, "egang_queue_depth %d\n", depth);
 	metric_head(f, "egang_queue_capacity", "gauge", "--max-queue.");
-	fprintf(f, "egang_queue_capacity %d\n", s->cfg.max_queue);
+	fprintf(f, "egang_queue_capacity %d\n", m->cfg.max_queue);
 	metric_head(f, "egang_generation_running", "gauge",
 		    "1 while a generation runs on the gang.");
 	fprintf(f, "egang_generation_running %d\n", busy ? 1 : 0);
 	metric_head(f, "egang_gang_width", "gauge",
 		    "Cores in the last token's latch (popcount of its mask).");
-	fprintf(f, "egang_gang_width %u\n", s->gang_width);
+	fprintf(f, "egang_gang_width %u\n", m->gang_width);
 	metric_head(f, "egang_gang_tokens_total", "counter", "Tokens run on the gang.");
-	fprintf(f, "egang_gang_tokens_total %llu\n", (unsigned long long)s->gang_tokens);
+	fprintf(f, "egang_gang_tokens_total %llu\n", (unsigned long long)m->gang_tokens);
 	metric_head(f, "egang_gang_latch_changes_total", "counter",
 		    "Tokens whose participant mask differed from the previous one.");
 	fprintf(f, "egang_gang_latch_changes_total %llu\n",
-		(unsigned long long)s->latch_changes);
+		(unsigned long long)m->latch_changes);
 	metric_head(f, "egang_gang_joins_total", "counter", "Cores that entered the latch.");
-	fprintf(f, "egang_gang_joins_total %llu\n", (unsigned long long)s->joins);
+	fprintf(f, "egang_gang_joins_total %llu\n", (unsigned long long)m->joins);
 	metric_head(f, "egang_gang_departures_total", "counter", "Cores that left the latch.");
-	fprintf(f, "egang_gang_departures_total %llu\n", (unsigned long long)s->departures);
-	metrics_batch(f, s);
-	pthread_mutex_unlock(&s->mmu);
+	fprintf(f, "egang_gang_departures_total %llu\n", (unsigned long long)m->departures);
 }
 
 /* The control word's telemetry: relaxed loads, each field on its own
  * (single writer, the generation thread; policy/control.h). */
-static void metrics_policy(FILE *f, const server_t *s)
+static void metrics_policy(FILE *f, const metrics_t *m)
 {
-	control_word_t *cw = s->cfg.policies ? s->cfg.control : NULL;
+	control_word_t *cw = m->cfg.policies ? m->cfg.control : NULL;
 #define CW(field) (cw ? (unsigned long long)atomic_load_explicit(&cw->field, \
 					memory_order_relaxed) : 0ull)
 	metric_head(f, "egang_policy_index", "gauge",
 		    "The policy record in force (egang policy list).");
 	fprintf(f, "egang_policy_index %llu\n",
-		cw ? CW(effective) : (unsigned long long)s->cfg.policy_index);
+		cw ? CW(effective) : (unsigned long long)m->cfg.policy_index);
 	metric_head(f, "egang_policy_requested_index", "gauge",
 		    "The raw index in the control word (may name no record).");
 	fprintf(f, "egang_policy_requested_index %llu\n",
 		cw ? (unsigned long long)atomic_load_explicit(control_index_of(cw),
 							  memory_order_relaxed)
-		   : (unsigned long long)s->cfg.policy_index);
+		   : (unsigned long long)m->cfg.policy_index);
 	metric_head(f, "egang_policy_invalid_index_total", "counter",
 		    "Token-boundary reads of an index that names no validated "
 		    "record (the default policy ran instead).");
@@ -239,19 +356,19 @@ static void metrics_policy(FILE *f, const server_t *s)
 		(double)g.last_p99_ns / 1e9);
 }
 
-char *server_metrics_text(server_t *s)
+char *metrics_text(metrics_t *m, int depth, bool busy)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		abort();
-	pthread_mutex_lock(&s->qmu);
-	int depth = s->depth;
-	bool busy = s->running_job;
-	pthread_mutex_unlock(&s->qmu);
-	metrics_counters(f, s, depth, busy);
-	metrics_policy(f, s);
+	pthread_mutex_lock(&m->mu);
+	metrics_requests(f, m);
+	metrics_gang(f, m, depth, busy);
+	metrics_batch(f, m);
+	pthread_mutex_unlock(&m->mu);
+	metrics_policy(f, m);
 	metric_head(f, "process_resident_memory_bytes", "gauge",
 		    "Resident set size (VmRSS).");
 	fprintf(f, "process_resident_memory_bytes %ld\n", rss_bytes());

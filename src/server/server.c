@@ -1,113 +1,89 @@
-/* server: the server object, byte buffers and JSON replies (see
- * server_impl.h for the tour of the server's files). */
-#include <stdarg.h>
+/* server: the lifecycle above the pipeline (server.h): builds the stages
+ * bottom up (metrics, scheduler, API, transport), starts and stops them in
+ * order, and passes the public calls down to the stage that owns them. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "base/base.h"
-#include "model/utf8.h"
-#include "server/server_impl.h"
+#include "server/api.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "server/sched.h"
+#include "server/server.h"
 
-/* ---- growable byte buffer ---- */
+struct server {
+	server_config_t cfg;
+	metrics_t *metrics;
+	sched_t *sched;
+	api_t *api;
+	http_t *http;
+};
 
-void sbuf_add(sbuf_t *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			abort(); /* out of memory: nothing sensible to answer */
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
+/* ---- the object ---- */
 
-void sbuf_str(sbuf_t *b, const char *s) { sbuf_add(b, s, strlen(s)); }
-
-/* ---- replies ---- */
-
-char *json_take_dump(json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (!s)
-		abort(); /* only on out of memory: every string is valid UTF-8 */
-	return s;
-}
-
-json_t *json_text(const char *s, size_t n)
-{
-	size_t len;
-	char *u = utf8_sanitize(s, n, &len);
-	json_t *j = json_stringn_nocheck(u, len);
-	free(u);
-	return j;
-}
-
-static const char *error_type(int status)
-{
-	switch (status) {
-	case 401: return "authentication_error";
-	case 429: return "rate_limit_error";
-	case 500:
-	case 503: return "server_error";
-	default: return "invalid_request_error";
-	}
-}
-
-char *error_body(int status, const char *param, const char *code,
-		 const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	json_t *e = json_object();
-	json_object_set_new(e, "message", json_text(msg, strlen(msg)));
-	json_object_set_new(e, "type", json_string(error_type(status)));
-	json_object_set_new(e, "param", param ? json_string(param) : json_null());
-	json_object_set_new(e, "code", code ? json_string(code) : json_null());
-	json_t *root = json_object();
-	json_object_set_new(root, "error", e);
-	return json_take_dump(root);
-}
-
-/* ---- the server object ---- */
-
-server_t *server_new(const server_config_t *cfg)
+/* 0 when cfg is usable; -1 + err_get() saying what is wrong. */
+static int config_check(const server_config_t *cfg)
 {
 	if (!cfg->tok || !cfg->model_id)
-		return err_set("server: a tokenizer and a model id are required"),
-		       NULL;
+		return err_set("server: a tokenizer and a model id are required");
 	if (cfg->ctx < 2)
-		return err_set("server: context %d is too small", cfg->ctx), NULL;
+		return err_set("server: context %d is too small", cfg->ctx);
 	if (cfg->max_queue < 0)
-		return err_set("server: --max-queue must be >= 0"), NULL;
+		return err_set("server: --max-queue must be >= 0");
 	if (cfg->policies && cfg->control &&
 	    (cfg->policies->n_slots != (cfg->n_cpus > 1 ? cfg->n_cpus : 1) ||
 	     cfg->policy_index < 0 || cfg->policy_index >= cfg->policies->n))
 		return err_set("server: the policy library is for %d slots, the "
 			       "gang has %d (or policy %d names no record)",
-			       cfg->policies->n_slots, cfg->n_cpus, cfg->policy_index),
-		       NULL;
+			       cfg->policies->n_slots, cfg->n_cpus, cfg->policy_index);
+	return 0;
+}
+
+/* The stages, bottom up; -1 + err_get() when out of memory. */
+static int server_build(server_t *s)
+{
+	const server_config_t *c = &s->cfg;
+	metrics_config_t mc = {
+		.max_queue = c->max_queue, .kv_bytes = c->kv_bytes,
+		.policies = c->policies, .control = c->control,
+		.policy_index = c->policy_index,
+	};
+	sched_config_t sc = {
+		.m = c->m, .ctx = c->ctx, .max_queue = c->max_queue,
+		.cpus = c->cpus, .n_cpus = c->n_cpus, .static_k = c->static_k,
+		.policies = c->policies, .control = c->control,
+		.policy_index = c->policy_index, .parallel = c->parallel,
+		.prefill_chunk = c->prefill_chunk, .kv_bytes = c->kv_bytes,
+		.kv_positions = c->kv_positions, .logits_dir = c->logits_dir,
+	};
+	api_config_t ac = {
+		.tok = c->tok, .model_id = c->model_id, .model_file = c->model_file,
+		.chat_template = c->chat_template, .ctx = c->ctx,
+		.kv_positions = c->kv_positions, .api_key = c->api_key,
+	};
+	http_config_t hc = {
+		.host = c->host, .port = c->port, .timeout_s = c->timeout_s,
+		.max_conns = c->max_conns,
+	};
+	if (!(s->metrics = metrics_new(&mc)) || !(s->sched = sched_new(&sc, s->metrics)) ||
+	    !(s->api = api_new(&ac, s->sched, s->metrics)) ||
+	    !(s->http = http_new(&hc, s->api, s->sched, s->metrics)))
+		return -1;
+	return 0;
+}
+
+server_t *server_new(const server_config_t *cfg)
+{
+	if (config_check(cfg) < 0)
+		return NULL;
 	server_t *s = calloc(1, sizeof *s);
 	if (!s)
 		return err_sys("calloc"), NULL;
 	s->cfg = *cfg;
-	s->chat = chat_template_new(cfg->chat_template, cfg->tok);
-	s->created = (int64_t)time(NULL);
-	metrics_init(s);
-	pthread_mutex_init(&s->mmu, NULL);
-	pthread_mutex_init(&s->qmu, NULL);
-	pthread_cond_init(&s->qcv, NULL);
+	if (server_build(s) < 0) {
+		server_free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -116,9 +92,57 @@ void server_free(server_t *s)
 	if (!s)
 		return;
 	server_stop(s);
-	chat_template_free(s->chat);
-	pthread_mutex_destroy(&s->mmu);
-	pthread_mutex_destroy(&s->qmu);
-	pthread_cond_destroy(&s->qcv);
+	http_free(s->http);
+	api_free(s->api);
+	sched_free(s->sched);
+	metrics_free(s->metrics);
 	free(s);
 }
+
+/* ---- running ---- */
+
+int server_start(server_t *s)
+{
+	if (!s->cfg.m)
+		return err_set("server_start: no model");
+	if (http_bind(s->http) < 0 || sched_start(s->sched) < 0)
+		return -1;
+	if (http_listen(s->http) < 0) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "%s", err_get());
+		server_stop(s);
+		return err_set("%s", msg);
+	}
+	return 0;
+}
+
+int server_port(const server_t *s) { return http_port(s->http); }
+
+void server_stop(server_t *s)
+{
+	/* the scheduler first: it answers every job a handler waits for */
+	if (s->sched)
+		sched_stop(s->sched);
+	if (s->http)
+		http_stop(s->http);
+}
+
+/* ---- requests ---- */
+
+void server_handle_json(server_t *s, const char *method, const char *path,
+			const char *auth, const char *body, size_t len,
+			server_reply_t *out)
+{
+	api_handle(s->api, method, path, auth, body, len, out);
+}
+
+void server_reply_free(server_reply_t *r) { api_reply_free(r); }
+
+void server_job_free(server_job_t *j) { api_job_free(j); }
+
+void server_count(server_t *s, server_endpoint_t ep, int status)
+{
+	metrics_count(s->metrics, ep, status);
+}
+
+char *server_metrics_text(server_t *s) { return api_metrics_text(s->api); }

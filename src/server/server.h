@@ -1,30 +1,27 @@
-/* server: the OpenAI-compatible HTTP layer of `egang serve`.
+/* server: the OpenAI-compatible HTTP server of `egang serve`, a one-way
+ * pipeline; this header is its public face (cmd_serve, the fuzzer, the
+ * tests) and this file's server.c its lifecycle above the stages:
  *
- * Three parts (server_impl.h lists the files):
- *  1. server_handle_json(): a pure function from (method, path,
- *     Authorization header, body) to a status and a JSON reply, or to a
- *     validated generation job. No network, no model weights: the fuzzer
- *     calls it directly (fuzz/fuzz_server.c). Chat prompts are rendered by
- *     the model layer's templates (model/chat.h).
- *  2. The bounded FIFO queue and the single generation thread. That thread
- *     creates the gang (gang_init pins its caller as the leader) and the
- *     forward_t, and runs one job at a time with engine_generate(), which
- *     begins and ends the gang's generation, so cores go back to the OS
- *     between requests. Its text follows the UTF-8 policy of model/utf8.h,
- *     byte for byte what `egang generate` prints.
- *  3. The libmicrohttpd daemon (internal polling thread, one thread per
- *     connection): handler threads parse, enqueue, then wait (plain replies)
- *     or stream server-sent events from a content-reader callback.
+ *   http (transport: libmicrohttpd, bodies, SSE content readers)
+ *    -> api (routing, auth, validation into a job; every response body)
+ *    -> sched (the queue, the generation thread, slots, batch steps, KV
+ *       budget, prefix cache) -> engine (src/engine/engine.h)
+ *   metrics and buf: leaves every stage may call.
+ *
+ * A stage calls only the stages after it: the scheduler appends a job's
+ * events raw (text bytes, the end, an error), the transport pulls them
+ * and the API formats them. Each stage's header says what it owns and
+ * which lock guards what (sched.h: the queue and jobs; metrics.h: the
+ * counters); no thread ever holds two of those locks.
  *
  * Endpoints: POST /v1/completions, POST /v1/chat/completions (both with
  * "stream": true), GET /v1/models, GET /health, GET /metrics (Prometheus
- * text). Every error is {"error":{"message","type","param","code"}}:
- * 400 bad request, 401 missing/wrong bearer key, 404 unknown path, 405 wrong
- * method, 413 body over SERVER_MAX_BODY, 429 queue full, 503 shutting down.
+ * text). Errors: api.h.
  *
- * Synchronization: server_handle_json() and server_metrics_text() may run
- * on any number of threads at once, also while the server runs.
- * server_start()/server_stop()/server_free() are for one controlling thread. */
+ * Synchronization: server_handle_json(), server_count() and
+ * server_metrics_text() may run on any number of threads at once, also
+ * while the server runs. server_start()/server_stop()/server_free() are
+ * for one controlling thread. */
 #ifndef EGANG_SERVER_H
 #define EGANG_SERVER_H
 
@@ -37,21 +34,10 @@
 #include "model/tokenizer.h"
 #include "policy/control.h"
 #include "policy/policy.h"
+#include "engine/engine_open.h"
+#include "server/api.h" /* server_reply_t, server_job_t, server_endpoint_t */
 
-#define SERVER_MAX_BODY (1u << 20) /* request bodies larger get 413 */
-
-typedef struct server server_t;         /* opaque */
-typedef struct server_job server_job_t; /* opaque: one generation request */
-
-typedef enum server_endpoint {
-	EP_COMPLETIONS,
-	EP_CHAT,
-	EP_MODELS,
-	EP_HEALTH,
-	EP_METRICS,
-	EP_OTHER, /* unknown paths */
-	EP_COUNT
-} server_endpoint_t;
+typedef struct server server_t; /* opaque */
 
 typedef struct server_config {
 	/* request validation (all that server_handle_json needs) */
@@ -78,7 +64,7 @@ typedef struct server_config {
 	int port;
 	int timeout_s;   /* idle connection timeout (slow clients) */
 	int max_conns;   /* concurrent connections */
-	/* continuous batching (server/batch.c): up to `parallel` sequences
+	/* continuous batching (sched_batch.c): up to `parallel` sequences
 	 * per token step (1: one job at a time, engine_generate), prompts
 	 * prefilled prefill_chunk tokens per step, the sequences' KV caches
 	 * and the prefix cache within kv_bytes; kv_positions: the positions
@@ -94,19 +80,9 @@ typedef struct server_config {
 	const char *logits_dir;
 } server_config_t;
 
-typedef struct server_reply {
-	int status;
-	const char *content_type; /* static string */
-	const char *allow;        /* Allow header for 405, else NULL */
-	char *body;               /* malloc'd, NUL-terminated; NULL with job */
-	server_job_t *job;        /* a validated generation request, owned by
-				     the caller: server_enqueue() or
-				     server_job_free() */
-	server_endpoint_t endpoint;
-} server_reply_t;
-
-/* Copies nothing: cfg's strings and tokenizer must outlive the server.
- * NULL + err_get() on a bad configuration. */
+/* Copies cfg, not what it points to: its strings, tokenizer, model,
+ * policies and control word must outlive the server. NULL + err_get() on
+ * a bad configuration. */
 server_t *server_new(const server_config_t *cfg);
 /* Stops the server if it runs, then frees it. */
 void server_free(server_t *s);
@@ -133,5 +109,32 @@ int server_port(const server_t *s);
  * with 503, stops the daemon (joins its threads) and the generation
  * thread. Idempotent. */
 void server_stop(server_t *s);
+
+/* ---- configuration for `egang serve` (server_config.c) ---- */
+
+/* The fields of cfg an open engine (engine_open.h) gives: the model, its
+ * tokenizer and id, the file name of model_path, the context, the gang's
+ * CPUs, the policy library and the control word. */
+void server_config_engine(server_config_t *cfg, const engine_t *e,
+			  const char *model_path);
+/* The continuous-batching fields of cfg (cfg->ctx set): the KV budget
+ * kv_bytes (kv_mb MiB; 0: a quarter of the RAM, at most 4096 MiB), the
+ * parallelism (0: as many full contexts as the budget holds, 1..16) and,
+ * with parallel > 1, the positions one sequence's KV may hold (f32 K and
+ * V of every layer per position). */
+void server_config_batch(server_config_t *cfg, const model_t *m, int64_t kv_mb,
+			 int64_t parallel);
+/* The chat template to serve m with: the markers of the built-in template
+ * `name` (chat_kind_from_name), or without a name the file's
+ * tokenizer.chat_template (NULL when it has none). malloc'd. */
+char *server_chat_template(const model_t *m, const char *name);
+/* True when host is a numeric IPv4 or IPv6 address (--host). */
+bool server_host_ok(const char *host);
+/* --backend scx: egang's sched_ext scheduler loaded (unless it is) with
+ * policy `index` in force, this process its gang and in SCHED_EXT, so every
+ * thread server_start makes inherits it (gang.c base_policy). *ours: this
+ * call loaded it (the caller unloads it at the end). -1 + err_get(), with
+ * nothing left loaded by it. */
+int server_scx_attach(const engine_t *e, int index, bool *ours);
 
 #endif

@@ -1,5 +1,5 @@
-/* batch: the generation thread with --parallel N > 1, continuous batching
- * (DESIGN §6).
+/* sched_batch: the generation thread with --parallel N > 1, continuous
+ * batching (DESIGN §6).
  *
  * Each token step is one run of the forward pass's batch plan over the
  * live sequences (forward_set_segs): every sequence that is generating
@@ -26,8 +26,9 @@
  * the reused entries are the bits it would have computed. Entries are
  * evicted oldest first when a new sequence needs the room.
  *
- * Only this thread touches the slots and the cache; the metrics it
- * publishes go under s->mmu, the queue under s->qmu (never both). */
+ * Only this thread touches the slots and the cache; it takes the queue
+ * lock (through sched_queue.c), a job's lock (sched_job.c) and the
+ * metrics' lock one at a time (sched.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +38,15 @@
 #include "gang/gang.h"
 #include "model/forward.h"
 #include "engine/engine.h"
-#include "server/server_impl.h"
+#include "server/sched_impl.h"
 
 #define KV_BLOCK 16     /* positions per block of a sequence's KV */
 #define PREFIX_MAX 64   /* prefix-cache entries at most */
 
 typedef struct slot {
-	server_job_t *j;   /* NULL: free */
+	sched_job_t *j;    /* NULL: free */
 	engine_seq_t *seq;
-	gen_ctx_t c;       /* on_text's context */
+	sched_gen_ctx_t c; /* on_text's context */
 	forward_kv_t kv;
 	size_t kv_bytes;
 	int32_t done;      /* positions in kv */
@@ -63,7 +64,7 @@ typedef struct pentry {
 } pentry_t;
 
 typedef struct batch {
-	server_t *s;
+	sched_t *s;
 	forward_t *f;
 	gang_t *g;
 	slot_t *slots;
@@ -79,9 +80,7 @@ typedef struct batch {
 
 static void publish_kv(batch_t *b)
 {
-	pthread_mutex_lock(&b->s->mmu);
-	b->s->kv_used = b->kv_used;
-	pthread_mutex_unlock(&b->s->mmu);
+	metrics_set_kv_used(b->s->metrics, b->kv_used);
 }
 
 static void cache_drop(batch_t *b, int i)
@@ -155,10 +154,10 @@ static void cache_put(batch_t *b, const int32_t *ids, int32_t n, forward_kv_t *k
 
 /* The job's KV positions: prompt + max_tokens in whole blocks, within the
  * context and what the budget holds. */
-static int32_t kv_cap_of(const batch_t *b, const server_job_t *j)
+static int32_t kv_cap_of(const batch_t *b, const sched_job_t *j)
 {
-	const server_config_t *cfg = &b->s->cfg;
-	int64_t cap = j->n_ids + (int64_t)j->max_tokens;
+	const sched_config_t *cfg = &b->s->cfg;
+	int64_t cap = j->req.n_ids + (int64_t)j->req.max_tokens;
 	cap = (cap + KV_BLOCK - 1) / KV_BLOCK * KV_BLOCK;
 	if (cap > cfg->ctx)
 		cap = cfg->ctx;
@@ -179,40 +178,41 @@ static bool kv_room(batch_t *b, size_t need)
 
 /* Starts job j in slot sl (the job's reference moves to the slot); false
  * after answering it with an error. */
-static bool slot_start(batch_t *b, slot_t *sl, server_job_t *j, int32_t cap, size_t need)
+static bool slot_start(batch_t *b, slot_t *sl, sched_job_t *j, int32_t cap, size_t need)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
+	const sched_request_t *q = &j->req;
 	*sl = (slot_t){.j = j, .c = {s, j}, .kv_bytes = need, .t0 = time_now_ns()};
 	engine_params_t ep = {
-		.prompt_ids = j->ids,
-		.n_prompt_ids = j->n_ids,
-		.n_predict = j->max_tokens,
-		.sampler = j->sp,
-		.on_text = gen_on_text,
+		.prompt_ids = q->ids,
+		.n_prompt_ids = q->n_ids,
+		.n_predict = q->max_tokens,
+		.sampler = q->sp,
+		.on_text = sched_job_on_text,
 		.user = &sl->c,
-		.stop = (const char *const *)j->stop,
-		.n_stop = j->n_stop,
+		.stop = (const char *const *)q->stop,
+		.n_stop = q->n_stop,
 	};
 	if (s->cfg.logits_dir) { /* tests: "pos id hash" per sampled position */
 		char path[4096];
-		snprintf(path, sizeof path, "%s/%s.hash", s->cfg.logits_dir, j->id);
+		snprintf(path, sizeof path, "%s/%s.hash", s->cfg.logits_dir, q->name);
 		sl->hash = ep.logits_hash = fopen(path, "w");
 	}
 	int rc = 0;
 	sl->seq = engine_seq_new(s->cfg.m, cap < s->cfg.ctx ? cap + 1 : s->cfg.ctx, &ep, &rc);
 	if (!sl->seq || forward_kv_alloc(b->f, &sl->kv, cap) < 0) {
-		job_fail(s, j, sl->seq || rc == ENGINE_FAIL ? 500 : 400, err_get());
+		sched_job_fail(s, j, sl->seq || rc == ENGINE_FAIL ? 500 : 400, err_get());
 		engine_seq_free(sl->seq);
 		if (sl->hash)
 			fclose(sl->hash);
-		job_release(j);
+		sched_job_release(j);
 		sl->j = NULL;
 		return false;
 	}
 	b->kv_used += need;
 	sl->order = ++b->clock;
 	int32_t saved = 0;
-	int e = cache_find(b, j->ids, (int32_t)j->n_ids - 1, &saved);
+	int e = cache_find(b, q->ids, (int32_t)q->n_ids - 1, &saved);
 	if (e >= 0) { /* the prefix's KV, never the last prompt position */
 		if (saved > cap)
 			saved = cap;
@@ -220,14 +220,29 @@ static bool slot_start(batch_t *b, slot_t *sl, server_job_t *j, int32_t cap, siz
 		b->cache[e].used = ++b->clock;
 		sl->done = saved;
 	}
-	if (j->stream && j->ep == EP_CHAT)
-		sse_event(j, chunk_json(j, "", 0, NULL, true));
-	pthread_mutex_lock(&s->mmu);
-	hist_observe(&s->queue_wait, (double)(sl->t0 - j->t_enqueue) / 1e9);
-	s->prefix_hits += e >= 0;
-	s->prefix_tokens += (uint64_t)saved;
-	pthread_mutex_unlock(&s->mmu);
+	sched_job_start(j);
+	metrics_record_admission(s->metrics, (double)(sl->t0 - j->t_enqueue) / 1e9,
+				 e >= 0, (uint64_t)saved);
 	return true;
+}
+
+/* Puts job j (just taken from the queue) into a free slot; the gang's
+ * generation begins with the first live sequence. */
+static void admit_job(batch_t *b, sched_job_t *j, int32_t cap, size_t need)
+{
+	slot_t *sl = NULL;
+	for (int i = 0; i < b->n_slots && !sl; i++)
+		if (!b->slots[i].j)
+			sl = &b->slots[i];
+	if (slot_start(b, sl, j, cap, need)) {
+		b->live++;
+		if (b->g && !b->begun) {
+			gang_begin(b->g);
+			b->steps = 0; /* the knee measures no step across the idle gap */
+		}
+		b->begun = true;
+	}
+	publish_kv(b);
 }
 
 /* Takes queued jobs into free slots while their KV fits. Blocks (with the
@@ -235,58 +250,32 @@ static bool slot_start(batch_t *b, slot_t *sl, server_job_t *j, int32_t cap, siz
  * false once stopping with nothing live or queued. */
 static bool admit(batch_t *b)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
 	for (;;) {
-		pthread_mutex_lock(&s->qmu);
-		bool stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
-		while (!s->head && !b->live && !stopping) {
-			s->running_job = false;
-			pthread_mutex_unlock(&s->qmu);
+		if (!b->live && sched_queue_idle(s)) {
 			if (b->begun && b->g) /* nothing live: the cores go back */
 				gang_end(b->g);
 			b->begun = false;
-			pthread_mutex_lock(&s->qmu);
-			while (!s->head && !atomic_load_explicit(&s->stopping, memory_order_relaxed))
-				pthread_cond_wait(&s->qcv, &s->qmu);
-			stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
+			sched_queue_wait(s);
+			continue;
 		}
-		server_job_t *j = s->head;
-		if (!j) {
-			pthread_mutex_unlock(&s->qmu);
+		bool stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
+		sched_job_t *j = sched_queue_peek(s);
+		if (!j)
 			return b->live > 0 || !stopping;
-		}
 		bool refuse = stopping || atomic_load_explicit(&j->cancel, memory_order_relaxed);
 		int32_t cap = kv_cap_of(b, j);
 		size_t need = forward_kv_bytes(b->f, cap);
-		if (!refuse && (b->live == b->n_slots || !kv_room(b, need))) {
-			pthread_mutex_unlock(&s->qmu);
+		if (!refuse && (b->live == b->n_slots || !kv_room(b, need)))
 			return true; /* waits for a sequence to leave */
-		}
-		s->head = j->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->depth--;
-		s->running_job = true;
-		pthread_mutex_unlock(&s->qmu);
+		sched_queue_pop(s);
 		if (refuse) {
-			job_fail(s, j, 503, stopping ? "the server is shutting down"
-						     : "the client went away");
-			job_release(j);
+			sched_job_fail(s, j, 503, stopping ? "the server is shutting down"
+							   : "the client went away");
+			sched_job_release(j);
 			continue;
 		}
-		slot_t *sl = NULL;
-		for (int i = 0; i < b->n_slots && !sl; i++)
-			if (!b->slots[i].j)
-				sl = &b->slots[i];
-		if (slot_start(b, sl, j, cap, need)) {
-			b->live++;
-			if (b->g && !b->begun) {
-				gang_begin(b->g);
-				b->steps = 0; /* the knee measures no step across the idle gap */
-			}
-			b->begun = true;
-		}
-		publish_kv(b);
+		admit_job(b, j, cap, need);
 	}
 }
 
@@ -294,12 +283,12 @@ static bool admit(batch_t *b)
  * prefix cache. */
 static void slot_finish(batch_t *b, slot_t *sl)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
 	engine_result_t r;
 	uint64_t t1 = time_now_ns();
 	int rc = engine_seq_finish(sl->seq, &r);
 	if (rc < 0) {
-		job_fail(s, sl->j, 500, err_get());
+		sched_job_fail(s, sl->j, 500, err_get());
 	} else {
 		uint64_t tf = sl->t_first ? sl->t_first : t1;
 		uint64_t tl = sl->t_first_logits ? sl->t_first_logits : t1;
@@ -310,7 +299,7 @@ static void slot_finish(batch_t *b, slot_t *sl)
 		int32_t n = sl->done;
 		if (r.ids && n > 0)
 			cache_put(b, r.ids, n, &sl->kv, sl->kv_bytes);
-		job_complete(s, b->g, sl->j, &r, sl->t0);
+		sched_job_complete(s, b->g, sl->j, &r, sl->t0);
 	}
 	if (sl->kv.k) { /* not cached */
 		forward_kv_free(&sl->kv);
@@ -320,7 +309,7 @@ static void slot_finish(batch_t *b, slot_t *sl)
 	engine_seq_free(sl->seq);
 	if (sl->hash)
 		fclose(sl->hash);
-	job_release(sl->j);
+	sched_job_release(sl->j);
 	*sl = (slot_t){0};
 	b->live--;
 	publish_kv(b);
@@ -378,7 +367,7 @@ static int plan_step(batch_t *b, int32_t *tokens)
 /* Runs one step; false when the forward pass failed (memory). */
 static bool run_step(batch_t *b, int ns, int32_t tokens)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
 	if (s->have_rt) {
 		policy_rt_set_batch(&s->rt, tokens);
 		policy_rt_before_token(&s->rt, b->steps);
@@ -407,7 +396,7 @@ static bool run_step(batch_t *b, int ns, int32_t tokens)
  * those that got logits. */
 static void take_step(batch_t *b, int ns)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
 	uint64_t now = time_now_ns();
 	bool one = ns == 1 && b->segs[0].n == 1;
 	for (int k = 0; k < ns; k++) {
@@ -425,14 +414,13 @@ static void take_step(batch_t *b, int ns)
 			if (!sl->t_first) {
 				sl->t_first = now; /* gen_record observes the TTFT */
 			} else if (sl->j->t_last) {
-				pthread_mutex_lock(&s->mmu);
-				hist_observe(&s->tpot, (double)(now - sl->j->t_last) / 1e9);
-				pthread_mutex_unlock(&s->mmu);
+				metrics_observe(s->metrics, METRICS_HIST_TPOT,
+						(double)(now - sl->j->t_last) / 1e9);
 			}
 			sl->j->t_last = now;
 		}
 		if (rc == ENGINE_FAIL)
-			job_fail(s, sl->j, 500, err_get()); /* finished below */
+			sched_job_fail(s, sl->j, 500, err_get()); /* finished below */
 		if (rc != 0)
 			engine_seq_cancel(sl->seq);
 	}
@@ -441,7 +429,7 @@ static void take_step(batch_t *b, int ns)
 /* Ends the sequences that are done, cancelled or asked to stop. */
 static void reap(batch_t *b)
 {
-	server_t *s = b->s;
+	sched_t *s = b->s;
 	bool stopping = atomic_load_explicit(&s->stopping, memory_order_relaxed);
 	for (int i = 0; i < b->n_slots; i++) {
 		slot_t *sl = &b->slots[i];
@@ -451,16 +439,13 @@ static void reap(batch_t *b)
 		if (gone)
 			engine_seq_cancel(sl->seq);
 		if (engine_seq_done(sl->seq) || gone) {
-			pthread_mutex_lock(&sl->j->mu);
-			bool answered = sl->j->done;
-			pthread_mutex_unlock(&sl->j->mu);
-			if (answered) { /* job_fail answered it already */
+			if (sched_job_done(sl->j)) { /* sched_job_fail answered it */
 				forward_kv_free(&sl->kv);
 				b->kv_used -= sl->kv_bytes;
 				engine_seq_free(sl->seq);
 				if (sl->hash)
 					fclose(sl->hash);
-				job_release(sl->j);
+				sched_job_release(sl->j);
 				*sl = (slot_t){0};
 				b->live--;
 				publish_kv(b);
@@ -471,7 +456,7 @@ static void reap(batch_t *b)
 	}
 }
 
-void batch_main(server_t *s, forward_t *f, gang_t *g)
+void sched_batch_run(sched_t *s, forward_t *f, gang_t *g)
 {
 	batch_t b = {.s = s, .f = f, .g = g, .n_slots = s->cfg.parallel};
 	int32_t bmax = forward_batch_max(f);
@@ -490,13 +475,11 @@ void batch_main(server_t *s, forward_t *f, gang_t *g)
 		int ns = plan_step(&b, &tokens);
 		if (!ns)
 			continue;
-		pthread_mutex_lock(&s->mmu);
-		hist_observe(&s->batch_size, ns);
-		pthread_mutex_unlock(&s->mmu);
+		metrics_observe(s->metrics, METRICS_HIST_BATCH_SIZE, ns);
 		if (!run_step(&b, ns, tokens)) {
 			for (int k = 0; k < ns; k++) {
 				slot_t *sl = &b.slots[b.seg_slot[k]];
-				job_fail(s, sl->j, 500, err_get());
+				sched_job_fail(s, sl->j, 500, err_get());
 				engine_seq_cancel(sl->seq);
 			}
 		} else {

@@ -1,0 +1,189 @@
+/* api: the API stage's object, routing, authentication, the GET
+ * endpoints (/v1/models, /health, /metrics) and api_handle, which turns
+ * one request into a reply or a validated job (api_request.c). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "server/api_impl.h"
+
+/* ---- the object ---- */
+
+api_t *api_new(const api_config_t *cfg, sched_t *sched, metrics_t *metrics)
+{
+	api_t *a = calloc(1, sizeof *a);
+	if (!a)
+		return err_sys("calloc"), NULL;
+	a->cfg = *cfg;
+	a->chat = chat_template_new(cfg->chat_template, cfg->tok);
+	a->created = (int64_t)time(NULL);
+	a->sched = sched;
+	a->metrics = metrics;
+	return a;
+}
+
+void api_free(api_t *a)
+{
+	if (!a)
+		return;
+	chat_template_free(a->chat);
+	free(a);
+}
+
+char *api_metrics_text(api_t *a)
+{
+	int depth;
+	bool busy;
+	sched_queue_state(a->sched, &depth, &busy);
+	return metrics_text(a->metrics, depth, busy);
+}
+
+/* ---- routing ---- */
+
+server_endpoint_t api_route(const char *path)
+{
+	if (!strcmp(path, "/v1/completions"))
+		return EP_COMPLETIONS;
+	if (!strcmp(path, "/v1/chat/completions"))
+		return EP_CHAT;
+	if (!strcmp(path, "/v1/models") || !strncmp(path, "/v1/models/", 11))
+		return EP_MODELS;
+	if (!strcmp(path, "/health"))
+		return EP_HEALTH;
+	if (!strcmp(path, "/metrics"))
+		return EP_METRICS;
+	return EP_OTHER;
+}
+
+/* Constant-time comparison of the bearer token with the key. */
+static bool auth_ok(const char *key, const char *auth)
+{
+	if (!key)
+		return true;
+	if (!auth || strncmp(auth, "Bearer ", 7))
+		return false;
+	auth += 7;
+	size_t la = strlen(auth), lk = strlen(key);
+	unsigned diff = (unsigned)(la != lk);
+	for (size_t i = 0; i < lk; i++)
+		diff |= (unsigned char)key[i] ^ (unsigned char)(i < la ? auth[i] : 0);
+	return diff == 0;
+}
+
+/* 401, 404 and 405; false when one was filled in. */
+static bool access_ok(api_t *a, server_endpoint_t ep, const char *method,
+		  const char *path, const char *auth, server_reply_t *out)
+{
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	bool post = !strcmp(method, "POST");
+	if (ep != EP_HEALTH && !auth_ok(a->cfg.api_key, auth)) {
+		REPLY_ERR(out, 401, NULL, "invalid_api_key",
+			  "missing or wrong API key: send 'Authorization: Bearer KEY'");
+		return false;
+	}
+	if (ep == EP_OTHER) {
+		REPLY_ERR(out, 404, NULL, "not_found", "no endpoint %.200s", path);
+		return false;
+	}
+	bool gen = ep == EP_COMPLETIONS || ep == EP_CHAT;
+	if (gen ? !post : !get) {
+		out->allow = gen ? "POST" : "GET, HEAD";
+		REPLY_ERR(out, 405, NULL, "method_not_allowed",
+			  "%.200s takes %s, not %.20s", path, gen ? "POST" : "GET",
+			  method);
+		return false;
+	}
+	return true;
+}
+
+static json_t *model_object(const api_t *a)
+{
+	return json_pack("{s:s, s:s, s:I, s:s}", "id", a->cfg.model_id, "object",
+			 "model", "created", (json_int_t)a->created, "owned_by",
+			 "egang");
+}
+
+/* GET /health, /metrics, /v1/models[/NAME]. */
+static void handle_get(api_t *a, server_endpoint_t ep, const char *path,
+		       server_reply_t *out)
+{
+	if (ep == EP_HEALTH) {
+		bool stopping = sched_stopping(a->sched);
+		int depth;
+		bool busy;
+		sched_queue_state(a->sched, &depth, &busy);
+		out->body = metrics_health_text(a->cfg.model_id, stopping, depth,
+						busy, &out->status);
+		return;
+	}
+	if (ep == EP_METRICS) {
+		out->status = 200;
+		out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+		out->body = api_metrics_text(a);
+		return;
+	}
+	if (path[10] == '/') { /* /v1/models/NAME */
+		const char *name = path + 11;
+		if (!api_model_known(a, name)) {
+			REPLY_ERR(out, 404, "model", "model_not_found",
+				  "the model '%.100s' does not exist", name);
+			return;
+		}
+		out->status = 200;
+		out->body = buf_json_dump(model_object(a));
+		return;
+	}
+	json_t *data = json_array();
+	json_array_append_new(data, model_object(a));
+	out->status = 200;
+	out->body = buf_json_dump(
+		json_pack("{s:s, s:o}", "object", "list", "data", data));
+}
+
+void api_handle(api_t *a, const char *method, const char *path,
+		const char *auth, const char *body, size_t len,
+		server_reply_t *out)
+{
+	memset(out, 0, sizeof *out);
+	out->content_type = "application/json";
+	path = path ? path : "";
+	server_endpoint_t ep = api_route(path);
+	out->endpoint = ep;
+	if (!access_ok(a, ep, method ? method : "", path, auth, out))
+		return;
+	if (ep != EP_COMPLETIONS && ep != EP_CHAT) {
+		handle_get(a, ep, path, out);
+		return;
+	}
+	/* a generation */
+	json_error_t jerr;
+	json_t *root = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
+	if (!root) {
+		if (!body || !len)
+			REPLY_ERR(out, 400, NULL, NULL, "the request body is empty; "
+				  "send a JSON object");
+		else
+			REPLY_ERR(out, 400, NULL, "invalid_json",
+				  "malformed JSON at line %d column %d: %s",
+				  jerr.line, jerr.column, jerr.text);
+		return;
+	}
+	if (!json_is_object(root)) {
+		REPLY_ERR(out, 400, NULL, NULL, "the body must be a JSON object");
+		json_decref(root);
+		return;
+	}
+	server_job_t *j = api_job_new(a, ep);
+	if (ep == EP_CHAT)
+		api_parse_chat(a, root, j, out);
+	else
+		api_parse_completion(a, root, j, out);
+	json_decref(root);
+	if (out->body) {
+		api_job_free(j);
+		return;
+	}
+	out->status = 200;
+	out->job = j;
+}

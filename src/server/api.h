@@ -1,0 +1,95 @@
+/* api: the OpenAI API stage, between the transport (http.c) and the
+ * scheduler (sched.h). It routes and authenticates a request, parses and
+ * validates a generation request into a job (every 400 is decided here),
+ * and formats every response: final JSON bodies, SSE chunk events, usage,
+ * error bodies, /v1/models, /health and /metrics through the metrics leaf.
+ * api_handle is pure with respect to the network: no socket, no model
+ * weights (the fuzzer and tests/test_server.c call it through
+ * server_handle_json).
+ *
+ * Every error is {"error":{"message","type","param","code"}}: 400 bad
+ * request, 401 missing/wrong bearer key, 404 unknown path, 405 wrong
+ * method (with an Allow header), 413 body too large, 429 queue full, 503
+ * shutting down.
+ *
+ * Synchronization: no lock of its own; every function may run on any
+ * number of threads at once (the id counter is atomic). A job is used by
+ * one thread at a time. */
+#ifndef EGANG_SERVER_API_H
+#define EGANG_SERVER_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/tokenizer.h"
+#include "server/metrics.h"
+
+typedef struct api api_t;               /* opaque */
+typedef struct server_job server_job_t; /* opaque: one generation request */
+typedef struct sched sched_t;
+typedef struct sched_job sched_job_t;
+typedef struct sched_event sched_event_t;
+typedef struct sbuf sbuf_t;
+
+typedef struct api_config {
+	const tokenizer_t *tok;
+	const char *model_id;      /* the id /v1/models lists */
+	const char *model_file;    /* the file's base name, also accepted */
+	const char *chat_template; /* tokenizer.chat_template or NULL */
+	int32_t ctx;               /* context length: prompt + output */
+	int32_t kv_positions;      /* one sequence's KV at most (0: no limit) */
+	const char *api_key;       /* NULL: no authentication */
+} api_config_t;
+
+typedef struct server_reply {
+	int status;
+	const char *content_type; /* static string */
+	const char *allow;        /* Allow header for 405, else NULL */
+	char *body;               /* malloc'd, NUL-terminated; NULL with job */
+	server_job_t *job;        /* a validated generation request, owned by
+				     the caller: enqueue its work
+				     (api_job_work), then api_job_free */
+	server_endpoint_t endpoint;
+} server_reply_t;
+
+/* Copies cfg (its strings and tokenizer must outlive it); /health and
+ * /metrics read sched's state and metrics. NULL + err_get() when out of
+ * memory. */
+api_t *api_new(const api_config_t *cfg, sched_t *sched, metrics_t *metrics);
+void api_free(api_t *a);
+
+/* ---- requests (api.c, api_request.c) ---- */
+
+/* The endpoint of a path. */
+server_endpoint_t api_route(const char *path);
+/* Routes, authenticates and validates one request; fills *out (status 200
+ * + job for a generation, otherwise a complete reply). Counts nothing.
+ * method, path, auth and body may be NULL (len 0). */
+void api_handle(api_t *a, const char *method, const char *path,
+		const char *auth, const char *body, size_t len,
+		server_reply_t *out);
+void api_reply_free(server_reply_t *r);
+/* Frees the request and drops its reference to the work. */
+void api_job_free(server_job_t *j);
+/* The scheduler's job behind it (to enqueue, cancel, pull events). */
+sched_job_t *api_job_work(server_job_t *j);
+/* True when the client asked for server-sent events. */
+bool api_job_stream(const server_job_t *j);
+
+/* ---- responses (api_format.c) ---- */
+
+/* {"error":{"message","type","param","code"}}; param/code may be NULL. */
+char *api_error_body(int status, const char *param, const char *code,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Appends the SSE bytes of one event of j ("data: JSON\n\n"; the end
+ * and an error add "data: [DONE]\n\n"; a completion's start adds
+ * nothing). */
+void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *out);
+/* The reply to a finished non-streaming job: its status and body
+ * (malloc'd). */
+char *api_format_reply(const server_job_t *j, int *status);
+/* The /metrics text (malloc'd). */
+char *api_metrics_text(api_t *a);
+
+#endif

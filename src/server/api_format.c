@@ -1,0 +1,154 @@
+/* api_format: every response body of the API. A job's events arrive raw
+ * from the scheduler (sched.h); here they become OpenAI's JSON: one
+ * chunk per text event while it streams, one body at the end otherwise. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api_impl.h"
+
+/* ---- errors ---- */
+
+static const char *error_type(int status)
+{
+	switch (status) {
+	case 401: return "authentication_error";
+	case 429: return "rate_limit_error";
+	case 500:
+	case 503: return "server_error";
+	default: return "invalid_request_error";
+	}
+}
+
+char *api_error_body(int status, const char *param, const char *code,
+		     const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *e = json_object();
+	json_object_set_new(e, "message", buf_json_text(msg, strlen(msg)));
+	json_object_set_new(e, "type", json_string(error_type(status)));
+	json_object_set_new(e, "param", param ? json_string(param) : json_null());
+	json_object_set_new(e, "code", code ? json_string(code) : json_null());
+	json_t *root = json_object();
+	json_object_set_new(root, "error", e);
+	return buf_json_dump(root);
+}
+
+/* ---- pieces ---- */
+
+/* OpenAI's finish_reason for the engine's stop. */
+static const char *finish_reason(engine_stop_t stop)
+{
+	return stop == STOP_EOS || stop == STOP_STRING ? "stop" : "length";
+}
+
+static json_t *usage_json(int64_t np, int64_t ng)
+{
+	return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)np,
+			 "completion_tokens", (json_int_t)ng, "total_tokens",
+			 (json_int_t)(np + ng));
+}
+
+/* One streamed chunk: text (NULL: none, for a chat delta), the finish
+ * reason (NULL: none yet), the assistant role (a chat's first chunk). */
+static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
+			  const char *finish, bool role)
+{
+	json_t *choice = json_object();
+	json_object_set_new(choice, "index", json_integer(0));
+	if (j->ep == EP_CHAT) {
+		json_t *delta = json_object();
+		if (role)
+			json_object_set_new(delta, "role", json_string("assistant"));
+		if (text)
+			json_object_set_new(delta, "content", buf_json_text(text, n));
+		json_object_set_new(choice, "delta", delta);
+	} else {
+		json_object_set_new(choice, "text", buf_json_text(text ? text : "", n));
+	}
+	json_object_set_new(choice, "logprobs", json_null());
+	json_object_set_new(choice, "finish_reason",
+			    finish ? json_string(finish) : json_null());
+	json_t *choices = json_array();
+	json_array_append_new(choices, choice);
+	return json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", j->id, "object",
+			 j->ep == EP_CHAT ? "chat.completion.chunk" : "text_completion",
+			 "created", (json_int_t)j->created, "model", j->model,
+			 "choices", choices);
+}
+
+/* Appends "data: JSON\n\n" (takes json). */
+static void sse_event(sbuf_t *out, json_t *json)
+{
+	char *s = buf_json_dump(json);
+	sbuf_str(out, "data: ");
+	sbuf_str(out, s);
+	sbuf_str(out, "\n\n");
+	free(s);
+}
+
+/* ---- a job's responses ---- */
+
+void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *out)
+{
+	switch (ev->kind) {
+	case SCHED_EVENT_START:
+		if (j->ep == EP_CHAT) /* the role comes first, alone */
+			sse_event(out, chunk_json(j, "", 0, NULL, true));
+		break;
+	case SCHED_EVENT_TEXT:
+		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false));
+		break;
+	case SCHED_EVENT_END: {
+		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
+					  finish_reason(ev->stop), false);
+		json_object_set_new(last, "usage", usage_json(ev->n_prompt, ev->n_gen));
+		sse_event(out, last);
+		sbuf_str(out, "data: [DONE]\n\n");
+		break;
+	}
+	case SCHED_EVENT_ERROR: {
+		char *body = api_error_body(ev->status, NULL, NULL, "%s", ev->msg);
+		sse_event(out, json_loads(body, 0, NULL));
+		free(body);
+		sbuf_str(out, "data: [DONE]\n\n");
+		break;
+	}
+	case SCHED_EVENT_COUNT:
+		break;
+	}
+}
+
+char *api_format_reply(const server_job_t *j, int *status)
+{
+	sched_result_t r;
+	sched_job_result(j->work, &r);
+	if (r.status) {
+		*status = r.status;
+		return api_error_body(r.status, NULL, NULL, "%s", r.msg);
+	}
+	*status = 200;
+	json_t *choice = json_object();
+	json_object_set_new(choice, "index", json_integer(0));
+	json_t *text = buf_json_text(r.text, r.n);
+	if (j->ep == EP_CHAT)
+		json_object_set_new(choice, "message",
+				    json_pack("{s:s, s:o}", "role", "assistant",
+					      "content", text));
+	else
+		json_object_set_new(choice, "text", text);
+	json_object_set_new(choice, "logprobs", json_null());
+	json_object_set_new(choice, "finish_reason", json_string(finish_reason(r.stop)));
+	json_t *choices = json_array();
+	json_array_append_new(choices, choice);
+	return buf_json_dump(json_pack(
+		"{s:s, s:s, s:I, s:s, s:o, s:o}", "id", j->id, "object",
+		j->ep == EP_CHAT ? "chat.completion" : "text_completion",
+		"created", (json_int_t)j->created, "model", j->model, "choices",
+		choices, "usage", usage_json(r.n_prompt, r.n_gen)));
+}

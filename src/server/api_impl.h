@@ -1,0 +1,62 @@
+/* api_impl: what the API stage's files share, and nobody else includes.
+ *
+ * The files, each calling only the ones after it (and the stages below):
+ *  api.c          the object, routing, authentication, the GET endpoints,
+ *                 api_handle;
+ *  api_request.c  a generation request's fields into a job (the 400s);
+ *  api_format.c   every response body: errors, final bodies, SSE events. */
+#ifndef EGANG_SERVER_API_IMPL_H
+#define EGANG_SERVER_API_IMPL_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+
+#include "model/chat.h"
+#include "server/api.h"
+#include "server/buf.h"
+#include "server/sched.h"
+
+#define API_MAX_STOP_LEN 256 /* bytes per stop string */
+
+struct api {
+	api_config_t cfg;
+	chat_template_t *chat;
+	int64_t created;
+	_Atomic uint64_t next_id; /* relaxed: only ever unique, orders nothing */
+	sched_t *sched;
+	metrics_t *metrics;
+};
+
+/* One generation request: what its responses are formatted from, and the
+ * scheduler's job that does the work. */
+struct server_job {
+	server_endpoint_t ep; /* EP_COMPLETIONS or EP_CHAT */
+	bool stream;
+	char id[48];          /* the response id, also the work's name */
+	int64_t created;
+	const char *model;
+	sched_job_t *work;    /* one reference */
+};
+
+/* Fills out with a JSON error (api_error_body's arguments). */
+#define REPLY_ERR(out, st, param, code, ...)                                  \
+	do {                                                                  \
+		(out)->status = (st);                                         \
+		(out)->content_type = "application/json";                     \
+		(out)->body = api_error_body((st), (param), (code), __VA_ARGS__); \
+	} while (0)
+
+/* ---- api_request.c ---- */
+
+/* A new job for endpoint ep with a fresh id. */
+server_job_t *api_job_new(api_t *a, server_endpoint_t ep);
+/* True when name is the model's id or its file's name. */
+bool api_model_known(const api_t *a, const char *name);
+/* The fields of a /v1/completions or /v1/chat/completions body into j;
+ * on a bad request, fills out with the 400 instead. */
+void api_parse_completion(api_t *a, json_t *root, server_job_t *j,
+			  server_reply_t *out);
+void api_parse_chat(api_t *a, json_t *root, server_job_t *j,
+		    server_reply_t *out);
+
+#endif

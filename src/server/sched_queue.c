@@ -1,0 +1,114 @@
+/* sched_queue: the bounded FIFO queue between the transport's threads,
+ * which add jobs, and the generation thread, the only one that takes
+ * them. Everything here is under the queue lock (sched.h). */
+#include "base/base.h"
+#include "server/sched_impl.h"
+
+int sched_enqueue(sched_t *s, sched_job_t *j)
+{
+	pthread_mutex_lock(&s->qmu);
+	int rc = 0;
+	if (atomic_load_explicit(&s->stopping, memory_order_relaxed) || !s->gen_ready)
+		rc = 503;
+	else if (s->depth >= s->cfg.max_queue && (s->running_job || s->depth > 0))
+		rc = 429; /* max_queue waiting behind a running one */
+	if (!rc) {
+		j->refs++; /* no other thread sees j yet */
+		j->t_enqueue = time_now_ns();
+		j->next = NULL;
+		if (s->tail)
+			s->tail->next = j;
+		else
+			s->head = j;
+		s->tail = j;
+		s->depth++;
+		pthread_cond_signal(&s->qcv);
+	}
+	pthread_mutex_unlock(&s->qmu);
+	return rc;
+}
+
+bool sched_stopping(const sched_t *s)
+{
+	return atomic_load_explicit(&s->stopping, memory_order_relaxed);
+}
+
+void sched_queue_state(sched_t *s, int *depth, bool *busy)
+{
+	pthread_mutex_lock(&s->qmu);
+	*depth = s->depth;
+	*busy = s->running_job;
+	pthread_mutex_unlock(&s->qmu);
+}
+
+int sched_queue_depth(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	int depth = s->depth;
+	pthread_mutex_unlock(&s->qmu);
+	return depth;
+}
+
+/* Unlinks the head (under qmu) and marks a generation running. */
+static sched_job_t *queue_unlink(sched_t *s)
+{
+	sched_job_t *j = s->head;
+	if (j) {
+		s->head = j->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->depth--;
+		s->running_job = true;
+	}
+	return j;
+}
+
+sched_job_t *sched_queue_pop_wait(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	while (!s->head && !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+		pthread_cond_wait(&s->qcv, &s->qmu);
+	sched_job_t *j = queue_unlink(s);
+	pthread_mutex_unlock(&s->qmu);
+	return j;
+}
+
+sched_job_t *sched_queue_peek(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	sched_job_t *j = s->head;
+	pthread_mutex_unlock(&s->qmu);
+	return j;
+}
+
+void sched_queue_pop(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	queue_unlink(s);
+	pthread_mutex_unlock(&s->qmu);
+}
+
+bool sched_queue_idle(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	bool idle = !s->head && !atomic_load_explicit(&s->stopping, memory_order_relaxed);
+	if (idle)
+		s->running_job = false;
+	pthread_mutex_unlock(&s->qmu);
+	return idle;
+}
+
+void sched_queue_wait(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	while (!s->head && !atomic_load_explicit(&s->stopping, memory_order_relaxed))
+		pthread_cond_wait(&s->qcv, &s->qmu);
+	pthread_mutex_unlock(&s->qmu);
+}
+
+void sched_queue_set_idle(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	s->running_job = false;
+	pthread_mutex_unlock(&s->qmu);
+}

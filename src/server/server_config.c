@@ -1,0 +1,86 @@
+/* server_config: what `egang serve` (or any program that serves a model)
+ * derives before server_new: the configuration from an open engine, the
+ * batching defaults from the memory, the chat template, and the sched_ext
+ * backend for the process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "model/gguf.h"
+#include "scx/scx.h"
+#include "server/http.h"
+#include "server/server.h"
+
+void server_config_engine(server_config_t *cfg, const engine_t *e,
+			  const char *model_path)
+{
+	const char *base = strrchr(model_path, '/');
+	cfg->tok = e->m->tok;
+	cfg->model_id = e->m->name;
+	cfg->model_file = base ? base + 1 : model_path;
+	cfg->ctx = e->ctx;
+	cfg->m = e->m;
+	cfg->cpus = e->cpus;
+	cfg->n_cpus = e->n_cpus;
+	cfg->policies = &e->lib;
+	cfg->control = e->cw ? e->cw->w : NULL;
+}
+
+void server_config_batch(server_config_t *cfg, const model_t *m, int64_t kv_mb,
+			 int64_t parallel)
+{
+	const model_config_t *c = &m->cfg;
+	size_t per_pos = 2 * (size_t)c->n_layers * (size_t)c->n_kv_heads *
+			 (size_t)c->head_dim * sizeof(float);
+	size_t mb = (size_t)kv_mb;
+	if (!mb) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		mb = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 / (1u << 20) : 1024;
+		if (mb > 4096)
+			mb = 4096;
+	}
+	cfg->kv_bytes = mb << 20;
+	size_t pos = cfg->kv_bytes / per_pos;
+	if (!parallel) {
+		parallel = (int64_t)(pos / (size_t)cfg->ctx);
+		parallel = parallel < 1 ? 1 : parallel > 16 ? 16 : parallel;
+	}
+	cfg->parallel = (int)parallel;
+	if (parallel > 1)
+		cfg->kv_positions = pos > (size_t)cfg->ctx ? cfg->ctx : (int32_t)pos;
+}
+
+char *server_chat_template(const model_t *m, const char *name)
+{
+	gguf_str_t ts;
+	if (name) /* the markers that select the built-in */
+		return strdup(chat_markers(chat_kind_from_name(name)));
+	if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0)
+		return strndup(ts.s, (size_t)ts.n);
+	return NULL;
+}
+
+bool server_host_ok(const char *host) { return http_host_ok(host); }
+
+int server_scx_attach(const engine_t *e, int index, bool *ours)
+{
+	*ours = false;
+	if (!scx_loaded()) {
+		if (scx_load(&e->lib, e->cpus, e->n_cpus, (uint32_t)index) < 0)
+			return -1;
+		*ours = true;
+	} else if (scx_set_index((uint32_t)index, NULL) < 0) {
+		return -1;
+	}
+	if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", err_get());
+		if (*ours)
+			scx_unload(NULL);
+		*ours = false;
+		return err_set("%s", msg);
+	}
+	return 0;
+}

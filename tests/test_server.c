@@ -1,0 +1,486 @@
+/* The server's request validation without HTTP and without model weights
+ * (server_handle_json on models/tok512.bin, stories260K's tokenizer):
+ * malformed and hostile requests each get the status, error type, param
+ * and code the API promises (api.h); good ones become jobs whose request
+ * holds the fields asked for; the error body's exact bytes. */
+#include "testutil.h"
+
+#include <jansson.h>
+
+#include "base/base.h"
+#include "model/chat.h"
+#include "model/tokenizer.h"
+#include "server/api_impl.h" /* a job's request (api_job_work) */
+#include "server/server.h"
+
+#define CTX 128
+
+static tokenizer_t *tok;
+
+/* A server for validation only (never started): ChatML chat template
+ * unless tmpl says otherwise, an API key when key is set, and a KV budget
+ * of kv_positions positions (0: none). */
+static server_t *server_for(const char *tmpl, const char *key, int32_t kv_positions)
+{
+	if (!tok) {
+		tok = tokenizer_load_llama2c(test_repo_model_path("tok512.bin"), 512);
+		assert_non_null(tok);
+	}
+	server_config_t cfg = {
+		.tok = tok,
+		.model_id = "stories260K",
+		.model_file = "stories260K.bin",
+		.chat_template = tmpl,
+		.ctx = CTX,
+		.max_queue = 4,
+		.api_key = key,
+		.kv_positions = kv_positions,
+	};
+	server_t *s = server_new(&cfg);
+	assert_non_null(s);
+	return s;
+}
+
+static const char *chatml(void) { return chat_markers(CHAT_CHATML); }
+
+/* The reply to one request (body NULL: none). */
+static void request(server_t *s, const char *method, const char *path,
+		    const char *auth, const char *body, server_reply_t *r)
+{
+	server_handle_json(s, method, path, auth, body, body ? strlen(body) : 0, r);
+}
+
+/* Asserts the request is answered with status and the error's type, param
+ * and code (param, code NULL: JSON null). Returns the error's message
+ * (static copy) for extra checks. */
+static const char *expect_error(server_t *s, const char *method, const char *path,
+				const char *auth, const char *body, int status,
+				const char *type, const char *param, const char *code)
+{
+	static char msg[512];
+	server_reply_t r;
+	request(s, method, path, auth, body, &r);
+	if (r.status != status)
+		fail_msg("%s %s %.80s: status %d, want %d (%s)", method, path,
+			 body ? body : "", r.status, status, r.body ? r.body : "");
+	assert_null(r.job);
+	assert_non_null(r.body);
+	assert_string_equal(r.content_type, "application/json");
+	json_error_t jerr;
+	json_t *root = json_loads(r.body, 0, &jerr);
+	assert_non_null(root);
+	json_t *e = json_object_get(root, "error");
+	assert_true(json_is_object(e));
+	assert_true(json_is_string(json_object_get(e, "message")));
+	snprintf(msg, sizeof msg, "%s", json_string_value(json_object_get(e, "message")));
+	assert_true(strlen(msg) > 0);
+	assert_string_equal(json_string_value(json_object_get(e, "type")), type);
+	json_t *p = json_object_get(e, "param"), *c = json_object_get(e, "code");
+	if (param ? !json_is_string(p) || strcmp(json_string_value(p), param)
+		  : !json_is_null(p))
+		fail_msg("%.80s: param in %s, want %s", body ? body : "", r.body,
+			 param ? param : "null");
+	if (code ? !json_is_string(c) || strcmp(json_string_value(c), code)
+		 : !json_is_null(c))
+		fail_msg("%.80s: code in %s, want %s", body ? body : "", r.body,
+			 code ? code : "null");
+	json_decref(root);
+	server_reply_free(&r);
+	return msg;
+}
+
+/* A 400 invalid_request_error on /v1/completions. */
+#define BAD_COMPLETION(s, body, param, code)                                       \
+	expect_error((s), "POST", "/v1/completions", NULL, (body), 400,            \
+		     "invalid_request_error", (param), (code))
+#define BAD_CHAT(s, body, param, code)                                              \
+	expect_error((s), "POST", "/v1/chat/completions", NULL, (body), 400,        \
+		     "invalid_request_error", (param), (code))
+
+/* The job a good request becomes; the caller frees the reply. */
+static const sched_request_t *expect_job(server_t *s, const char *path,
+					 const char *body, server_reply_t *r)
+{
+	request(s, "POST", path, NULL, body, r);
+	if (r->status != 200 || !r->job)
+		fail_msg("POST %s %s: status %d (%s)", path, body, r->status,
+			 r->body ? r->body : "");
+	assert_null(r->body);
+	return sched_job_request(api_job_work(r->job));
+}
+
+/* ---- the body itself ---- */
+
+static void test_invalid_json(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m = BAD_COMPLETION(s, "{\"prompt\":", NULL, "invalid_json");
+	assert_non_null(strstr(m, "malformed JSON at line 1"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\"} x", NULL, "invalid_json");
+	BAD_COMPLETION(s, "{\"prompt\":\"\xff\xfe\"}", NULL, "invalid_json");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\\u0000b\"}", NULL, "invalid_json");
+	BAD_CHAT(s, "[[[[", NULL, "invalid_json");
+	/* numbers jansson cannot hold are malformed, not out of range */
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":1e400}", NULL, "invalid_json");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":99999999999999999999999}",
+		       NULL, "invalid_json");
+	m = BAD_COMPLETION(s, "", NULL, NULL);
+	assert_non_null(strstr(m, "empty"));
+	BAD_COMPLETION(s, NULL, NULL, NULL);
+	BAD_COMPLETION(s, "[1,2]", NULL, NULL);
+	BAD_COMPLETION(s, "\"a string\"", NULL, "invalid_json"); /* not an object */
+	server_free(s);
+}
+
+/* ---- fields of the wrong type ---- */
+
+static void test_wrong_types(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	BAD_COMPLETION(s, "{\"prompt\":5}", "prompt", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":{\"a\":1}}", "prompt", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":[\"a\",\"b\"]}", "prompt", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":[5]}", "prompt", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"model\":3}", "model", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":\"10\"}", "max_tokens", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":1.5}", "max_tokens", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":1e1}", "max_tokens", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":\"hot\"}", "temperature", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":true}", "top_p", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_k\":2.5}", "top_k", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"seed\":\"7\"}", "seed", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stream\":\"yes\"}", "stream", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stream\":1}", "stream", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":5}", "stop", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":[\"x\",2]}", "stop", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		    "\"max_completion_tokens\":\"3\"}", "max_completion_tokens", NULL);
+	BAD_CHAT(s, "{\"messages\":{\"role\":\"user\"}}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[\"hi\"]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":null}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":"
+		    "[{\"type\":\"image_url\"}]}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":"
+		    "[{\"type\":\"text\",\"text\":7}]}]}", "messages", NULL);
+	server_free(s);
+}
+
+/* ---- values out of range ---- */
+
+static void test_out_of_range(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":-0.1}", "temperature", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":2.01}", "temperature", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":0}", "top_p", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":1.01}", "top_p", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_k\":-1}", "top_k", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_k\":513}", "top_k", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"seed\":-3}", "seed", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":0}", "max_tokens", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":-5}", "max_tokens", NULL);
+	const char *m = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":129}",
+				       "max_tokens", NULL);
+	assert_non_null(strstr(m, "[1, 128]"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		    "\"max_completion_tokens\":0}", "max_completion_tokens", NULL);
+	/* the edges themselves are fine */
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/completions",
+		"{\"prompt\":\"a\",\"temperature\":2,\"top_p\":1,\"top_k\":512,"
+		"\"max_tokens\":128,\"n\":1,\"echo\":false,\"seed\":0}", &r);
+	assert_true(q->sp.temp == 2.0f && q->sp.top_p == 1.0f);
+	assert_int_equal(q->sp.top_k, 512);
+	assert_int_equal(q->max_tokens, CTX);
+	server_reply_free(&r);
+	server_free(s);
+}
+
+/* ---- what must be there ---- */
+
+static void test_missing(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m = BAD_COMPLETION(s, "{\"max_tokens\":3}", "prompt", NULL);
+	assert_non_null(strstr(m, "required"));
+	BAD_COMPLETION(s, "{\"prompt\":null}", "prompt", NULL);
+	BAD_COMPLETION(s, "{}", "prompt", NULL);
+	BAD_CHAT(s, "{\"prompt\":\"a\"}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":null}", "messages", NULL);
+	m = BAD_CHAT(s, "{\"messages\":[]}", "messages", NULL);
+	assert_non_null(strstr(m, "non-empty"));
+	server_free(s);
+	/* a model whose template egang cannot apply: chat is refused, by name */
+	s = server_for("{{ nothing egang knows }}", NULL, 0);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+		 "messages", "no_chat_template");
+	server_free(s);
+}
+
+/* ---- chat roles ---- */
+
+static void test_roles(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}",
+				 "messages", NULL);
+	assert_non_null(strstr(m, "messages[0].role 'wizard'"));
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},"
+		    "{\"role\":\"tool\",\"content\":\"b\"}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"content\":\"x\"}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":5,\"content\":\"x\"}]}", "messages", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"\",\"content\":\"x\"}]}", "messages", NULL);
+	/* developer is system; an assistant's content may be null; text parts */
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/chat/completions",
+		"{\"messages\":[{\"role\":\"developer\",\"content\":[{\"type\":\"text\","
+		"\"text\":\"Be\"},{\"type\":\"text\",\"text\":\" brief.\"}]},"
+		"{\"role\":\"assistant\",\"content\":null},"
+		"{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":3}", &r);
+	assert_int_equal(q->max_tokens, 3);
+	assert_true(q->n_ids > 1);
+	server_reply_free(&r);
+	server_free(s);
+}
+
+/* ---- routes, methods, keys ---- */
+
+static void test_routes(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m = expect_error(s, "GET", "/v2/everything", NULL, NULL, 404,
+				     "invalid_request_error", NULL, "not_found");
+	assert_non_null(strstr(m, "/v2/everything"));
+	expect_error(s, "GET", "/", NULL, NULL, 404, "invalid_request_error", NULL,
+		     "not_found");
+	expect_error(s, "POST", "/v1/completion", NULL, "{}", 404,
+		     "invalid_request_error", NULL, "not_found");
+	expect_error(s, "GET", "/v1/models/nope", NULL, NULL, 404,
+		     "invalid_request_error", "model", "model_not_found");
+	/* wrong methods: 405 with the Allow header */
+	static const struct {
+		const char *method, *path, *allow;
+	} wrong[] = {
+		{"GET", "/v1/completions", "POST"},
+		{"DELETE", "/v1/chat/completions", "POST"},
+		{"HEAD", "/v1/completions", "POST"},
+		{"POST", "/v1/models", "GET, HEAD"},
+		{"PUT", "/health", "GET, HEAD"},
+		{"POST", "/metrics", "GET, HEAD"},
+	};
+	for (size_t i = 0; i < EG_ARRAY_LEN(wrong); i++) {
+		server_reply_t r;
+		request(s, wrong[i].method, wrong[i].path, NULL, "{}", &r);
+		assert_int_equal(r.status, 405);
+		assert_non_null(r.allow);
+		assert_string_equal(r.allow, wrong[i].allow);
+		server_reply_free(&r);
+		expect_error(s, wrong[i].method, wrong[i].path, NULL, "{}", 405,
+			     "invalid_request_error", NULL, "method_not_allowed");
+	}
+	/* the GET endpoints answer without a model loaded */
+	server_reply_t r;
+	request(s, "GET", "/v1/models", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"id\":\"stories260K\""));
+	server_reply_free(&r);
+	request(s, "HEAD", "/v1/models/stories260K.bin", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	server_reply_free(&r);
+	request(s, "GET", "/health", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "{\"status\":\"ok\",\"model\":\"stories260K\","
+				    "\"queue\":0,\"busy\":false}");
+	server_reply_free(&r);
+	request(s, "GET", "/metrics", NULL, NULL, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.content_type, "text/plain"));
+	assert_non_null(strstr(r.body, "egang_queue_capacity 4\n"));
+	server_reply_free(&r);
+	server_free(s);
+}
+
+static void test_auth(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), "sekrit", 0);
+	const char *body = "{\"prompt\":\"a\"}";
+	static const char *const bad[] = {
+		NULL, "", "Bearer", "Bearer ", "Bearer sekri", "Bearer sekrit2",
+		"Bearer Sekrit", "bearer sekrit", "Basic sekrit", "sekrit",
+	};
+	for (size_t i = 0; i < EG_ARRAY_LEN(bad); i++)
+		expect_error(s, "POST", "/v1/completions", bad[i], body, 401,
+			     "authentication_error", NULL, "invalid_api_key");
+	/* before routing and the method: nothing leaks without the key */
+	expect_error(s, "GET", "/v2/x", NULL, NULL, 401, "authentication_error",
+		     NULL, "invalid_api_key");
+	expect_error(s, "GET", "/metrics", "Bearer no", NULL, 401,
+		     "authentication_error", NULL, "invalid_api_key");
+	expect_error(s, "GET", "/v1/models", NULL, NULL, 401,
+		     "authentication_error", NULL, "invalid_api_key");
+	server_reply_t r;
+	request(s, "GET", "/health", NULL, NULL, &r); /* open */
+	assert_int_equal(r.status, 200);
+	server_reply_free(&r);
+	request(s, "POST", "/v1/completions", "Bearer sekrit", body, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(r.job);
+	server_reply_free(&r);
+	server_free(s);
+}
+
+/* ---- stop strings, context, KV budget ---- */
+
+static void test_stop_lists(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m = BAD_COMPLETION(
+		s, "{\"prompt\":\"a\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop", NULL);
+	assert_non_null(strstr(m, "at most 4"));
+	char body[1024], big[300];
+	memset(big, 'x', 257);
+	big[257] = '\0';
+	snprintf(body, sizeof body, "{\"prompt\":\"a\",\"stop\":[\"%s\"]}", big);
+	BAD_COMPLETION(s, body, "stop", NULL);
+	snprintf(body, sizeof body, "{\"prompt\":\"a\",\"stop\":\"%s\"}", big);
+	BAD_COMPLETION(s, body, "stop", NULL);
+	/* four strings of 256 bytes are fine; an empty one is dropped */
+	big[256] = '\0';
+	snprintf(body, sizeof body,
+		 "{\"prompt\":\"a\",\"stop\":[\"%s\",\"\",\"x\",\"y\"]}", big);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(s, "/v1/completions", body, &r);
+	assert_int_equal(q->n_stop, 3);
+	assert_int_equal(strlen(q->stop[0]), 256);
+	assert_string_equal(q->stop[2], "y");
+	server_reply_free(&r);
+	server_free(s);
+}
+
+static void test_context(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	char body[4096] = "{\"prompt\":\"";
+	for (int i = 0; i < 60; i++)
+		strcat(body, "the cat sat ");
+	strcat(body, "\"}");
+	const char *m = BAD_COMPLETION(s, body, "prompt", "context_length_exceeded");
+	assert_non_null(strstr(m, "the context holds 128"));
+	char chat[4096];
+	snprintf(chat, sizeof chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"%.*s\"}]}",
+		 (int)(strlen(body) - 13), body + 11);
+	BAD_CHAT(s, chat, "messages", "context_length_exceeded");
+	/* a short prompt is fine and keeps its tokens, BOS first */
+	server_reply_t r;
+	const sched_request_t *q = expect_job(s, "/v1/completions",
+					      "{\"prompt\":\"Once upon a time\"}", &r);
+	assert_true(q->n_ids > 1 && q->n_ids < CTX);
+	assert_int_equal(q->ids[0], tokenizer_bos(tok));
+	assert_int_equal(q->max_tokens, 16); /* OpenAI's default */
+	server_reply_free(&r);
+	server_free(s);
+	/* the KV budget holds 8 positions: a longer prompt is refused */
+	s = server_for(chatml(), NULL, 8);
+	m = BAD_COMPLETION(s, "{\"prompt\":\"the cat sat on the mat and the dog\"}",
+			   "prompt", "context_length_exceeded");
+	assert_non_null(strstr(m, "KV budget holds 8"));
+	server_free(s);
+}
+
+/* ---- what a good request becomes ---- */
+
+static void test_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/completions",
+		"{\"model\":\"stories260K.bin\",\"prompt\":[\"a\"],\"max_tokens\":5,"
+		"\"temperature\":0,\"top_p\":0.5,\"top_k\":3,\"seed\":42,"
+		"\"stream\":true,\"stop\":\"\\n\"}", &r);
+	assert_int_equal(r.endpoint, EP_COMPLETIONS);
+	assert_int_equal(q->max_tokens, 5);
+	assert_true(q->sp.temp == 0.0f && q->sp.top_p == 0.5f);
+	assert_int_equal(q->sp.top_k, 3);
+	assert_int_equal(q->sp.seed, 42);
+	assert_true(q->stream);
+	assert_int_equal(q->n_stop, 1);
+	assert_string_equal(q->stop[0], "\n");
+	assert_string_equal(q->name, "cmpl-0");
+	server_reply_free(&r);
+	/* chat: max_tokens defaults to the context, ids count on */
+	q = expect_job(s, "/v1/chat/completions",
+		       "{\"model\":\"stories260K\",\"messages\":[{\"role\":\"user\","
+		       "\"content\":\"hi\"}]}", &r);
+	assert_int_equal(r.endpoint, EP_CHAT);
+	assert_int_equal(q->max_tokens, CTX);
+	assert_false(q->stream);
+	assert_string_equal(q->name, "chatcmpl-1");
+	server_reply_free(&r);
+	BAD_COMPLETION(s, "{\"model\":\"gpt-4\",\"prompt\":\"a\"}", "model",
+		       "model_not_found");
+	server_free(s);
+}
+
+/* ---- the error body, byte for byte ---- */
+
+static void test_error_body(void **state)
+{
+	(void)state;
+	char *b = api_error_body(429, NULL, NULL, "full");
+	assert_string_equal(b, "{\"error\":{\"message\":\"full\",\"type\":\"rate_limit_error\","
+			       "\"param\":null,\"code\":null}}");
+	free(b);
+	b = api_error_body(400, "stop", "c", "bad %s \xff", "x");
+	assert_string_equal(b, "{\"error\":{\"message\":\"bad x \xef\xbf\xbd\",\"type\":"
+			       "\"invalid_request_error\",\"param\":\"stop\",\"code\":\"c\"}}");
+	free(b);
+	b = api_error_body(503, NULL, NULL, "stopping");
+	assert_non_null(strstr(b, "\"server_error\""));
+	free(b);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tokenizer_free(tok);
+	tok = NULL;
+	return 0;
+}
+
+int main(void)
+{
+	log_quiet = true;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_out_of_range),
+		cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_routes),
+		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_stop_lists),
+		cmocka_unit_test(test_context),
+		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_error_body),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
