@@ -13,9 +13,18 @@ S=egang-chat-test-$$
 export TMUX_TMPDIR=$TMP
 trap 'tmux kill-server 2>/dev/null; lib_cleanup' EXIT
 LOG=$TMP/chat.log
-tmux new-session -d -s "$S" -x 200 -y 50 \
-	"$EGANG chat -m $M --chat-template llama2 --cores 0 -n 24 -t 0 2>&1; echo EXIT=\$? >>$LOG.rc; sleep 30"
-tmux pipe-pane -t "$S" -o "cat >>$LOG"
+# start_chat SESSION LOG ARGS...: egang chat in a tmux session whose output
+# goes to LOG. The command waits for LOG.go, made once pipe-pane is on, so
+# that no output (the first prompt) comes before the pipe; LOG.rc gets
+# "EXIT=<status>" in one rename, so a reader never sees it half written.
+start_chat() {
+	local s=$1 log=$2; shift 2
+	tmux new-session -d -s "$s" -x 200 -y 50 \
+		"while [ ! -f $log.go ]; do sleep 0.05; done; $EGANG chat $* 2>&1; echo EXIT=\$? >$log.rc.tmp; mv $log.rc.tmp $log.rc; sleep 30"
+	tmux pipe-pane -t "$s" -o "cat >>$log"
+	touch "$log.go"
+}
+start_chat "$S" "$LOG" -m "$M" --chat-template llama2 --cores 0 -n 24 -t 0
 # wait_for N TEXT: until TEXT has appeared N times in the log (60 s: a
 # liveness bound for a loaded machine, not a timing)
 wait_for() {
@@ -70,9 +79,7 @@ BIG=$TMP/big.gguf
 	{ fail chat-ctrl-c-stops-the-answer "synth failed"; exit 0; }
 S2=$S-2
 LOG=$TMP/chat2.log
-tmux new-session -d -s "$S2" -x 200 -y 50 \
-	"$EGANG chat -m $BIG --chat-template llama2 --cores 0 -n 2000 -t 0.8 2>&1; echo EXIT=\$? >>$LOG.rc; sleep 30"
-tmux pipe-pane -t "$S2" -o "cat >>$LOG"
+start_chat "$S2" "$LOG" -m "$BIG" --chat-template llama2 --cores 0 -n 2000 -t 0.8
 S=$S2
 wait_for 1 '> ' || { fail chat-ctrl-c-stops-the-answer "no prompt: $(tail -c 300 "$LOG")"; exit 0; }
 send "Tell me everything"
