@@ -3,7 +3,8 @@
  *   policy_index  ARRAY[1] u32, BPF_F_MMAPABLE: the index in force. User
  *                 space maps its page (scx_map_index) and the control word
  *                 uses it as its index: a switch is one store for the
- *                 gang's leader and for these programs (DESIGN.md 4)
+ *                 gang's leader and for these programs
+ *                 (doc/ARCHITECTURE.md "The sched_ext backend")
  *   first_ns      ARRAY[EGANG_SLOTS] u64, BPF_F_MMAPABLE: bpf_ktime (=
  *                 CLOCK_MONOTONIC) of a slot's first transfer since user
  *                 space zeroed it (the store-to-first-transfer figure)

@@ -1,7 +1,8 @@
 /* gang.pml: a Promela model of the elastic gang protocol specified in the
- * header comment of src/gang/gang.h (DESIGN.md section 3). spin checks it
- * exhaustively; tests/verify.sh runs every property, spec/README.md maps
- * the properties to the invariants I1..I6.
+ * header comment of src/gang/gang.h (doc/ARCHITECTURE.md "The elastic
+ * gang protocol"). spin checks it exhaustively; tests/verify.sh runs
+ * every property, spec/README.md maps the properties to the invariants
+ * I1..I6.
  *
  * Processes: the leader (slot 0), three workers (slots 1..3) and a
  * requester that sets and clears the workers' requested bits at any time

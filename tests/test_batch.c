@@ -1,6 +1,7 @@
-/* Batch invariance (DESIGN §6, forward.h forward_set_segs): a sequence's
- * logits are the same bits whatever else runs in its batch. Each sequence
- * is first run alone, token by token through the decode plan on its own KV
+/* Batch invariance (doc/ARCHITECTURE.md "Bit-exactness and batch
+ * invariance", forward.h forward_set_segs): a sequence's logits are the
+ * same bits whatever else runs in its batch. Each sequence is first run
+ * alone, token by token through the decode plan on its own KV
  * cache (the reference: one logits hash per position from its last prompt
  * token on). Then all of them run through random schedules of batched
  * steps: sequences join at random steps, their prompts go in chunks of

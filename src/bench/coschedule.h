@@ -1,6 +1,6 @@
 /* coschedule: the gang shares the machine with CPU-bound tenants
- * (`egang bench coschedule`; DESIGN.md section 1, the Elastic Gang paper's
- * central experiment). Generations of G tokens arrive periodically so that
+ * (`egang bench coschedule`; the Elastic Gang paper's central experiment,
+ * doc/ARCHITECTURE.md "The problem the design answers"). Generations of G tokens arrive periodically so that
  * inference is busy a duty fraction d of the time (calibrated solo);
  * tenants (forked processes running burn_loop) run throughout. Arms, all
  * the same binary and the same chunks:

@@ -1,5 +1,5 @@
 /* switch_cost: what a policy switch costs (`egang bench switch-cost`;
- * DESIGN.md section 4).
+ * doc/ARCHITECTURE.md "Policies, the control word and the guard").
  *
  * A controller thread writes a new valid index into the control word every
  * 1-3 ms while the leader decodes (a synthetic stories260k-shaped model by

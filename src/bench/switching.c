@@ -439,7 +439,7 @@ static void mean_sd(const double *v, int n, double *mean, double *sd)
 
 void switching_defaults(switching_config_t *c)
 {
-	/* defaults chosen by measurement on a quiet machine (README "Policy
+	/* defaults chosen by measurement on a quiet machine (doc/measurements.md "Policy
 	 * switching"): on 2 cores with two tenants per core, throughput serves
 	 * ~95 requests/s of 48 tokens of stories260K (one polite core shared
 	 * with two tenants), latency more than the burst; a 150/s burst

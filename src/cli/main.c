@@ -72,7 +72,8 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	/* with egang's sched_ext scheduler loaded, a control word's index is
-	 * the scheduler's page: one store switches both (DESIGN.md 4) */
+	 * the scheduler's page: one store switches both (doc/ARCHITECTURE.md
+	 * "The sched_ext backend") */
 	if (scx_built())
 		control_set_index_provider(scx_index_page);
 	for (size_t i = 0; i < EG_ARRAY_LEN(commands); i++) {

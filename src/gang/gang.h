@@ -1,4 +1,5 @@
-/* gang: the elastic gang runtime (DESIGN.md section 3).
+/* gang: the elastic gang runtime (doc/ARCHITECTURE.md "The elastic gang
+ * protocol").
  *
  * One worker thread per allowed core, pinned; the thread that calls
  * gang_run_token() is the leader and always takes part (slot 0). Membership
@@ -53,7 +54,7 @@
  *     only at a token boundary, and the core goes to the OS at once.
  *
  * Why it is safe (each invariant has a test that tries to break it, named
- * in README.md "Protocol invariants"):
+ * in doc/ARCHITECTURE.md "The elastic gang protocol"):
  *   I1 (no deadlock on departure) every slot in a latch's mask reaches every
  *      barrier of that token: a slot enters the mask only through the
  *      leader's successful CAS e -> e|TAKEN, after which the slot's own

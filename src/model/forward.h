@@ -70,7 +70,8 @@ const wave_plan_t *forward_batch_plan(const forward_t *f);
  * not allocate its scratch (the batch's results are then invalid). */
 int forward_batch_status(forward_t *f);
 
-/* ---- many sequences in one batch (continuous batching, DESIGN §6) ----
+/* ---- many sequences in one batch (continuous batching) ----------------
+ * (doc/ARCHITECTURE.md "The server".)
  * A sequence's own KV cache: (n_layers, cap, kv_dim) floats each for K and
  * V, position p of layer l at (l * cap + p) * kv_dim. */
 typedef struct forward_kv {

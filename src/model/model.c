@@ -838,10 +838,9 @@ static size_t pack_targets(model_t *m, tensor_t **out, size_t cap)
  * prefill gemm (kernels.h, "weights packed in row groups": 16 rows of
  * Q8_0 / Q4_0 / Q5_0, 4 of F32 / F16 / BF16): one more copy of them in
  * anonymous memory (huge pages where allowed), next to the rows as stored,
- * which the
- * embedding lookup, a matrix's rows past its last whole group and the other
- * levels keep reading. Measured in README.md ("Speed"). Skipped, with a
- * log line when the copy does not fit in MemAvailable with 1 GiB to spare,
+ * which the embedding lookup, a matrix's rows past its last whole group
+ * and the other levels keep reading. Measured in doc/measurements.md
+ * ("Speed"). Skipped, with a log line when the copy does not fit in MemAvailable with 1 GiB to spare,
  * or silently when EGANG_PACK=0 or nothing is packable (no AVX-512, rows
  * not a multiple of 32 elements). Never fails the load. */
 static bool pack_wanted(void)

@@ -31,8 +31,8 @@ typedef enum model_arch {
 	ARCH_COUNT
 } model_arch_t;
 
-/* What an architecture is, as facts (DESIGN.md section 5): the forward pass
- * is one, and reads these through model_config_t and layer_t. They are the
+/* What an architecture is, as facts (doc/ARCHITECTURE.md "Models"): the
+ * forward pass is one, and reads these through model_config_t and layer_t. They are the
  * published models' and llama.cpp's GGUF conventions (general.architecture
  * and the tensor names). */
 typedef struct arch_info {
@@ -156,8 +156,9 @@ typedef struct model {
  *                      (2 MiB transparent huge pages): decode streams every
  *                      weight once per token, and with 4 KiB pages it misses
  *                      the TLB every 4 KiB and the hardware prefetchers stop
- *                      at every page boundary. Measured in README.md
- *                      ("Decode speed"). Falls back to MAP, and says so in
+ *                      at every page boundary. Measured in
+ *                      doc/measurements.md ("Speed"). Falls back to MAP,
+ *                      and says so in
  *                      weights_copied, when transparent huge pages are off
  *                      ("never"), madvise refuses, the copy would not fit in
  *                      MemAvailable with 1 GiB to spare, or mmap fails.

@@ -1,4 +1,5 @@
-/* control: the control word and the policy runtime (DESIGN.md section 4).
+/* control: the control word and the policy runtime (doc/ARCHITECTURE.md
+ * "Policies, the control word and the guard").
  *
  * The policy in force is an index into a validated library (policy.h) held
  * in a small shared-memory file, the control word. Controllers (`egang
@@ -118,7 +119,8 @@ typedef struct control {
 	int fd;
 } control_t;
 
-/* ---- one index for the gang and the kernel (DESIGN.md section 4) ----
+/* ---- one index for the gang and the kernel -----------------------------
+ * (doc/ARCHITECTURE.md "The sched_ext backend".)
  * A higher layer (the sched_ext backend, registered by the CLI) may
  * provide another home for the index: a page it shares with the kernel's
  * scheduler (a BPF_F_MMAPABLE array map). control_open asks the provider

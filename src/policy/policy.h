@@ -1,4 +1,5 @@
-/* policy: how the gang takes and returns cores (DESIGN.md section 4).
+/* policy: how the gang takes and returns cores (doc/ARCHITECTURE.md
+ * "Policies, the control word and the guard").
  *
  * A policy is a record, not code: the leader asks it for the requested slot
  * mask before every token (policy_next_mask) and tells it how long the token

@@ -92,7 +92,7 @@ int scx_index_of(const policy_lib_t *lib, const int *cpus, int n,
 /* The name of an exit record's kind (enum scx_exit_kind), "?" if unknown. */
 const char *scx_exit_name(int64_t kind);
 
-/* ---- one index (DESIGN.md 4) ----
+/* ---- one index (doc/ARCHITECTURE.md "The sched_ext backend") ----
  * The loaded scheduler's index as a word of this process's memory (the
  * BPF_F_MMAPABLE policy_index map's page, mapped once and kept for the
  * life of the process), or NULL when no scheduler is loaded (or this build

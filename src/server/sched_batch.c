@@ -1,5 +1,5 @@
 /* sched_batch: the generation thread with --parallel N > 1, continuous
- * batching (DESIGN §6).
+ * batching (doc/ARCHITECTURE.md "The server").
  *
  * Each token step is one run of the forward pass's batch plan over the
  * live sequences (forward_set_segs): every sequence that is generating
