@@ -158,10 +158,10 @@ typedef struct model {
  *                      the TLB every 4 KiB and the hardware prefetchers stop
  *                      at every page boundary. Measured in
  *                      doc/measurements.md ("Speed"). Falls back to MAP,
- *                      and says so in
- *                      weights_copied, when transparent huge pages are off
- *                      ("never"), madvise refuses, the copy would not fit in
- *                      MemAvailable with 1 GiB to spare, or mmap fails.
+ *                      and says so in weights_copied, when transparent
+ *                      huge pages are off ("never"), madvise refuses, the
+ *                      copy would not fit in MemAvailable with 1 GiB to
+ *                      spare, or mmap fails.
  *  MODEL_WEIGHTS_AUTO: HUGE when the matrices are at least 16 MiB (below
  *                      that the 4 KiB pages fit the TLB), else MAP.
  * The default is AUTO; the environment variable EGANG_WEIGHTS=map|huge|auto
