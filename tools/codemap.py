@@ -91,11 +91,14 @@ def call_graph(dirs):
     with tempfile.TemporaryDirectory() as tmp:
         for i, c in enumerate(cfiles):
             obj = os.path.join(tmp, f"{i}.o")
-            subprocess.run(
+            r = subprocess.run(
                 ["gcc", "-std=gnu11", "-O0", "-Isrc", "-D_GNU_SOURCE",
                  "-fcallgraph-info", "-c", c, "-o", obj,
-                 "-dumpdir", tmp + f"/{i}-"], check=True,
-                capture_output=True)
+                 "-dumpdir", tmp + f"/{i}-"], capture_output=True, text=True)
+            if r.returncode != 0:
+                first = next((ln for ln in r.stderr.splitlines()
+                              if "error" in ln), r.stderr.strip())
+                sys.exit(f"codemap: gcc cannot compile {c}: {first}")
         for ci in glob.glob(os.path.join(tmp, "*.ci")):
             with open(ci) as fh:
                 txt = fh.read()
@@ -141,7 +144,13 @@ def stage_of(path):
     return None
 
 
-def cmd_check():
+# The rules of `check`, by name: each violation is printed as
+# "RULE: what is wrong", each rule without one as "ok RULE".
+RULES = ["layers", "no-shell", "cli-size", "server-one-way"]
+
+
+def violations():
+    """(rule, message) for every violation of the layering rules."""
     bad = []
     for f in src_files():
         lf = layer_of(f)
@@ -151,21 +160,30 @@ def cmd_check():
             li = inc.split("/")[0] if "/" in inc else None
             if li in LAYERS and lf in LAYERS and \
                     LAYERS.index(li) > LAYERS.index(lf):
-                bad.append(f"{f}: includes {inc}, a layer above {lf}")
+                bad.append(("layers", f"{f} includes {inc}, a layer after {lf}"))
         if re.search(r"\b(system|popen)\s*\(", text):
-            bad.append(f"{f}: calls system() or popen() (a shell)")
+            bad.append(("no-shell", f"{f} calls system() or popen()"))
         if lf == "cli" and f.endswith(".c") and lines(f) > CLI_MAX_LINES:
-            bad.append(f"{f}: {lines(f)} lines, over {CLI_MAX_LINES}")
+            bad.append(("cli-size", f"{f} has {lines(f)} lines, over {CLI_MAX_LINES}"))
     g = call_graph(["src/server"])
-    for (a, b) in g:
+    for (a, b) in sorted(g):
         sa, sb = stage_of(a), stage_of(b)
         if (b, a) in g and a < b:
-            bad.append(f"{a} and {b} call each other")
+            bad.append(("server-one-way", f"{a} and {b} call each other"))
         if sa in SERVER_STAGES and sb in SERVER_STAGES and \
                 SERVER_STAGES.index(sb) < SERVER_STAGES.index(sa):
-            bad.append(f"{a} ({sa}) calls up into {b} ({sb})")
-    for b in bad:
-        print(b)
+            bad.append(("server-one-way", f"{a} ({sa}) calls up into {b} ({sb})"))
+    return bad
+
+
+def cmd_check():
+    bad = violations()
+    for rule in RULES:
+        mine = [m for r, m in bad if r == rule]
+        for m in mine:
+            print(f"{rule}: {m}")
+        if not mine:
+            print(f"ok {rule}")
     print(f"codemap check: {len(bad)} violation(s)")
     return 1 if bad else 0
 
