@@ -703,8 +703,19 @@ AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const flo
 DEFINE_FLOAT_KERNELS(f32, DTYPE_F32)
 DEFINE_FLOAT_KERNELS(f16, DTYPE_F16)
 DEFINE_FLOAT_KERNELS(bf16, DTYPE_BF16)
+#undef DEFINE_FLOAT_KERNELS
 
 /* ------------------------------------------- float rows x a token batch */
+
+/* Where the rows of a float matrix are: row r at base + (r / G) * gb +
+ * (r % G) * sb and its steps of 32 elements G * sb apart, sb = 32
+ * elements. As stored: G = 1, gb = the row's bytes; packed (pack16): G =
+ * 4, gb = the group's bytes. */
+typedef struct mm_rows {
+	const uint8_t *base;
+	size_t gb, sb;
+	int G;
+} mm_rows_t;
 
 /* IN_REGISTER(v), GCC: an empty asm that says it changes v, so the
  * compiler must hold v in a register and cannot fold its load into the
@@ -793,23 +804,13 @@ MM_UNROLL
 			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
 }
 
-/* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
- * rows (a matrix's last rows). */
-/* Where the rows of a float matrix are: row r at base + (r / G) * gb +
- * (r % G) * sb and its steps of 32 elements G * sb apart, sb = 32
- * elements. As stored: G = 1, gb = the row's bytes; packed (pack16): G =
- * 4, gb = the group's bytes. */
-typedef struct mm_rows {
-	const uint8_t *base;
-	size_t gb, sb;
-	int G;
-} mm_rows_t;
-
 AVX512_INLINE const uint8_t *mm_row(const mm_rows_t *L, int64_t r)
 {
 	return L->base + (size_t)(r / L->G) * L->gb + (size_t)(r % L->G) * L->sb;
 }
 
+/* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
+ * rows (a matrix's last rows). */
 AVX512_INLINE void mm_tile(dtype_t t, const mm_rows_t *L, const int R,
 			   const uint8_t *xk, size_t xs, const int T, int64_t n,
 			   float *yk, int64_t ys, int64_t r0, int64_t r1)

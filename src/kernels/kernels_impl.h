@@ -379,9 +379,10 @@ typedef struct kernel_type_ops {
 } kernel_type_ops_t;
 
 /* One ISA level. Every entry is a complete implementation, named where the
- * table is defined (kops_generic in kernels.c, each SIMD level's at the
- * end of its kernels_<level>.c); where a level has no better kernel than a
- * lower level's, its entry names that one. No entry is NULL
+ * table is defined (kops_generic in kernels.c; the SIMD levels' at the
+ * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels) and
+ * kernels_neon.c (both ARM64 levels)); where a level has no better kernel
+ * than a lower level's, its entry names that one. No entry is NULL
  * (tests/test_kernels.c test_tables_complete checks every entry of every
  * table): an optional entry that a level lacks by contract holds the
  * absent kernel of its kind (below). */

@@ -18,6 +18,57 @@
 
 #include "kernels/simd_x86.h"
 
+/* The Q8_K activation quantizer (kquants.c quantize_q8_K), the same bytes:
+ * amax over the block with NaNs never winning (vmaxps returns its second
+ * operand, the running max, when the first is a NaN), the first element
+ * of that magnitude as max, q = the clamp of x * (-127 / max) to
+ * [-128, 127] (a NaN to -128, as fmaxf), rounded to nearest even
+ * (vcvtps2dq: lrintf's rounding), and the sums of 16. */
+void AVX2 quantize_q8_K_avx2(const float *x, void *yv, int64_t n)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-128.0f),
+		     hi = _mm256_set1_ps(127.0f);
+	for (int64_t b = 0; b < n / QK_K; b++) {
+		const float *xb = x + b * QK_K;
+		uint8_t *y = (uint8_t *)yv + (size_t)b * sizeof(block_q8_K);
+		__m256 am = _mm256_setzero_ps();
+		for (int j = 0; j < QK_K; j += 8)
+			am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), am);
+		const float amax = hmax256_ps(am);
+		memset(y, 0, sizeof(block_q8_K));
+		if (amax == 0.0f)
+			continue;
+		int idx = 0;
+		for (int j = 0; j < QK_K; j += 8) {
+			int m = _mm256_movemask_ps(_mm256_cmp_ps(
+				_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), _mm256_set1_ps(amax),
+				_CMP_EQ_OQ));
+			if (m) {
+				idx = j + __builtin_ctz((unsigned)m);
+				break;
+			}
+		}
+		const float iscale = -127.0f / xb[idx];
+		const __m256 vs = _mm256_set1_ps(iscale);
+		for (int s = 0; s < 16; s++) {
+			__m256 f0 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s), vs);
+			__m256 f1 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s + 8), vs);
+			__m256i q0 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f0, lo), hi));
+			__m256i q1 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f1, lo), hi));
+			st_u16(y + 4 + QK_K + 2 * s,
+			       (uint16_t)(int16_t)hsum256_epi32(_mm256_add_epi32(q0, q1)));
+			/* int16 per 128-bit lane [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]:
+			 * qwords 0, 2, 1, 3 put them in order */
+			__m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
+			_mm_storeu_si128((__m128i *)(y + 4 + 16 * s),
+					 _mm_packs_epi16(_mm256_castsi256_si128(p),
+							 _mm256_extracti128_si256(p, 1)));
+		}
+		const float d = 1.0f / iscale;
+		memcpy(y, &d, 4);
+	}
+}
+
 /* pshufb patterns broadcasting int16 lane s (0..7) of each 128-bit half */
 #define BCAST16(s) _mm256_set1_epi16((short)(0x0202 * (s) + 0x0100))
 
@@ -394,55 +445,8 @@ KQ_ENTRY_DOT(q5_0, avx2, AVX2, Q5_0_ROWS, QK)
 KQ_ENTRY(q4_1, avx2, AVX2, Q4_1_ROWS, QK)
 KQ_ENTRY(q5_1, avx2, AVX2, Q5_1_ROWS, QK)
 KQ_ENTRY(iq4_nl, avx2, AVX2, IQ4_NL_ROWS, QK)
-
-/* The Q8_K activation quantizer (kquants.c quantize_q8_K), the same bytes:
- * amax over the block with NaNs never winning (vmaxps returns its second
- * operand, the running max, when the first is a NaN), the first element
- * of that magnitude as max, q = the clamp of x * (-127 / max) to
- * [-128, 127] (a NaN to -128, as fmaxf), rounded to nearest even
- * (vcvtps2dq: lrintf's rounding), and the sums of 16. */
-void AVX2 quantize_q8_K_avx2(const float *x, void *yv, int64_t n)
-{
-	const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-128.0f),
-		     hi = _mm256_set1_ps(127.0f);
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const float *xb = x + b * QK_K;
-		uint8_t *y = (uint8_t *)yv + (size_t)b * sizeof(block_q8_K);
-		__m256 am = _mm256_setzero_ps();
-		for (int j = 0; j < QK_K; j += 8)
-			am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), am);
-		const float amax = hmax256_ps(am);
-		memset(y, 0, sizeof(block_q8_K));
-		if (amax == 0.0f)
-			continue;
-		int idx = 0;
-		for (int j = 0; j < QK_K; j += 8) {
-			int m = _mm256_movemask_ps(_mm256_cmp_ps(
-				_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), _mm256_set1_ps(amax),
-				_CMP_EQ_OQ));
-			if (m) {
-				idx = j + __builtin_ctz((unsigned)m);
-				break;
-			}
-		}
-		const float iscale = -127.0f / xb[idx];
-		const __m256 vs = _mm256_set1_ps(iscale);
-		for (int s = 0; s < 16; s++) {
-			__m256 f0 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s), vs);
-			__m256 f1 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s + 8), vs);
-			__m256i q0 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f0, lo), hi));
-			__m256i q1 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f1, lo), hi));
-			st_u16(y + 4 + QK_K + 2 * s,
-			       (uint16_t)(int16_t)hsum256_epi32(_mm256_add_epi32(q0, q1)));
-			/* int16 per 128-bit lane [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]:
-			 * qwords 0, 2, 1, 3 put them in order */
-			__m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
-			_mm_storeu_si128((__m128i *)(y + 4 + 16 * s),
-					 _mm_packs_epi16(_mm256_castsi256_si128(p),
-							 _mm256_extracti128_si256(p, 1)));
-		}
-		const float d = 1.0f / iscale;
-		memcpy(y, &d, 4);
-	}
-}
+#undef Q4_1_ROWS
+#undef Q5_0_ROWS
+#undef Q5_1_ROWS
+#undef IQ4_NL_ROWS
 #endif
