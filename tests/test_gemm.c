@@ -486,7 +486,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),
 		cmocka_unit_test(test_attn_heads),
-		TEST_ISA_LEVEL_TESTS,
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group_levels(tests);
 }

@@ -9,6 +9,7 @@
  * [--levels L]` runs the matvec microbenchmark instead of the tests
  * (bench_usage: --mb N reads from memory). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <strings.h>
@@ -104,6 +105,96 @@ static void test_isa_names(void **state)
 	/* kernels_init picks the best level (unless EGANG_ISA says otherwise) */
 	if (!getenv("EGANG_ISA"))
 		assert_string_equal(isa, lv[k - 1]);
+}
+
+/* ---------------------------------------------------------- level tables */
+
+/* One problem of a table: printed (unless quiet) and counted. */
+static int table_problem(bool quiet, const char *fmt, ...)
+{
+	if (!quiet) {
+		va_list ap;
+		va_start(ap, fmt);
+		char line[256];
+		vsnprintf(line, sizeof line, fmt, ap);
+		va_end(ap);
+		print_error("%s\n", line);
+	}
+	return 1;
+}
+
+/* A packed matmat that is never called (test_tables_complete). */
+static void matmat_p16_stub(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
+			    int64_t n, int64_t ng, int64_t ntok)
+{
+}
+
+/* The problems of table k (kernels_impl.h's contract): an entry NULL (a
+ * kernel forgotten); an absent kernel where KERNEL_TYPE_OPS / KERNEL_OPS
+ * do not allow one; a packed matmat without the packed matvec that
+ * pack16_used asks for. Every function-pointer field is visited: the
+ * lists are held to the structs by kernels_impl.h's asserts. */
+static int table_problems(const kernel_ops_t *k, bool quiet)
+{
+	int bad = 0;
+	for (int t = 0; t < DTYPE_COUNT; t++) {
+		const kernel_type_ops_t *e = &k->type[t];
+		const char *tn = dtype_info[t].name;
+#define CHECK_TYPE_ENTRY(field, absent, optional)                                          \
+		if (!e->field)                                                             \
+			bad += table_problem(quiet, "%s: type[%s].%s is NULL", k->name, tn, #field); \
+		else if (e->field == absent && !(optional))                                \
+			bad += table_problem(quiet, "%s: type[%s].%s is " #absent ", not optional", \
+					     k->name, tn, #field);
+		KERNEL_TYPE_OPS(CHECK_TYPE_ENTRY)
+#undef CHECK_TYPE_ENTRY
+		if (e->matmat_p16 && e->matmat_p16 != matmat_p16_absent &&
+		    e->matvec_p16 == matvec_p16_absent)
+			bad += table_problem(quiet, "%s: type[%s] has a packed matmat, no packed matvec",
+					     k->name, tn);
+	}
+#define CHECK_ENTRY(field, absent, optional)                                                \
+	if (!k->field)                                                                     \
+		bad += table_problem(quiet, "%s: %s is NULL", k->name, #field);            \
+	else if (k->field == absent && !(optional))                                        \
+		bad += table_problem(quiet, "%s: %s is " #absent ", not optional", k->name, #field);
+	KERNEL_OPS(CHECK_ENTRY)
+#undef CHECK_ENTRY
+	return bad;
+}
+
+/* Every entry of every level table of this build is set, the tables of
+ * levels this CPU cannot run included, and every level of this
+ * architecture has its table. The check itself is checked on copies of the
+ * generic table with entries broken on purpose. */
+static void test_tables_complete(void **state)
+{
+	(void)state;
+	int found[TEST_N_ISA_LEVELS] = { 0 }, n = 0;
+	for (int isa = 0; isa < ISA_COUNT; isa++) {
+		const kernel_ops_t *k = kernels_table(isa);
+		if (!k)
+			continue;
+		assert_non_null(k->name);
+		assert_int_equal(table_problems(k, false), 0);
+		for (int i = 0; i < TEST_N_ISA_LEVELS; i++)
+			found[i] += strcmp(k->name, TEST_ISA_LEVELS[i]) == 0;
+		n++;
+	}
+	for (int i = 0; i < TEST_N_ISA_LEVELS; i++)
+		if (found[i] != 1)
+			fail_msg("level %s: %d tables", TEST_ISA_LEVELS[i], found[i]);
+	assert_int_equal(n, TEST_N_ISA_LEVELS);
+	assert_null(kernels_table(ISA_COUNT));
+	print_message("%d level tables complete\n", n);
+
+	kernel_ops_t broken = kops_generic;
+	broken.type[DTYPE_Q4_K].matvec = NULL;             /* forgotten */
+	broken.swiglu = NULL;                              /* forgotten */
+	broken.type[DTYPE_F32].vec_dot = dot_absent;       /* absent, not optional */
+	broken.type[DTYPE_F16].matmat_p16 = matmat_p16_stub; /* no packed matvec */
+	broken.type[DTYPE_Q6_K].matmat = matmat_absent;    /* optional: fine */
+	assert_int_equal(table_problems(&broken, true), 4);
 }
 
 /* EGANG_ISA forces a level in a fresh process; an unknown level or one this
@@ -1464,6 +1555,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_isa_names),
 		cmocka_unit_test(test_dtype_table),
+		cmocka_unit_test(test_tables_complete),
 		cmocka_unit_test(test_isa_env),
 		cmocka_unit_test(test_fp16_exhaustive),
 		cmocka_unit_test(test_fp16_from_float),
@@ -1485,7 +1577,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_q8_K_levels),
 		cmocka_unit_test(test_argmax),
-		TEST_ISA_LEVEL_TESTS,
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group_levels(tests);
 }

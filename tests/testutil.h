@@ -103,20 +103,6 @@ static inline int test_levels_available(const char **out)
 	return k;
 }
 
-/* One cmocka test per level: passes when the CPU runs it (the level tests
- * above covered it), SKIPPED when it does not, so a level the tests could
- * not check shows in the summary instead of vanishing. */
-static inline void test_isa_level(void **state)
-{
-	const char *level = *state;
-	const char *keep = kernels_isa();
-	if (kernels_set_isa(level) != 0) {
-		print_message("this CPU lacks %s: its level tests did not run\n", level);
-		skip();
-	}
-	assert_int_equal(kernels_set_isa(keep), 0);
-}
-
 /* Whether level lv decodes type t from the packed (pack16) copies: every
  * x86 SIMD level; the ARM64 levels for Q4_K and Q6_K (other types: the
  * rows as stored). */
@@ -130,17 +116,54 @@ static inline bool test_level_packs(const char *lv, dtype_t t)
 #endif
 }
 
-#define TEST_ISA_LEVEL_ENTRY(lv) \
-	{ "isa level " lv, test_isa_level, NULL, NULL, (void *)(lv) }
+/* A level this CPU lacks: one SKIPPED test that names it, so that a level
+ * the tests could not check shows in the summary instead of vanishing. */
+static inline void test_isa_level_lacking(void **state)
+{
+	print_message("this CPU lacks %s: its level tests did not run\n", (const char *)*state);
+	skip();
+}
+
+/* The most tests a program passes to test_run_levels. */
+#define TEST_MAX_TESTS 64
+
+/* Runs the n tests of group and then one test_isa_level_lacking per level
+ * of TEST_ISA_LEVELS that this CPU lacks. The levels it runs went through
+ * every level test of the group and count no test of their own: an INFO
+ * line names them. */
+static inline int test_run_levels(const char *group, const struct CMUnitTest *tests, size_t n)
+{
+	static const char *const names[] = {
 #if defined(__aarch64__)
-#define TEST_ISA_LEVEL_TESTS \
-	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("neon"), \
-	TEST_ISA_LEVEL_ENTRY("dotprod")
+		"isa level generic", "isa level neon", "isa level dotprod",
 #else
-#define TEST_ISA_LEVEL_TESTS \
-	TEST_ISA_LEVEL_ENTRY("generic"), TEST_ISA_LEVEL_ENTRY("avx2"), \
-	TEST_ISA_LEVEL_ENTRY("avx512"), TEST_ISA_LEVEL_ENTRY("avx512vnni")
+		"isa level generic", "isa level avx2", "isa level avx512", "isa level avx512vnni",
 #endif
+	};
+	_Static_assert(sizeof names / sizeof names[0] == TEST_N_ISA_LEVELS,
+		       "a name per level of TEST_ISA_LEVELS");
+	struct CMUnitTest all[TEST_MAX_TESTS + TEST_N_ISA_LEVELS];
+	if (n > TEST_MAX_TESTS) {
+		fprintf(stderr, "test_run_levels: %zu tests, at most %d\n", n, TEST_MAX_TESTS);
+		return 1;
+	}
+	memcpy(all, tests, n * sizeof *tests);
+	char ran[128] = "";
+	const char *keep = kernels_isa();
+	for (int i = 0; i < TEST_N_ISA_LEVELS; i++) {
+		if (kernels_set_isa(TEST_ISA_LEVELS[i]) == 0) {
+			strcat(strcat(ran, " "), TEST_ISA_LEVELS[i]);
+			continue;
+		}
+		all[n++] = (struct CMUnitTest){ names[i], test_isa_level_lacking, NULL, NULL,
+						(void *)TEST_ISA_LEVELS[i] };
+	}
+	kernels_set_isa(keep);
+	printf("[ INFO     ] levels this CPU runs, each through every level test:%s\n", ran);
+	return _cmocka_run_group_tests(group, all, n, NULL, NULL);
+}
+#define test_run_group_levels(tests)                                               \
+	test_run_levels(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
 
 /* Float-weight dot products: generic and SIMD use different (each fixed)
  * summation orders, and SIMD uses FMA. Each order's error is at most about

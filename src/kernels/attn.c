@@ -18,8 +18,9 @@
  * than one query in sixteen); each lane's arithmetic is the same.
  *
  * One source for the AVX-512, AVX2 and NEON levels (attn_tmpl.h): GCC vector
- * extensions of 16 or 8 floats inside functions with each level's target
- * attribute. */
+ * extensions of 16, 8 or 4 floats inside functions with each level's target
+ * attribute; the level tables name the instances (attn_rows_avx512 serves
+ * both AVX-512 levels, attn_rows_neon both ARM64 levels). */
 #include "kernels/gemm_impl.h"
 
 #include <math.h>
@@ -81,16 +82,17 @@ int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 /* --------------------------------------------------------------- SIMD */
 
 #if defined(__x86_64__)
+#include "kernels/simd_x86.h"
 /* AVX-512: 16 lanes, any vector register */
 #define ATTN_W 16
 #define ATTN_SUFFIX avx512
-#define ATTN_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define ATTN_TARGET X86_AVX512_FEATURES
 #define ATTN_ROUNDED(v) __asm__("" : "+v"(v))
 #include "kernels/attn_tmpl.h"
 /* AVX2: 8 lanes */
 #define ATTN_W 8
 #define ATTN_SUFFIX avx2
-#define ATTN_TARGET "avx2,fma,f16c"
+#define ATTN_TARGET X86_AVX2_FEATURES
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
 #include "kernels/attn_tmpl.h"
 #endif
@@ -103,41 +105,15 @@ int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 #include "kernels/attn_tmpl.h"
 #endif
 
-/* The template instance for the level in use (kernels_isa, not cached:
- * tests switch levels with kernels_set_isa). */
-enum { ATTN_GENERIC, ATTN_AVX2, ATTN_AVX512, ATTN_NEON };
-static int attn_level(void)
-{
-	const char *isa = kernels_isa();
-	if (strncmp(isa, "avx512", 6) == 0) /* avx512, avx512vnni */
-		return ATTN_AVX512;
-	if (strcmp(isa, "avx2") == 0)
-		return ATTN_AVX2;
-	if (strcmp(isa, "neon") == 0 || strcmp(isa, "dotprod") == 0)
-		return ATTN_NEON;
-	return ATTN_GENERIC;
-}
-
+/* The level in use's instance (its table's attn_rows / attn_rows_heads;
+ * looked up per call: tests switch levels with kernels_set_isa). */
 int attn_rows(const float *q, int64_t qs, const float *K, const float *V,
 	      int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
 	      int32_t nq)
 {
 	if (nq <= 0)
 		return 0;
-	switch (attn_level()) {
-#if defined(__x86_64__)
-	case ATTN_AVX512:
-		return attn_rows_avx512(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-	case ATTN_AVX2:
-		return attn_rows_avx2(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-#endif
-#if defined(__aarch64__)
-	case ATTN_NEON:
-		return attn_rows_neon(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-#endif
-	default:
-		return attn_rows_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq);
-	}
+	return kernels_ops()->attn_rows(q, qs, K, V, kvs, out, os, hd, pos0, nq);
 }
 
 int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
@@ -146,18 +122,5 @@ int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
 {
 	if (nh <= 0)
 		return 0;
-	switch (attn_level()) {
-#if defined(__x86_64__)
-	case ATTN_AVX512:
-		return attn_rows_heads_avx512(q, qs, K, V, kvs, out, os, hd, pos, nh);
-	case ATTN_AVX2:
-		return attn_rows_heads_avx2(q, qs, K, V, kvs, out, os, hd, pos, nh);
-#endif
-#if defined(__aarch64__)
-	case ATTN_NEON:
-		return attn_rows_heads_neon(q, qs, K, V, kvs, out, os, hd, pos, nh);
-#endif
-	default:
-		return attn_rows_heads_generic(q, qs, K, V, kvs, out, os, hd, pos, nh);
-	}
+	return kernels_ops()->attn_rows_heads(q, qs, K, V, kvs, out, os, hd, pos, nh);
 }

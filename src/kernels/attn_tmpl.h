@@ -121,7 +121,7 @@ CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 	return 0;
 }
 
-__attribute__((target(ATTN_TARGET))) static int
+__attribute__((target(ATTN_TARGET))) int
 CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
 	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
 	  int32_t nq)
@@ -129,7 +129,7 @@ CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 	return CAT(attn_core_, ATTN_SUFFIX)(q, qs, K, V, kvs, out, os, hd, pos0, nq, 1);
 }
 
-__attribute__((target(ATTN_TARGET))) static int
+__attribute__((target(ATTN_TARGET))) int
 CAT(attn_rows_heads_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K,
 	  const float *V, int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
 	  int32_t nh)

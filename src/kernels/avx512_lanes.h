@@ -1,8 +1,11 @@
-/* AVX-512 helpers shared by the quantized matvec (kernels_avx512.c) and the
- * prefill gemm (gemm_avx512.c), which both put 16 weight rows in the 16
- * dword lanes of a register. Include after <immintrin.h>, x86-64 only. */
+/* AVX-512 helpers shared by the quantized matvec (kernels_avx512.c), the
+ * packed K-quants (kq_pack_avx512.c) and the prefill gemm (gemm_avx512.c),
+ * which put 16 weight rows in the 16 dword lanes of a register; x86-64
+ * only. */
 #ifndef EGANG_AVX512_LANES_H
 #define EGANG_AVX512_LANES_H
+
+#include "kernels/simd_x86.h"
 
 /* Two levels share these helpers: avx512 (F, BW, VL, DQ) and avx512vnni
  * (the same + VNNI). kernels_avx512.c is compiled once per level (the
@@ -14,11 +17,12 @@
 #define EGANG_AVX512_VNNI 0
 #endif
 #if EGANG_AVX512_VNNI
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
-/* AVX512_SYM(name): the level's exported symbols */
+#define AVX512_TARGET X86_AVX512VNNI_FEATURES
+/* AVX512_SYM(name_avx512): the level's symbol, name_avx512vnni in the
+ * avx512vnni copy */
 #define AVX512_SYM(name) name##vnni
 #else
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define AVX512_TARGET X86_AVX512_FEATURES
 #define AVX512_SYM(name) name
 #endif
 #define AVX512 __attribute__((target(AVX512_TARGET)))
@@ -70,10 +74,6 @@ AVX512_INLINE __m256i dpbusd256(__m256i acc, __m256i u, __m256i s)
 	return _mm256_add_epi32(acc, _mm256_add_epi32(a, b));
 #endif
 }
-
-/* FP_ROUNDED for any vector register (zmm16-31 included): the value is
- * rounded to float here, not fused into a later operation. */
-#define VEC_ROUNDED(v) __asm__("" : "+v"(v))
 
 /* 4x4 transpose of dwords inside each 128-bit lane: z[i] lane L holds
  * dwords 0-3 of row 4L+i; afterwards z[g] lane L holds dword g of rows

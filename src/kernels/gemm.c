@@ -31,8 +31,8 @@
  *    gemm_rows_generic is the generic's vec_dot per output; the levels
  *    agree with it within the float-dot tolerance of test_kernels.
  *
- * Dispatch follows kernels_isa(): the level of the matvec kernels is the
- * level of the matrix-matrix ones. */
+ * Dispatch follows the level in use (kernels_ops, kernels_impl.h): the
+ * level of the matvec kernels is the level of the matrix-matrix ones. */
 #include "kernels/gemm_impl.h"
 
 #include <assert.h>
@@ -106,8 +106,8 @@ size_t gemm_aux_bytes(int64_t n, int64_t ntok)
 }
 
 /* aux = dx (ntok * nb floats) then sx (ntok * nb int32). */
-static void aux_prepare_generic(const uint8_t *X, size_t xs, int64_t nb,
-				int64_t ntok, float *dx, int32_t *sx)
+void gemm_aux_generic(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok, float *dx,
+		      int32_t *sx)
 {
 	for (int64_t k = 0; k < ntok; k++)
 		for (int64_t b = 0; b < nb; b++) {
@@ -120,69 +120,22 @@ static void aux_prepare_generic(const uint8_t *X, size_t xs, int64_t nb,
 		}
 }
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-/* The quant sum by psadbw on q + 128, minus 32 * 128. */
-__attribute__((target("avx2,fma,f16c")))
-static void aux_prepare_avx2(const uint8_t *X, size_t xs, int64_t nb,
-			     int64_t ntok, float *dx, int32_t *sx)
-{
-	const __m256i m80 = _mm256_set1_epi8((char)0x80);
-	for (int64_t k = 0; k < ntok; k++)
-		for (int64_t b = 0; b < nb; b++) {
-			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
-			__m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), m80);
-			__m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-			__m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad),
-						  _mm256_extracti128_si256(sad, 1));
-			s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
-			dx[k * nb + b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(blk))));
-			sx[k * nb + b] = _mm_cvtsi128_si32(s) - 32 * 128;
-		}
-}
-
-static bool isa_simd(void)
-{
-	return strcmp(kernels_isa(), "generic") != 0;
-}
-#endif
-
 void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
 		      void *aux)
 {
 	int64_t nb = n / QK;
 	float *dx = aux;
 	int32_t *sx = (int32_t *)(dx + nb * ntok);
-#if defined(__x86_64__)
-	if (isa_simd()) {
-		aux_prepare_avx2(X, xs, nb, ntok, dx, sx);
-		return;
-	}
-#endif
-	aux_prepare_generic(X, xs, nb, ntok, dx, sx);
+	kernels_ops()->gemm_aux(X, xs, nb, ntok, dx, sx);
 }
 
 /* ------------------------------------------------------------ dispatch */
 
+/* The level's quantized gemm, or NULL where it has none. */
 static gemm_quant_fn quant_kernel(void)
 {
-#if defined(__x86_64__)
-	const char *isa = kernels_isa();
-	if (strcmp(isa, "avx512vnni") == 0)
-		return gemm_quant_avx512vnni;
-	/* avx512 (no VNNI): the AVX2 kernel, faster than vpdpbusd emulated */
-	if (strcmp(isa, "avx512") == 0 || strcmp(isa, "avx2") == 0)
-		return gemm_quant_avx2;
-#endif
-#if defined(__aarch64__)
-	const char *isa = kernels_isa();
-	if (strcmp(isa, "dotprod") == 0)
-		return gemm_quant_dotprod;
-	if (strcmp(isa, "neon") == 0)
-		return gemm_quant_neon;
-#endif
-	return NULL;
+	gemm_quant_fn k = kernels_ops()->gemm_quant;
+	return k == gemm_quant_absent ? NULL : k;
 }
 
 /* Whether wt runs gemm_quant_*: Q8_0, Q4_0, and on x86 Q5_0 (as the Q8_0
@@ -240,8 +193,9 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		gemm_rows_generic(wt, W, X, xs, Y, ys, n, r0, r1, ntok);
 		return;
 	}
-	matmat_fn mm = kernels_matmat(wt);
-	matmat_p16_fn mp = kernels_matmat_p16(wt);
+	const kernel_type_ops_t *to = &kernels_ops()->type[wt];
+	matmat_fn mm = to->matmat == matmat_absent ? NULL : to->matmat;
+	matmat_p16_fn mp = to->matmat_p16 == matmat_p16_absent ? NULL : to->matmat_p16;
 	if (mm && mp && P && pack16_used(wt, n) && pack16_bytes(wt, rows, n)) {
 		/* rows [r0, a) and [b, r1) as stored, the whole groups [a, b)
 		 * from the packed copy */

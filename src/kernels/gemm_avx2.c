@@ -28,19 +28,11 @@
 
 #if defined(__x86_64__)
 
-#include <immintrin.h>
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#include "kernels/simd_x86.h"
 
 #define RG 8 /* weight rows per register */
 #define TG 6 /* tokens per tile */
 
-#define VEC_ROUNDED(v) __asm__("" : "+x"(v))
-/* Pins an integer accumulator's add chain in order: without it GCC
- * reassociated the T x 8 adds of a block into a tree whose partial sums
- * went through the stack (a store and a reload per pmaddwd). */
-#define KEEP(v) __asm__("" : "+x"(v))
 /* Loops over the tokens of a tile and the groups of a block, unrolled
  * whole so that s[], h[] and acc[] live in registers (clang does not take
  * GCC's count as "whole"). */
@@ -53,13 +45,6 @@
 /* Scratch bytes of one block of 8 rows: Q8_0 8 groups x { |w|, w }, Q4_0
  * 8 groups of nibbles. */
 static inline size_t blk_bytes(dtype_t t) { return q8_form(t) ? 512 : 256; }
-
-static inline int32_t ld_i32(const uint8_t *p)
-{
-	int32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
 
 /* Rows r..r+7 (rows at or past r1 repeat row r1-1, not stored) ->
  * pk[b] (blk_bytes) and dw[b][row]. */
@@ -302,6 +287,25 @@ AVX2 void gemm_quant_avx2(GEMM_QUANT_ARGS)
 		tiles(t, pk0, dw0, X, xs, dx, sx, nb, Y + r, ys, (int)(e - r), ntok);
 		r = e;
 	}
+}
+
+/* gemm_aux_generic's values: a block's quant sum by psadbw on q + 128,
+ * minus 32 * 128; its scale by vcvtph2ps. */
+AVX2 void gemm_aux_avx2(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok, float *dx,
+			int32_t *sx)
+{
+	const __m256i m80 = _mm256_set1_epi8((char)0x80);
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * sizeof(block_q8_0);
+			__m256i q = _mm256_xor_si256(ld256(blk + 2), m80);
+			__m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+			__m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad),
+						  _mm256_extracti128_si256(sad, 1));
+			s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+			dx[k * nb + b] = ld_f16_f16c(blk);
+			sx[k * nb + b] = _mm_cvtsi128_si32(s) - 32 * 128;
+		}
 }
 
 #endif

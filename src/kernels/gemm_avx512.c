@@ -51,13 +51,6 @@
 #endif
 
 
-static inline int32_t ld_i32(const uint8_t *p)
-{
-	int32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 /* The 32 quants of a Q8_0 or Q5_0 block as Q8_0's signed bytes, from p =
  * the block + 2 (Q8_0: qs; Q5_0: qh then qs, kernels_impl.h q8_group_u):
  * the nibbles minus 16, plus 16 where qh has the element's bit (a byte

@@ -7,29 +7,8 @@
 
 #include "kernels/kernels_impl.h"
 
-/* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb bytes)
- * against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb blocks
- * each, with their aux (dx: scales as floats, sx: sums of the quants; token
- * t's block b at [t * nb + b]) -> Y[t * ys + r]. Every output is the same
- * bits as vec_dot_generic(t, row r, X + t * xs, nb * QK). P: W's packed
- * copy of rows 0..np-1 (pack16, kernels.h), or NULL; a level may read the
- * whole groups there instead of the rows. */
-#define GEMM_QUANT_ARGS                                                       \
-	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *P, int64_t np, \
-		const uint8_t *X, size_t xs, const float *dx,                 \
-		const int32_t *sx, float *Y, int64_t ys, int64_t nb,          \
-		int64_t r0, int64_t r1, int64_t ntok
-typedef void (*gemm_quant_fn)(GEMM_QUANT_ARGS);
-
-#if defined(__x86_64__)
-void gemm_quant_avx2(GEMM_QUANT_ARGS);
-void gemm_quant_avx512vnni(GEMM_QUANT_ARGS);
-#endif
-#if defined(__aarch64__)
-/* kernels_neon.c */
-void gemm_quant_neon(GEMM_QUANT_ARGS);
-void gemm_quant_dotprod(GEMM_QUANT_ARGS);
-#endif
+/* The quantized gemm kernels (gemm_quant_kernel_t, GEMM_QUANT_ARGS) and
+ * their aux are entries of the level tables (kernels_impl.h). */
 
 /* The calling thread's scratch buffer number k (0: aux and attention, 1:
  * repacked weights) of at least bytes,

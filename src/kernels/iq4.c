@@ -25,8 +25,6 @@ _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs must be 136 bytes");
 const int8_t kq_iq4_grid[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
 				 1,    13,   25,  38,  53,  69,  89,  113 };
 
-static inline float h2f(const uint8_t *p) { return fp16_to_f32_inline(ld_u16(p)); }
-
 /* The 32 grid values of a 16-byte index run (element j: low nibble of
  * qs[j], element j + 16: its high nibble). */
 static void iq4_unpack(const uint8_t *qs, int8_t *v)
@@ -51,7 +49,7 @@ void kq_iq4_dequantize(int t, const void *x, float *y, int64_t n)
 	if (t == DTYPE_IQ4_NL) {
 		for (int64_t b = 0; b < n / QK; b++) {
 			const uint8_t *xb = (const uint8_t *)x + (size_t)b * sizeof(block_iq4_nl);
-			float d = h2f(xb);
+			float d = ld_f16(xb);
 			iq4_unpack(xb + 2, v);
 			for (int j = 0; j < 32; j++)
 				y[b * QK + j] = d * (float)v[j];
@@ -61,7 +59,7 @@ void kq_iq4_dequantize(int t, const void *x, float *y, int64_t n)
 	for (int64_t b = 0; b < n / QK_K; b++) {
 		const block_iq4_xs *k = (const void *)((const uint8_t *)x +
 						       (size_t)b * sizeof(block_iq4_xs));
-		float d = h2f((const uint8_t *)&k->d);
+		float d = ld_f16((const uint8_t *)&k->d);
 		for (int ib = 0; ib < 8; ib++) {
 			float dl = d * (float)iq4xs_scale(k, ib);
 			iq4_unpack(k->qs + 16 * ib, v);
@@ -83,7 +81,7 @@ float kq_iq4_dot_generic(int t, const void *w, const void *xa, int64_t n)
 			int32_t sumi = 0;
 			for (int j = 0; j < 32; j++)
 				sumi += (int32_t)v[j] * (int8_t)x[2 + j];
-			float dd = h2f(wb) * h2f(x);
+			float dd = ld_f16(wb) * ld_f16(x);
 			float p = (float)sumi * dd;
 			FP_ROUNDED(p);
 			acc = acc + p;
@@ -102,7 +100,7 @@ float kq_iq4_dot_generic(int t, const void *w, const void *xa, int64_t n)
 				s += (int32_t)v[j] * (int8_t)x[4 + 32 * ib + j];
 			sumi += iq4xs_scale(k, ib) * s;
 		}
-		acc = kq_k_step(acc, ld_f32(x), h2f((const uint8_t *)&k->d), 0.0f, sumi, 0, 0);
+		acc = kq_k_step(acc, ld_f32(x), ld_f16((const uint8_t *)&k->d), 0.0f, sumi, 0, 0);
 	}
 	return acc;
 }

@@ -2,11 +2,12 @@
  * (scalar) kernels, and the run-time dispatch to a SIMD level.
  *
  * Reading order: type table; conversions; quantization; generic dot
- * products and matvec; dispatch; public entry points; the non-matvec math of
- * the forward pass (rmsnorm, softmax, rope, attention: generic twins written
- * to match llama2.c's run.c operation for operation, then their dispatchers,
- * whose SIMD versions give the same bits; swiglu, whose AVX-512 version
- * gives the same bits too).
+ * products and matvec; the generic level's table; dispatch (the level
+ * tables by ISA, the absent kernels); public entry points; the non-matvec
+ * math of the forward pass (rmsnorm, softmax, rope, attention: generic
+ * twins written to match llama2.c's run.c operation for operation, then
+ * their dispatchers, whose SIMD versions give the same bits; swiglu, whose
+ * SIMD versions give the same bits too).
  *
  * See kernels_impl.h for the reduction orders and what is bit-exact. */
 #include "kernels/kernels_impl.h"
@@ -167,7 +168,7 @@ static void quantize_q4_0(const float *x, void *yv, int64_t n)
 	}
 }
 
-static void quantize_q8_K_generic(const float *x, void *y, int64_t n)
+void quantize_q8_K_generic(const float *x, void *y, int64_t n)
 {
 	kq_quantize(DTYPE_Q8_K, x, y, n);
 }
@@ -265,90 +266,124 @@ static float dot_q4_0_generic(const void *w, const void *xa, int64_t n)
 	return acc;
 }
 
-#define MATVEC_GENERIC(name, dot)                                            \
-	static void name(const void *W, size_t rb, const void *xa, float *y, \
-			 int64_t n, int64_t r0, int64_t r1)                  \
-	{                                                                    \
-		for (int64_t r = r0; r < r1; r++)                            \
-			y[r] = dot((const char *)W + (size_t)r * rb, xa, n); \
-	}
-MATVEC_GENERIC(matvec_f32_generic, dot_f32_generic)
-MATVEC_GENERIC(matvec_f16_generic, dot_f16_generic)
-MATVEC_GENERIC(matvec_bf16_generic, dot_bf16_generic)
-MATVEC_GENERIC(matvec_q8_0_generic, dot_q8_0_generic)
-MATVEC_GENERIC(matvec_q4_0_generic, dot_q4_0_generic)
+KERNEL_MATVEC_BY_DOT(matvec_f32_generic, static, dot_f32_generic)
+KERNEL_MATVEC_BY_DOT(matvec_f16_generic, static, dot_f16_generic)
+KERNEL_MATVEC_BY_DOT(matvec_bf16_generic, static, dot_bf16_generic)
+KERNEL_MATVEC_BY_DOT(matvec_q8_0_generic, static, dot_q8_0_generic)
+KERNEL_MATVEC_BY_DOT(matvec_q4_0_generic, static, dot_q4_0_generic)
 
-/* The kquants.c types, one function each for the tables. */
-#define KQ_GENERIC(T, lower)                                                  \
-	static float dot_##lower##_generic(const void *w, const void *xa, int64_t n) \
-	{                                                                     \
-		return kq_dot_generic(T, w, xa, n);                           \
-	}                                                                     \
-	MATVEC_GENERIC(matvec_##lower##_generic, dot_##lower##_generic)
-KQ_GENERIC(DTYPE_Q4_1, q4_1)
-KQ_GENERIC(DTYPE_Q5_0, q5_0)
-KQ_GENERIC(DTYPE_Q5_1, q5_1)
-KQ_GENERIC(DTYPE_Q8_K, q8_K)
-KQ_GENERIC(DTYPE_Q2_K, q2_K)
-KQ_GENERIC(DTYPE_Q3_K, q3_K)
-KQ_GENERIC(DTYPE_Q4_K, q4_K)
-KQ_GENERIC(DTYPE_Q5_K, q5_K)
-KQ_GENERIC(DTYPE_Q6_K, q6_K)
-KQ_GENERIC(DTYPE_IQ4_NL, iq4_nl)
-KQ_GENERIC(DTYPE_IQ4_XS, iq4_xs)
-#if defined(__x86_64__)
-MATVEC_GENERIC(matvec_q4_K_avx2, kq_dot_q4_K_avx2)
-MATVEC_GENERIC(matvec_q6_K_avx2, kq_dot_q6_K_avx2)
-MATVEC_GENERIC(matvec_q5_0_avx2, kq_dot_q5_0_avx2)
-MATVEC_GENERIC(matvec_q4_1_avx2, kq_dot_q4_1_avx2)
-MATVEC_GENERIC(matvec_q5_1_avx2, kq_dot_q5_1_avx2)
-MATVEC_GENERIC(matvec_q5_K_avx2, kq_dot_q5_K_avx2)
-MATVEC_GENERIC(matvec_q2_K_avx2, kq_dot_q2_K_avx2)
-MATVEC_GENERIC(matvec_q3_K_avx2, kq_dot_q3_K_avx2)
-MATVEC_GENERIC(matvec_iq4_nl_avx2, kq_dot_iq4_nl_avx2)
-MATVEC_GENERIC(matvec_iq4_xs_avx2, kq_dot_iq4_xs_avx2)
-#endif
+/* The kquants.c types, one function each for the table (ATTR: static, or
+ * empty for Q8_K's, which the SIMD tables name too). */
+#define KQ_GENERIC(T, lower, ATTR)                                                 \
+	ATTR float dot_##lower##_generic(const void *w, const void *xa, int64_t n) \
+	{                                                                          \
+		return kq_dot_generic(T, w, xa, n);                                \
+	}                                                                          \
+	KERNEL_MATVEC_BY_DOT(matvec_##lower##_generic, ATTR, dot_##lower##_generic)
+KQ_GENERIC(DTYPE_Q4_1, q4_1, static)
+KQ_GENERIC(DTYPE_Q5_0, q5_0, static)
+KQ_GENERIC(DTYPE_Q5_1, q5_1, static)
+KQ_GENERIC(DTYPE_Q8_K, q8_K, )
+KQ_GENERIC(DTYPE_Q2_K, q2_K, static)
+KQ_GENERIC(DTYPE_Q3_K, q3_K, static)
+KQ_GENERIC(DTYPE_Q4_K, q4_K, static)
+KQ_GENERIC(DTYPE_Q5_K, q5_K, static)
+KQ_GENERIC(DTYPE_Q6_K, q6_K, static)
+KQ_GENERIC(DTYPE_IQ4_NL, iq4_nl, static)
+KQ_GENERIC(DTYPE_IQ4_XS, iq4_xs, static)
 
 static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 			       const float *cs, int neox);
 
 const kernel_ops_t kops_generic = {
 	.name = "generic",
-	.vec_dot = {
-		[DTYPE_F32] = dot_f32_generic,
-		[DTYPE_F16] = dot_f16_generic,
-		[DTYPE_BF16] = dot_bf16_generic,
-		[DTYPE_Q8_0] = dot_q8_0_generic,
-		[DTYPE_Q4_0] = dot_q4_0_generic,
-		[DTYPE_Q4_1] = dot_q4_1_generic,
-		[DTYPE_Q5_0] = dot_q5_0_generic,
-		[DTYPE_Q5_1] = dot_q5_1_generic,
-		[DTYPE_Q8_K] = dot_q8_K_generic,
-		[DTYPE_Q2_K] = dot_q2_K_generic,
-		[DTYPE_Q3_K] = dot_q3_K_generic,
-		[DTYPE_Q4_K] = dot_q4_K_generic,
-		[DTYPE_Q5_K] = dot_q5_K_generic,
-		[DTYPE_Q6_K] = dot_q6_K_generic,
-		[DTYPE_IQ4_NL] = dot_iq4_nl_generic,
-		[DTYPE_IQ4_XS] = dot_iq4_xs_generic,
-	},
-	.matvec = {
-		[DTYPE_F32] = matvec_f32_generic,
-		[DTYPE_F16] = matvec_f16_generic,
-		[DTYPE_BF16] = matvec_bf16_generic,
-		[DTYPE_Q8_0] = matvec_q8_0_generic,
-		[DTYPE_Q4_0] = matvec_q4_0_generic,
-		[DTYPE_Q4_1] = matvec_q4_1_generic,
-		[DTYPE_Q5_0] = matvec_q5_0_generic,
-		[DTYPE_Q5_1] = matvec_q5_1_generic,
-		[DTYPE_Q8_K] = matvec_q8_K_generic,
-		[DTYPE_Q2_K] = matvec_q2_K_generic,
-		[DTYPE_Q3_K] = matvec_q3_K_generic,
-		[DTYPE_Q4_K] = matvec_q4_K_generic,
-		[DTYPE_Q5_K] = matvec_q5_K_generic,
-		[DTYPE_Q6_K] = matvec_q6_K_generic,
-		[DTYPE_IQ4_NL] = matvec_iq4_nl_generic,
-		[DTYPE_IQ4_XS] = matvec_iq4_xs_generic,
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_generic, .matvec = matvec_f32_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_generic, .matvec = matvec_f16_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_generic, .matvec = matvec_bf16_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_generic, .matvec = matvec_q8_0_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_generic, .matvec = matvec_q4_0_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_generic, .matvec = matvec_q4_1_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_generic, .matvec = matvec_q5_0_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_generic, .matvec = matvec_q5_1_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_generic, .matvec = matvec_q2_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_generic, .matvec = matvec_q3_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_generic, .matvec = matvec_q4_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_generic, .matvec = matvec_q5_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_generic, .matvec = matvec_q6_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_generic, .matvec = matvec_iq4_nl_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_generic, .matvec = matvec_iq4_xs_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
 	},
 	.quantize_q8_0 = quantize_q8_0_generic,
 	.quantize_q8_K = quantize_q8_K_generic,
@@ -359,14 +394,19 @@ const kernel_ops_t kops_generic = {
 	.rope_apply = rope_apply_generic,
 	.attention = attention_heads_generic,
 	.swiglu = swiglu_generic,
+	.gemm_quant = gemm_quant_absent,
+	.gemm_aux = gemm_aux_generic,
+	.attn_rows = attn_rows_generic,
+	.attn_rows_heads = attn_rows_heads_generic,
 };
 
 /* ------------------------------------------------------------- dispatch */
 
-/* The levels, lowest first; a CPU has the levels of one architecture only
- * and isa_best takes the highest it has. Each names the CPU features it
- * checks for and its kernels use nothing else (every SIMD function carries
- * a target list of exactly those features):
+/* The levels (enum isa, kernels_impl.h), lowest first; a CPU has the
+ * levels of one architecture only and isa_best takes the highest it has.
+ * Each names the CPU features it checks for and its kernels use nothing
+ * else (every SIMD function carries a target list of exactly those
+ * features, simd_x86.h):
  *   avx2        AVX2, FMA, F16C (Haswell and later, Zen 1 and later)
  *   avx512      avx2 + AVX-512 F, BW, VL, DQ (Skylake-SP/X): vpdpbusd is
  *               emulated with vpmaddubsw/vpmaddwd, same integer sums
@@ -376,7 +416,6 @@ const kernel_ops_t kops_generic = {
  * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
  * (vdpbf16ps would round the f32 activations to bf16; bf16 weights are
  * widened with a shift), so a BF16 level would equal avx512vnni. */
-enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_NEON, ISA_DOTPROD, ISA_COUNT };
 static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
 						  "avx512vnni", "neon", "dotprod" };
 
@@ -388,135 +427,25 @@ static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
 static _Atomic(const kernel_ops_t *) g_ops;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-/* Level tables with every entry filled: a SIMD table may leave an entry
- * NULL to use the generic one. Written once in kernels_init_once, before the
- * release store of g_ops, read-only afterwards. */
-static kernel_ops_t g_tables[ISA_COUNT];
+/* Each level's table, complete where it is defined (kernels_impl.h); NULL
+ * for the levels of the other architecture. */
+static const kernel_ops_t *const isa_tables[ISA_COUNT] = {
+	[ISA_GENERIC] = &kops_generic,
+#if defined(__x86_64__)
+	[ISA_AVX2] = &kops_avx2,
+	[ISA_AVX512] = &kops_avx512,
+	[ISA_AVX512VNNI] = &kops_avx512vnni,
+#endif
+#if defined(__aarch64__)
+	[ISA_NEON] = &kops_neon,
+	[ISA_DOTPROD] = &kops_dotprod,
+#endif
+};
 
-static void isa_tables_build(void)
+const kernel_ops_t *kernels_table(int isa)
 {
-	const kernel_ops_t *src[ISA_COUNT] = { &kops_generic };
-#if defined(__x86_64__)
-	src[ISA_AVX2] = &kops_avx2;
-	src[ISA_AVX512] = &kops_avx512;
-	src[ISA_AVX512VNNI] = &kops_avx512vnni;
-#endif
-#if defined(__aarch64__)
-	src[ISA_NEON] = &kops_neon;
-	src[ISA_DOTPROD] = &kops_dotprod;
-#endif
-	for (int i = 0; i < ISA_COUNT; i++) {
-		kernel_ops_t *t = &g_tables[i];
-		const kernel_ops_t *s = src[i] ? src[i] : &kops_generic;
-		*t = kops_generic;
-		t->name = isa_names[i];
-		for (int k = 0; k < DTYPE_COUNT; k++) {
-			if (s->vec_dot[k])
-				t->vec_dot[k] = s->vec_dot[k];
-			if (s->matvec[k])
-				t->matvec[k] = s->matvec[k];
-			t->matmat[k] = s->matmat[k]; /* NULL stays NULL */
-			t->matvec_p16[k] = s->matvec_p16[k];
-			t->matmat_p16[k] = s->matmat_p16[k];
-		}
-		if (s->quantize_q8_0)
-			t->quantize_q8_0 = s->quantize_q8_0;
-		if (s->quantize_q8_K)
-			t->quantize_q8_K = s->quantize_q8_K;
-		if (s->fp16_to_f32_row)
-			t->fp16_to_f32_row = s->fp16_to_f32_row;
-		if (s->f32_to_fp16_row)
-			t->f32_to_fp16_row = s->f32_to_fp16_row;
-		if (s->rmsnorm)
-			t->rmsnorm = s->rmsnorm;
-		if (s->softmax)
-			t->softmax = s->softmax;
-		if (s->rope_apply)
-			t->rope_apply = s->rope_apply;
-		if (s->attention)
-			t->attention = s->attention;
-		if (s->swiglu)
-			t->swiglu = s->swiglu;
-	}
-#if defined(__x86_64__)
-	/* the K-quants' SIMD dot products (kquants_avx2.c) serve every x86
-	 * level (Q5_0's gemm: gemm_quant_*, as Q8_0 blocks, gemm.c) */
-	for (int i = ISA_AVX2; i < ISA_COUNT; i++) {
-		g_tables[i].quantize_q8_K = kq_quantize_q8_K_avx2;
-		g_tables[i].matmat[DTYPE_Q2_K] = kq_matmat_q2_K_avx2;
-		g_tables[i].matmat[DTYPE_Q3_K] = kq_matmat_q3_K_avx2;
-		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx2;
-		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx2;
-		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx2;
-		g_tables[i].matmat[DTYPE_Q4_1] = kq_matmat_q4_1_avx2;
-		g_tables[i].matmat[DTYPE_Q5_1] = kq_matmat_q5_1_avx2;
-		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx2;
-		g_tables[i].matvec[DTYPE_Q4_K] = matvec_q4_K_avx2;
-		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx2;
-		g_tables[i].matvec[DTYPE_Q6_K] = matvec_q6_K_avx2;
-		g_tables[i].vec_dot[DTYPE_Q5_0] = kq_dot_q5_0_avx2;
-		g_tables[i].matvec[DTYPE_Q5_0] = matvec_q5_0_avx2;
-		g_tables[i].vec_dot[DTYPE_Q4_1] = kq_dot_q4_1_avx2;
-		g_tables[i].matvec[DTYPE_Q4_1] = matvec_q4_1_avx2;
-		g_tables[i].vec_dot[DTYPE_Q5_1] = kq_dot_q5_1_avx2;
-		g_tables[i].matvec[DTYPE_Q5_1] = matvec_q5_1_avx2;
-		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx2;
-		g_tables[i].matvec[DTYPE_Q5_K] = matvec_q5_K_avx2;
-		g_tables[i].vec_dot[DTYPE_Q2_K] = kq_dot_q2_K_avx2;
-		g_tables[i].matvec[DTYPE_Q2_K] = matvec_q2_K_avx2;
-		g_tables[i].vec_dot[DTYPE_Q3_K] = kq_dot_q3_K_avx2;
-		g_tables[i].matvec[DTYPE_Q3_K] = matvec_q3_K_avx2;
-		g_tables[i].matmat[DTYPE_IQ4_NL] = kq_matmat_iq4_nl_avx2;
-		g_tables[i].vec_dot[DTYPE_IQ4_NL] = kq_dot_iq4_nl_avx2;
-		g_tables[i].matvec[DTYPE_IQ4_NL] = matvec_iq4_nl_avx2;
-		g_tables[i].matmat[DTYPE_IQ4_XS] = kq_matmat_iq4_xs_avx2;
-		g_tables[i].vec_dot[DTYPE_IQ4_XS] = kq_dot_iq4_xs_avx2;
-		g_tables[i].matvec[DTYPE_IQ4_XS] = matvec_iq4_xs_avx2;
-	}
-	/* packed Q4_K, Q5_K and Q6_K: kq_pack_avx2.c at AVX2,
-	 * kq_pack_avx512.c at the AVX-512 levels */
-	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx2;
-	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx2;
-	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx2;
-	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx2;
-	g_tables[ISA_AVX2].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx2;
-	g_tables[ISA_AVX2].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx2;
-	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512;
-	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512;
-	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_avx512vnni;
-	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q4_K] = kq_p16_matmat_q4_K_avx512vnni;
-	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx512;
-	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx512;
-	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q5_K] = kq_p16_matvec_q5_K_avx512vnni;
-	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q5_K] = kq_p16_matmat_q5_K_avx512vnni;
-	g_tables[ISA_AVX512].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512;
-	g_tables[ISA_AVX512].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx512;
-	g_tables[ISA_AVX512VNNI].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_avx512vnni;
-	g_tables[ISA_AVX512VNNI].matmat_p16[DTYPE_Q6_K] = kq_p16_matmat_q6_K_avx512vnni;
-	/* Q4_K, Q5_K, Q6_K: 512-bit forms at both AVX-512 levels */
-	for (int i = ISA_AVX512; i < ISA_COUNT; i++) {
-		g_tables[i].vec_dot[DTYPE_Q4_K] = kq_dot_q4_K_avx512;
-		g_tables[i].matvec[DTYPE_Q4_K] = kq_matvec_q4_K_avx512;
-		g_tables[i].matmat[DTYPE_Q4_K] = kq_matmat_q4_K_avx512;
-		g_tables[i].vec_dot[DTYPE_Q5_K] = kq_dot_q5_K_avx512;
-		g_tables[i].matvec[DTYPE_Q5_K] = kq_matvec_q5_K_avx512;
-		g_tables[i].matmat[DTYPE_Q5_K] = kq_matmat_q5_K_avx512;
-		g_tables[i].vec_dot[DTYPE_Q6_K] = kq_dot_q6_K_avx512;
-		g_tables[i].matvec[DTYPE_Q6_K] = kq_matvec_q6_K_avx512;
-		g_tables[i].matmat[DTYPE_Q6_K] = kq_matmat_q6_K_avx512;
-	}
-#endif
-#if defined(__aarch64__)
-	/* packed Q4_K and Q6_K: kernels_neon.c, decode only (the GEMM: the
-	 * rows) */
-	g_tables[ISA_NEON].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_neon;
-	g_tables[ISA_DOTPROD].matvec_p16[DTYPE_Q4_K] = kq_p16_matvec_q4_K_dotprod;
-	g_tables[ISA_NEON].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_neon;
-	g_tables[ISA_DOTPROD].matvec_p16[DTYPE_Q6_K] = kq_p16_matvec_q6_K_dotprod;
-#endif
+	return isa >= 0 && isa < ISA_COUNT ? isa_tables[isa] : NULL;
 }
-
-static const kernel_ops_t *isa_table(int isa) { return &g_tables[isa]; }
 
 static bool isa_supported(int isa)
 {
@@ -563,7 +492,6 @@ static char g_env_error[160];
 
 static void kernels_init_once(void)
 {
-	isa_tables_build();
 	int isa = isa_best();
 	const char *env = getenv("EGANG_ISA");
 	if (env && *env) {
@@ -583,7 +511,7 @@ static void kernels_init_once(void)
 			isa = want;
 	}
 	/* release: pairs with the acquire in ops_get */
-	atomic_store_explicit(&g_ops, isa_table(isa), memory_order_release);
+	atomic_store_explicit(&g_ops, isa_tables[isa], memory_order_release);
 }
 
 void kernels_init(void) { pthread_once(&g_once, kernels_init_once); }
@@ -604,7 +532,7 @@ int kernels_set_isa(const char *name)
 			if (!isa_supported(i))
 				return err_set("kernels_set_isa: this CPU lacks %s", name);
 			/* release: pairs with the acquire in ops_get */
-			atomic_store_explicit(&g_ops, isa_table(i),
+			atomic_store_explicit(&g_ops, isa_tables[i],
 					      memory_order_release);
 			return 0;
 		}
@@ -625,8 +553,45 @@ static inline const kernel_ops_t *ops_get(void)
 
 const char *kernels_isa(void) { return ops_get()->name; }
 
-matmat_fn kernels_matmat(dtype_t t) { return ops_get()->matmat[t]; }
-matmat_p16_fn kernels_matmat_p16(dtype_t t) { return ops_get()->matmat_p16[t]; }
+const kernel_ops_t *kernels_ops(void) { return ops_get(); }
+
+/* ------------------------------------------------------- absent kernels */
+
+/* The value of an optional entry that a level lacks by contract
+ * (kernels_impl.h); a call means a caller skipped its check. */
+_Noreturn static void absent_called(const char *kernel)
+{
+	fprintf(stderr, "egang: %s called at level %s (kernels_impl.h: callers check for it)\n",
+		kernel, ops_get()->name);
+	abort();
+}
+
+float dot_absent(const void *w, const void *xa, int64_t n) { absent_called("dot_absent"); }
+
+void matvec_absent(const void *W, size_t rb, const void *xa, float *y, int64_t n, int64_t r0,
+		   int64_t r1)
+{
+	absent_called("matvec_absent");
+}
+
+void matvec_p16_absent(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+{
+	absent_called("matvec_p16_absent");
+}
+
+void matmat_absent(const void *W, size_t rb, const void *X, size_t xs, float *Y, int64_t ys,
+		   int64_t n, int64_t r0, int64_t r1, int64_t ntok)
+{
+	absent_called("matmat_absent");
+}
+
+void matmat_p16_absent(const void *P, const void *X, size_t xs, float *Y, int64_t ys, int64_t n,
+		       int64_t ng, int64_t ntok)
+{
+	absent_called("matmat_p16_absent");
+}
+
+void gemm_quant_absent(GEMM_QUANT_ARGS) { absent_called("gemm_quant_absent"); }
 
 /* ------------------------------------------------- public entry points */
 
@@ -714,13 +679,13 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n)
 {
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
-	return ops_get()->vec_dot[wt](w, xa, n);
+	return ops_get()->type[wt].vec_dot(w, xa, n);
 }
 
 float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n)
 {
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
-	return kops_generic.vec_dot[wt](w, xa, n);
+	return kops_generic.type[wt].vec_dot(w, xa, n);
 }
 
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
@@ -729,7 +694,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	if (r1 <= r0)
 		return;
-	ops_get()->matvec[wt](W, dtype_row_bytes(wt, n), xa, y, n, r0, r1);
+	ops_get()->type[wt].matvec(W, dtype_row_bytes(wt, n), xa, y, n, r0, r1);
 }
 
 /* ------------------------------------------------------------ pack16 */
@@ -827,7 +792,7 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 
 int pack16_used(dtype_t t, int64_t n)
 {
-	if ((unsigned)t >= DTYPE_COUNT || !ops_get()->matvec_p16[t])
+	if ((unsigned)t >= DTYPE_COUNT || ops_get()->type[t].matvec_p16 == matvec_p16_absent)
 		return 0;
 	size_t gb = pack16_group_bytes(t, n);
 	return is_float(t) ? gb && gb <= PACK_FLOAT_GROUP_MAX : gb && n / QK <= P16_NBMAX;
@@ -858,12 +823,12 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
 	if (P && pack16_used(wt, n))
 		pack16_split(wt, rows, r0, r1, &a, &b);
 	if (a > r0)
-		ops->matvec[wt](w, rb, xa, y, n, 0, a - r0);
+		ops->type[wt].matvec(w, rb, xa, y, n, 0, a - r0);
 	if (b > a)
-		ops->matvec_p16[wt]((const uint8_t *)P + (size_t)(a / G) * pack16_group_bytes(wt, n),
+		ops->type[wt].matvec_p16((const uint8_t *)P + (size_t)(a / G) * pack16_group_bytes(wt, n),
 				    xa, y + (a - r0), n, (b - a) / G);
 	if (r1 > b)
-		ops->matvec[wt](w + (size_t)(b - r0) * rb, rb, xa, y + (b - r0), n, 0, r1 - b);
+		ops->type[wt].matvec(w + (size_t)(b - r0) * rb, rb, xa, y + (b - r0), n, 0, r1 - b);
 }
 
 /* ------------------------------------------ forward-pass math (generic) */

@@ -6,46 +6,21 @@
  * row pointers (R = 4 in the body of a range, 1 for the rest and for
  * vec_dot) and runs, for each row, the same sequence of operations whatever
  * R is, so a row's bits never depend on how the rows were chunked. The
- * activations are loaded once per step and shared by the R rows. */
+ * activations are loaded once per step and shared by the R rows.
+ *
+ * The level's table, kops_avx2, ends the file: this file's kernels and
+ * those of kquants_avx2.c, kq_pack_avx2.c, gemm_avx2.c and attn.c. */
 #include "kernels/kernels_impl.h"
 
 #if defined(__x86_64__)
 
-#include <immintrin.h>
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
-
-/* ---------------------------------------------------------- helpers */
-
-#define VEC_ROUNDED(v) __asm__("" : "+x"(v))
-/* Pins an integer accumulator's add chain in program order: without it
- * GCC reassociated the 8 or 16 adds of a block into a tree whose partial
- * sums went through the stack (gemm_avx2.c has the same). */
-#define KEEP(v) __asm__("" : "+x"(v))
+#include "kernels/simd_x86.h"
 
 /* Software prefetch distance ahead of each row of a 4-row group (see
  * kernels_avx512.c); prefetches never fault past the end. */
 #ifndef PF_DIST
 #define PF_DIST 1024
 #endif
-
-/* Fixed-order horizontal sum: (lo128 + hi128), then (0+2, 1+3), then 0+1. */
-AVX2_INLINE float hsum_ps(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-	return _mm_cvtss_f32(s);
-}
-
-AVX2_INLINE int32_t hsum_epi32(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-	return _mm_cvtsi128_si32(s);
-}
 
 /* ------------------------------------------------------ conversions */
 
@@ -86,10 +61,7 @@ AVX2 static void quantize_q8_0_avx2(const float *x, void *yv, int64_t n)
 			v[k] = _mm256_loadu_ps(xb + 8 * k);
 			m = _mm256_max_ps(_mm256_and_ps(v[k], absmask), m);
 		}
-		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-		float amax = _mm_cvtss_f32(m4);
+		float amax = hmax256_ps(m);
 		float d = amax / 127.0f;
 		uint8_t *yb = y + b * sizeof(block_q8_0);
 		st_u16(yb, f32_to_fp16_inline(d));
@@ -127,7 +99,7 @@ AVX2_INLINE __m256 load8(dtype_t t, const uint8_t *w, int64_t i)
 
 /* Per row: two 8-lane FMA accumulators over steps of 16 elements; a ragged
  * tail (< 16) is zero-padded into a buffer and done as one more step; then
- * hsum_ps(acc0 + acc1). Element i of row r is at w[r] + (i / 32) * st +
+ * hsum256_ps(acc0 + acc1). Element i of row r is at w[r] + (i / 32) * st +
  * (i % 32) * es: st = 32 es for rows as stored, 4 * 32 es for a packed
  * group of 4 rows (pack16: per 32 elements, the step of row 0, then of
  * rows 1, 2, 3; n a multiple of 32, w[r] at the group + 32 r es, no
@@ -175,7 +147,7 @@ AVX2_INLINE void dot_rows_float_st(dtype_t t, const uint8_t *const *w, const flo
 	}
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
-		out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+		out[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
 AVX2_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float *x,
@@ -271,7 +243,7 @@ AVX2_INLINE void dot_rows_quant(dtype_t t, const uint8_t *const *w, const uint8_
 			FP_ROUNDED(prod);
 			acc4 = _mm_add_ps(acc4, prod);
 		} else {
-			int32_t s = hsum_epi32(block_dot(t, w[0], b, xq, x8));
+			int32_t s = hsum256_epi32(block_dot(t, w[0], b, xq, x8));
 			float d = fp16_to_f32_inline(block_d(t, w[0], b)) * dx;
 			float prod = (float)s * d;
 			FP_ROUNDED(prod);
@@ -317,9 +289,9 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 	for (int64_t b = 0; b < nb; b++) {
 		cx[b] = 0;
 		if (t == DTYPE_Q4_0)
-			cx[b] = -8 * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(
+			cx[b] = -8 * hsum256_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(
 				_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)XQS(x, b))), ones));
-		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
+		dx[b] = ld_f16_f16c(XD(x, b));
 	}
 	const uint8_t *p = P, *sc = P;
 	for (int64_t g = 0; g < ng; g++) {
@@ -384,28 +356,28 @@ AVX2_INLINE void matvec_p16_quant(dtype_t t, const void *P, const void *xa, floa
 	}
 }
 
-AVX2 static void matvec_p16_f32(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+AVX2 static void matvec_p16_f32_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	matvec_p16_float(DTYPE_F32, P, xa, y, n, ng);
 }
 
-AVX2 static void matvec_p16_f16(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+AVX2 static void matvec_p16_f16_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	matvec_p16_float(DTYPE_F16, P, xa, y, n, ng);
 }
 
-AVX2 static void matvec_p16_bf16(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+AVX2 static void matvec_p16_bf16_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	matvec_p16_float(DTYPE_BF16, P, xa, y, n, ng);
 }
 
-AVX2 static void matvec_p16_q8_0(const void *P, const void *xa, float *y, int64_t n,
+AVX2 static void matvec_p16_q8_0_avx2(const void *P, const void *xa, float *y, int64_t n,
 				 int64_t ng)
 {
 	matvec_p16_quant(DTYPE_Q8_0, P, xa, y, n, ng);
 }
 
-AVX2 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_t n,
+AVX2 static void matvec_p16_q4_0_avx2(const void *P, const void *xa, float *y, int64_t n,
 				 int64_t ng)
 {
 	matvec_p16_quant(DTYPE_Q4_0, P, xa, y, n, ng);
@@ -457,10 +429,7 @@ AVX2 static void softmax_avx2(float *x, int64_t n)
 		un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 		mx = _mm256_max_ps(mx, v);
 	}
-	__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-	m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-	m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-	float max = _mm_cvtss_f32(m4);
+	float max = hmax256_ps(mx);
 	int nan = _mm256_movemask_ps(un) != 0;
 	for (; i < n; i++) {
 		nan |= x[i] != x[i];
@@ -728,66 +697,112 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *k, cons
 
 /* ------------------------------------------------------ entry points */
 
-#define DEFINE_KERNELS(tag, T, ROWS)                                            \
-	AVX2 static float dot_##tag(const void *w, const void *xa, int64_t n)    \
-	{                                                                        \
-		const uint8_t *wr[1] = { w };                                    \
-		float out[1];                                                    \
-		ROWS(T, wr, xa, n, out, 1);                                      \
-		return out[0];                                                   \
-	}                                                                        \
-	AVX2 static void matvec_##tag(const void *W, size_t rb, const void *xa,  \
-				      float *y, int64_t n, int64_t r0, int64_t r1) \
-	{                                                                        \
-		const uint8_t *base = W;                                         \
-		int64_t r = r0;                                                  \
-		for (; r + 4 <= r1; r += 4) {                                    \
-			const uint8_t *wr[4] = {                                 \
-				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
-				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
-			ROWS(T, wr, xa, n, y + r, 4);                            \
-		}                                                                \
-		for (; r < r1; r++) {                                            \
-			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
-			ROWS(T, wr, xa, n, y + r, 1);                            \
-		}                                                                \
-	}
-
 #define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
 #define ROWS_QUANT(T, wr, xa, n, out, R) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
 
-DEFINE_KERNELS(f32, DTYPE_F32, ROWS_FLOAT)
-DEFINE_KERNELS(f16, DTYPE_F16, ROWS_FLOAT)
-DEFINE_KERNELS(bf16, DTYPE_BF16, ROWS_FLOAT)
-DEFINE_KERNELS(q8_0, DTYPE_Q8_0, ROWS_QUANT)
-DEFINE_KERNELS(q4_0, DTYPE_Q4_0, ROWS_QUANT)
+KERNEL_ROWS4(f32_avx2, AVX2 static, DTYPE_F32, ROWS_FLOAT)
+KERNEL_ROWS4(f16_avx2, AVX2 static, DTYPE_F16, ROWS_FLOAT)
+KERNEL_ROWS4(bf16_avx2, AVX2 static, DTYPE_BF16, ROWS_FLOAT)
+KERNEL_ROWS4(q8_0_avx2, AVX2 static, DTYPE_Q8_0, ROWS_QUANT)
+KERNEL_ROWS4(q4_0_avx2, AVX2 static, DTYPE_Q4_0, ROWS_QUANT)
+
+/* ------------------------------------------------------------ table */
 
 const kernel_ops_t kops_avx2 = {
 	.name = "avx2",
-	.vec_dot = {
-		[DTYPE_F32] = dot_f32,
-		[DTYPE_F16] = dot_f16,
-		[DTYPE_BF16] = dot_bf16,
-		[DTYPE_Q8_0] = dot_q8_0,
-		[DTYPE_Q4_0] = dot_q4_0,
-	},
-	.matvec = {
-		[DTYPE_F32] = matvec_f32,
-		[DTYPE_F16] = matvec_f16,
-		[DTYPE_BF16] = matvec_bf16,
-		[DTYPE_Q8_0] = matvec_q8_0,
-		[DTYPE_Q4_0] = matvec_q4_0,
-	},
-	.matvec_p16 = {
-		[DTYPE_F32] = matvec_p16_f32,
-		[DTYPE_F16] = matvec_p16_f16,
-		[DTYPE_BF16] = matvec_p16_bf16,
-		[DTYPE_Q8_0] = matvec_p16_q8_0,
-		[DTYPE_Q4_0] = matvec_p16_q4_0,
-		[DTYPE_Q5_0] = matvec_p16_q8_0, /* its Q8_0 form (kernels_impl.h q8_form) */
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_avx2, .matvec = matvec_f32_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_f32_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_avx2, .matvec = matvec_f16_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_f16_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_avx2, .matvec = matvec_bf16_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_bf16_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_avx2, .matvec = matvec_q8_0_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_avx2, .matvec = matvec_q4_0_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q4_0_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2,
+			.matmat = matmat_q4_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_avx2, .matvec = matvec_q5_0_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx2, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2,
+			.matmat = matmat_q5_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only, but a dot product with itself: the generic's */
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_avx2, .matvec = matvec_q2_K_avx2,
+			.matmat = matmat_q2_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_avx2, .matvec = matvec_q3_K_avx2,
+			.matmat = matmat_q3_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_avx2, .matvec = matvec_q4_K_avx2,
+			.matmat = matmat_q4_K_avx2,
+			.matvec_p16 = matvec_p16_q4_K_avx2, .matmat_p16 = matmat_p16_q4_K_avx2,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_avx2, .matvec = matvec_q5_K_avx2,
+			.matmat = matmat_q5_K_avx2,
+			.matvec_p16 = matvec_p16_q5_K_avx2, .matmat_p16 = matmat_p16_q5_K_avx2,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_avx2, .matvec = matvec_q6_K_avx2,
+			.matmat = matmat_q6_K_avx2,
+			.matvec_p16 = matvec_p16_q6_K_avx2, .matmat_p16 = matmat_p16_q6_K_avx2,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_avx2, .matvec = matvec_iq4_nl_avx2,
+			.matmat = matmat_iq4_nl_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_avx2, .matvec = matvec_iq4_xs_avx2,
+			.matmat = matmat_iq4_xs_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
 	},
 	.quantize_q8_0 = quantize_q8_0_avx2,
+	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx2,
 	.f32_to_fp16_row = f32_to_fp16_row_avx2,
 	.rmsnorm = rmsnorm_avx2,
@@ -795,6 +810,10 @@ const kernel_ops_t kops_avx2 = {
 	.rope_apply = rope_apply_avx2,
 	.attention = attention_avx2,
 	.swiglu = swiglu_avx2,
+	.gemm_quant = gemm_quant_avx2,
+	.gemm_aux = gemm_aux_avx2,
+	.attn_rows = attn_rows_avx2,
+	.attn_rows_heads = attn_rows_heads_avx2,
 };
 
 #endif

@@ -3,6 +3,12 @@
  * kernels_impl.h for what is bit-exact. Every function carries its target
  * attribute; the build has no -march flag.
  *
+ * Reading order: helpers; the quantized rows (Q8_0, Q4_0: in both copies,
+ * vpdpbusd native or emulated); then, in the avx512 copy only, what does
+ * not depend on VNNI (conversions, float rows, float matmat, the forward
+ * pass's float math) and the avx512 table; in the avx512vnni copy its
+ * table, which names those avx512 kernels.
+ *
  * Same structure as kernels_avx2.c: a row-group template runs R = 4 rows
  * (the body of a range) or R = 1 (the rest, and vec_dot) with the same
  * per-row operation sequence.
@@ -44,115 +50,11 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
-
-#include "kernels/avx512_lanes.h"
 #include <math.h>
 
+#include "kernels/avx512_lanes.h"
 
 /* ---------------------------------------------------------- helpers */
-
-
-
-/* Fixed-order horizontal sum: 512 -> 256 -> 128 halves, then (0+2, 1+3),
- * then 0+1. */
-AVX512_INLINE float hsum512_ps(__m512 v)
-{
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v),
-				 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-	return _mm_cvtss_f32(s);
-}
-
-AVX512_INLINE int32_t hsum128_epi32(__m128i s)
-{
-	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-	return _mm_cvtsi128_si32(s);
-}
-
-AVX512_INLINE int32_t hsum256_epi32(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-	return _mm_cvtsi128_si32(s);
-}
-
-/* ------------------------------------------------------ conversions */
-
-AVX512 static void fp16_to_f32_row_avx512(const void *xv, float *y, int64_t n)
-{
-	const uint8_t *x = xv;
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + 2 * i))));
-	for (; i < n; i++)
-		y[i] = fp16_to_f32_inline(ld_u16(x + 2 * i));
-}
-
-AVX512 static void f32_to_fp16_row_avx512(const float *x, void *yv, int64_t n)
-{
-	uint8_t *y = yv;
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16) /* imm 0: round to nearest even */
-		_mm256_storeu_si256((__m256i *)(y + 2 * i),
-				    _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-	for (; i < n; i++)
-		st_u16(y + 2 * i, f32_to_fp16_inline(x[i]));
-}
-
-/* Q8_0 quantization, bit-exact with the generic (same argument as
- * quantize_q8_0_avx2: NaN never wins the max, v = x * (127 / amax), NaN
- * clamps to -127, round half to even as rintf). */
-AVX512 static void quantize_q8_0_avx512(const float *x, void *yv, int64_t n)
-{
-	uint8_t *y = yv;
-	const __m512 m127 = _mm512_set1_ps(-127.0f), p127 = _mm512_set1_ps(127.0f);
-	for (int64_t b = 0; b < n / QK; b++) {
-		const float *xb = x + b * QK;
-		__m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
-		__m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
-		m = _mm512_max_ps(_mm512_abs_ps(v1), m);
-		__m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(m),
-			_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
-		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-		m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-		float amax = _mm_cvtss_f32(m4);
-		float d = amax / 127.0f;
-		uint8_t *yb = y + b * sizeof(block_q8_0);
-		st_u16(yb, f32_to_fp16_inline(d));
-		if (amax == 0.0f) {
-			memset(yb + 2, 0, QK);
-			continue;
-		}
-		const __m512 vid = _mm512_set1_ps(127.0f / amax);
-		__m512i q[2];
-		for (int k = 0; k < 2; k++) {
-			__m512 t = _mm512_mul_ps(k ? v1 : v0, vid);
-			t = _mm512_min_ps(_mm512_max_ps(t, m127), p127);
-			t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-			q[k] = _mm512_cvttps_epi32(t);
-		}
-		_mm_storeu_si128((__m128i *)(yb + 2), _mm512_cvtepi32_epi8(q[0]));
-		_mm_storeu_si128((__m128i *)(yb + 18), _mm512_cvtepi32_epi8(q[1]));
-	}
-}
-
-/* ------------------------------------------------ float-weight rows */
-
-/* 16 weights of type t at element i of row w (lanes outside mask: 0). */
-AVX512_INLINE __m512 load16(dtype_t t, const uint8_t *w, int64_t i, __mmask16 m)
-{
-	if (t == DTYPE_F32)
-		return _mm512_maskz_loadu_ps(m, (const float *)w + i);
-	__m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
-	if (t == DTYPE_F16)
-		return _mm512_cvtph_ps(h);
-	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
 
 /* Software prefetch, per row of a 4-row group, PF_ROW_DIST bytes ahead of
  * where that row is being read; past a row's end the stream continues at the
@@ -183,82 +85,12 @@ AVX512_INLINE void pf_group(const pf_rows_t *pf, const uint8_t *const *w, size_t
 			_mm_prefetch((const char *)w[r] + a + jump + 64 * (size_t)k, _MM_HINT_T0);
 }
 
-/* Per row: two 16-lane FMA accumulators over steps of 32 elements; a ragged
- * tail (< 32) is one more step with masked (zero-filled) loads; then
- * hsum512_ps(acc0 + acc1). The R = 4 and R = 1 forms are written out (not
- * loops over r) so the accumulators stay in registers: the loop form kept
- * them on the stack and ran at half the speed. `pf`, when not NULL, turns
- * on the per-row software prefetch streams (pf_group). Row r's
- * step of elements i .. i + 31 is at w[r] + (i / 32) * stride: stride 32
- * elements for rows as stored, 4 x 32 for packed groups (kernels.h). */
-#define FLOAT_STEP(r, xa, xb, m0, m1)                                          \
-	do {                                                                  \
-		const uint8_t *ws_ = w[r] + (size_t)(i >> 5) * stride;        \
-		a##r##0 = _mm512_fmadd_ps(load16(t, ws_, 0, m0), xa, a##r##0); \
-		a##r##1 = _mm512_fmadd_ps(load16(t, ws_, 16, m1), xb, a##r##1); \
-	} while (0)
-
 /* Lanes 0..rem-1 (none when rem <= 0: the second half of a pair load
  * past the end). */
 AVX512_INLINE __mmask16 tail_mask(int64_t rem)
 {
 	return rem >= 16 ? (__mmask16)0xFFFF
 	       : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
-}
-
-/* Bytes of one 32-element step of a float row (F32: 128, F16/BF16: 64). */
-AVX512_INLINE size_t fstep_bytes(dtype_t t) { return 32 * (size_t)(t == DTYPE_F32 ? 4 : 2); }
-
-AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
-				   int64_t n, float *out, const pf_rows_t *pf, size_t stride)
-{
-	__m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
-	__m512 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-	const size_t es = t == DTYPE_F32 ? 4 : 2;
-	int64_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		if (pf)
-			pf_group(pf, w, (size_t)i * es, t == DTYPE_F32 ? 2 : 1);
-		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
-		FLOAT_STEP(1, x0, x1, 0xFFFF, 0xFFFF);
-		FLOAT_STEP(2, x0, x1, 0xFFFF, 0xFFFF);
-		FLOAT_STEP(3, x0, x1, 0xFFFF, 0xFFFF);
-	}
-	if (i < n) {
-		int64_t rem = n - i;
-		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
-		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
-		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
-		FLOAT_STEP(0, x0, x1, m0, m1);
-		FLOAT_STEP(1, x0, x1, m0, m1);
-		FLOAT_STEP(2, x0, x1, m0, m1);
-		FLOAT_STEP(3, x0, x1, m0, m1);
-	}
-	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
-	out[1] = hsum512_ps(_mm512_add_ps(a10, a11));
-	out[2] = hsum512_ps(_mm512_add_ps(a20, a21));
-	out[3] = hsum512_ps(_mm512_add_ps(a30, a31));
-}
-
-AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const float *x,
-				   int64_t n, float *out)
-{
-	const size_t stride = fstep_bytes(t);
-	__m512 a00 = _mm512_setzero_ps(), a01 = a00;
-	int64_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
-	}
-	if (i < n) {
-		int64_t rem = n - i;
-		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
-		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
-		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
-		FLOAT_STEP(0, x0, x1, m0, m1);
-	}
-	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
 }
 
 /* ---------------------------------------------------- quantized rows */
@@ -482,7 +314,7 @@ AVX512_INLINE void x16_prepare(dtype_t t, const uint8_t *x, int64_t nb, int32_t 
 	for (int64_t b = 0; b < nb; b++) {
 		__m256i c = corr256(t, _mm256_loadu_si256((const __m256i *)XQS(x, b)));
 		cx[b] = hsum256_epi32(c);
-		dx[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(XD(x, b)))));
+		dx[b] = ld_f16_f16c(XD(x, b));
 	}
 }
 
@@ -665,72 +497,225 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 	}
 }
 
-/* ------------------------------------------------------ entry points */
-
-#define DEFINE_DOT(tag, T, ROWS1)                                               \
-	AVX512 static float dot_##tag(const void *w, const void *xa, int64_t n)  \
-	{                                                                        \
-		const uint8_t *wr[1] = { w };                                    \
-		float out[1];                                                    \
-		ROWS1(T, wr, xa, n, out);                                        \
-		return out[0];                                                   \
-	}
-
-#define DEFINE_KERNELS(tag, T, ROWS4, ROWS1)                                    \
-	DEFINE_DOT(tag, T, ROWS1)                                                \
-	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
-					float *y, int64_t n, int64_t r0, int64_t r1) \
-	{                                                                        \
-		const uint8_t *base = W;                                         \
-		const pf_rows_t pf = { rb };                                     \
-		int64_t r = r0;                                                  \
-		for (; r + 4 <= r1; r += 4) {                                    \
-			const uint8_t *wr[4] = {                                 \
-				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
-				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
-			ROWS4(T, wr, xa, n, y + r, &pf);                         \
-		}                                                                \
-		for (; r < r1; r++) {                                            \
-			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
-			ROWS1(T, wr, xa, n, y + r);                              \
-		}                                                                \
-	}
-
-#define FLOAT4(T, wr, xa, n, out, pf) \
-	dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, fstep_bytes(T))
-#define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
+/* quantized entry points: matvec_quant (16-row groups first) */
 #define QUANT1(T, wr, xa, n, out) \
 	dot_rows_quant(T, wr, (const uint8_t *)(xa), (n) / QK, out, 1, NULL)
-
-DEFINE_KERNELS(f32, DTYPE_F32, FLOAT4, FLOAT1)
-DEFINE_KERNELS(f16, DTYPE_F16, FLOAT4, FLOAT1)
-DEFINE_KERNELS(bf16, DTYPE_BF16, FLOAT4, FLOAT1)
-
-/* quantized: matvec_quant (16-row groups first) */
-#define DEFINE_QUANT_KERNELS(tag, T)                                            \
-	DEFINE_DOT(tag, T, QUANT1)                                               \
-	AVX512 static void matvec_##tag(const void *W, size_t rb, const void *xa, \
-					float *y, int64_t n, int64_t r0, int64_t r1) \
-	{                                                                        \
-		matvec_quant(T, W, rb, xa, y, n, r0, r1);                        \
+#define DEFINE_QUANT_KERNELS(tag, T)                                                 \
+	AVX512 static float AVX512_SYM(dot_##tag##_avx512)(const void *w, const void *xa, \
+							  int64_t n)                  \
+	{                                                                             \
+		const uint8_t *wr[1] = { w };                                         \
+		float out[1];                                                         \
+		QUANT1(T, wr, xa, n, out);                                            \
+		return out[0];                                                        \
+	}                                                                             \
+	AVX512 static void AVX512_SYM(matvec_##tag##_avx512)(const void *W, size_t rb,   \
+							    const void *xa, float *y,   \
+							    int64_t n, int64_t r0,      \
+							    int64_t r1)                 \
+	{                                                                             \
+		matvec_quant(T, W, rb, xa, y, n, r0, r1);                             \
+	}                                                                             \
+	AVX512 static void AVX512_SYM(matvec_p16_##tag##_avx512)(const void *P,          \
+								const void *xa, float *y, \
+								int64_t n, int64_t ng)    \
+	{                                                                             \
+		matvec_p16(T, P, xa, y, n, ng);                                       \
 	}
-
 DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
 DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
 
-AVX512 static void matvec_p16_q8_0(const void *P, const void *xa, float *y, int64_t n,
-				   int64_t ng)
+/* ====================================================================
+ * The kernels that do not depend on VNNI: compiled once, at the avx512
+ * level, and named by both avx512 tables. */
+#if !EGANG_AVX512_VNNI
+
+/* ------------------------------------------------------ conversions */
+
+AVX512 void fp16_to_f32_row_avx512(const void *xv, float *y, int64_t n)
 {
-	matvec_p16(DTYPE_Q8_0, P, xa, y, n, ng);
+	const uint8_t *x = xv;
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + 2 * i))));
+	for (; i < n; i++)
+		y[i] = fp16_to_f32_inline(ld_u16(x + 2 * i));
 }
 
-AVX512 static void matvec_p16_q4_0(const void *P, const void *xa, float *y, int64_t n,
-				   int64_t ng)
+AVX512 void f32_to_fp16_row_avx512(const float *x, void *yv, int64_t n)
 {
-	matvec_p16(DTYPE_Q4_0, P, xa, y, n, ng);
+	uint8_t *y = yv;
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) /* imm 0: round to nearest even */
+		_mm256_storeu_si256((__m256i *)(y + 2 * i),
+				    _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		st_u16(y + 2 * i, f32_to_fp16_inline(x[i]));
 }
+
+/* Q8_0 quantization, bit-exact with the generic (same argument as
+ * quantize_q8_0_avx2: NaN never wins the max, v = x * (127 / amax), NaN
+ * clamps to -127, round half to even as rintf). */
+AVX512 void quantize_q8_0_avx512(const float *x, void *yv, int64_t n)
+{
+	uint8_t *y = yv;
+	const __m512 m127 = _mm512_set1_ps(-127.0f), p127 = _mm512_set1_ps(127.0f);
+	for (int64_t b = 0; b < n / QK; b++) {
+		const float *xb = x + b * QK;
+		__m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+		__m512 m = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+		m = _mm512_max_ps(_mm512_abs_ps(v1), m);
+		float amax = hmax256_ps(_mm256_max_ps(_mm512_castps512_ps256(m),
+			_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1))));
+		float d = amax / 127.0f;
+		uint8_t *yb = y + b * sizeof(block_q8_0);
+		st_u16(yb, f32_to_fp16_inline(d));
+		if (amax == 0.0f) {
+			memset(yb + 2, 0, QK);
+			continue;
+		}
+		const __m512 vid = _mm512_set1_ps(127.0f / amax);
+		__m512i q[2];
+		for (int k = 0; k < 2; k++) {
+			__m512 t = _mm512_mul_ps(k ? v1 : v0, vid);
+			t = _mm512_min_ps(_mm512_max_ps(t, m127), p127);
+			t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			q[k] = _mm512_cvttps_epi32(t);
+		}
+		_mm_storeu_si128((__m128i *)(yb + 2), _mm512_cvtepi32_epi8(q[0]));
+		_mm_storeu_si128((__m128i *)(yb + 18), _mm512_cvtepi32_epi8(q[1]));
+	}
+}
+
+/* ------------------------------------------------ float-weight rows */
+
+/* 16 weights of type t at element i of row w (lanes outside mask: 0). */
+AVX512_INLINE __m512 load16(dtype_t t, const uint8_t *w, int64_t i, __mmask16 m)
+{
+	if (t == DTYPE_F32)
+		return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+	__m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+	if (t == DTYPE_F16)
+		return _mm512_cvtph_ps(h);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* Per row: two 16-lane FMA accumulators over steps of 32 elements; a ragged
+ * tail (< 32) is one more step with masked (zero-filled) loads; then
+ * hsum512_ps(acc0 + acc1). The R = 4 and R = 1 forms are written out (not
+ * loops over r) so the accumulators stay in registers: the loop form kept
+ * them on the stack and ran at half the speed. `pf`, when not NULL, turns
+ * on the per-row software prefetch streams (pf_group). Row r's
+ * step of elements i .. i + 31 is at w[r] + (i / 32) * stride: stride 32
+ * elements for rows as stored, 4 x 32 for packed groups (kernels.h). */
+#define FLOAT_STEP(r, xa, xb, m0, m1)                                          \
+	do {                                                                  \
+		const uint8_t *ws_ = w[r] + (size_t)(i >> 5) * stride;        \
+		a##r##0 = _mm512_fmadd_ps(load16(t, ws_, 0, m0), xa, a##r##0); \
+		a##r##1 = _mm512_fmadd_ps(load16(t, ws_, 16, m1), xb, a##r##1); \
+	} while (0)
+
+
+/* Bytes of one 32-element step of a float row (F32: 128, F16/BF16: 64). */
+AVX512_INLINE size_t fstep_bytes(dtype_t t) { return 32 * (size_t)(t == DTYPE_F32 ? 4 : 2); }
+
+AVX512_INLINE void dot_rows_float4(dtype_t t, const uint8_t *const *w, const float *x,
+				   int64_t n, float *out, const pf_rows_t *pf, size_t stride)
+{
+	__m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
+	__m512 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+	const size_t es = t == DTYPE_F32 ? 4 : 2;
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		if (pf)
+			pf_group(pf, w, (size_t)i * es, t == DTYPE_F32 ? 2 : 1);
+		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(1, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(2, x0, x1, 0xFFFF, 0xFFFF);
+		FLOAT_STEP(3, x0, x1, 0xFFFF, 0xFFFF);
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
+		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
+		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		FLOAT_STEP(0, x0, x1, m0, m1);
+		FLOAT_STEP(1, x0, x1, m0, m1);
+		FLOAT_STEP(2, x0, x1, m0, m1);
+		FLOAT_STEP(3, x0, x1, m0, m1);
+	}
+	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
+	out[1] = hsum512_ps(_mm512_add_ps(a10, a11));
+	out[2] = hsum512_ps(_mm512_add_ps(a20, a21));
+	out[3] = hsum512_ps(_mm512_add_ps(a30, a31));
+}
+
+AVX512_INLINE void dot_rows_float1(dtype_t t, const uint8_t *const *w, const float *x,
+				   int64_t n, float *out)
+{
+	const size_t stride = fstep_bytes(t);
+	__m512 a00 = _mm512_setzero_ps(), a01 = a00;
+	int64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+		FLOAT_STEP(0, x0, x1, 0xFFFF, 0xFFFF);
+	}
+	if (i < n) {
+		int64_t rem = n - i;
+		__mmask16 m0 = tail_mask(rem), m1 = tail_mask(rem - 16);
+		__m512 x0 = _mm512_maskz_loadu_ps(m0, x + i);
+		__m512 x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		FLOAT_STEP(0, x0, x1, m0, m1);
+	}
+	out[0] = hsum512_ps(_mm512_add_ps(a00, a01));
+}
+
+/* float entry points */
+#define FLOAT4(T, wr, xa, n, out, pf) \
+	dot_rows_float4(T, wr, (const float *)(xa), n, out, pf, fstep_bytes(T))
+#define FLOAT1(T, wr, xa, n, out) dot_rows_float1(T, wr, (const float *)(xa), n, out)
+#define DEFINE_FLOAT_KERNELS(tag, T)                                                  \
+	AVX512 float dot_##tag##_avx512(const void *w, const void *xa, int64_t n)       \
+	{                                                                             \
+		const uint8_t *wr[1] = { w };                                         \
+		float out[1];                                                         \
+		FLOAT1(T, wr, xa, n, out);                                            \
+		return out[0];                                                        \
+	}                                                                             \
+	AVX512 void matvec_##tag##_avx512(const void *W, size_t rb, const void *xa,     \
+					  float *y, int64_t n, int64_t r0, int64_t r1)  \
+	{                                                                             \
+		const uint8_t *base = W;                                              \
+		const pf_rows_t pf = { rb };                                          \
+		int64_t r = r0;                                                       \
+		for (; r + 4 <= r1; r += 4) {                                         \
+			const uint8_t *wr[4] = {                                      \
+				base + (size_t)r * rb, base + (size_t)(r + 1) * rb,   \
+				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
+			FLOAT4(T, wr, xa, n, y + r, &pf);                             \
+		}                                                                     \
+		for (; r < r1; r++) {                                                 \
+			const uint8_t *wr[1] = { base + (size_t)r * rb };             \
+			FLOAT1(T, wr, xa, n, y + r);                                  \
+		}                                                                     \
+	}
+DEFINE_FLOAT_KERNELS(f32, DTYPE_F32)
+DEFINE_FLOAT_KERNELS(f16, DTYPE_F16)
+DEFINE_FLOAT_KERNELS(bf16, DTYPE_BF16)
+#undef DEFINE_FLOAT_KERNELS
 
 /* ------------------------------------------- float rows x a token batch */
+
+/* Where the rows of a float matrix are: row r at base + (r / G) * gb +
+ * (r % G) * sb and its steps of 32 elements G * sb apart, sb = 32
+ * elements. As stored: G = 1, gb = the row's bytes; packed (pack16): G =
+ * 4, gb = the group's bytes. */
+typedef struct mm_rows {
+	const uint8_t *base;
+	size_t gb, sb;
+	int G;
+} mm_rows_t;
 
 /* IN_REGISTER(v), GCC: an empty asm that says it changes v, so the
  * compiler must hold v in a register and cannot fold its load into the
@@ -819,23 +804,13 @@ MM_UNROLL
 			y[k * ys + r] = hsum512_ps(_mm512_add_ps(a[r][k][0], a[r][k][1]));
 }
 
-/* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
- * rows (a matrix's last rows). */
-/* Where the rows of a float matrix are: row r at base + (r / G) * gb +
- * (r % G) * sb and its steps of 32 elements G * sb apart, sb = 32
- * elements. As stored: G = 1, gb = the row's bytes; packed (pack16): G =
- * 4, gb = the group's bytes. */
-typedef struct mm_rows {
-	const uint8_t *base;
-	size_t gb, sb;
-	int G;
-} mm_rows_t;
-
 AVX512_INLINE const uint8_t *mm_row(const mm_rows_t *L, int64_t r)
 {
 	return L->base + (size_t)(r / L->G) * L->gb + (size_t)(r % L->G) * L->sb;
 }
 
+/* One tile of T tokens x rows r0..r1-1: groups of R rows, then single
+ * rows (a matrix's last rows). */
 AVX512_INLINE void mm_tile(dtype_t t, const mm_rows_t *L, const int R,
 			   const uint8_t *xk, size_t xs, const int T, int64_t n,
 			   float *yk, int64_t ys, int64_t r0, int64_t r1)
@@ -877,7 +852,7 @@ AVX512_INLINE void matmat_float(dtype_t t, const mm_rows_t *L, const void *X,
 }
 
 #define DEFINE_MATMAT(tag, T)                                                        \
-	AVX512 static void matmat_##tag(const void *W, size_t rb, const void *X,      \
+	AVX512 void matmat_##tag##_avx512(const void *W, size_t rb, const void *X,    \
 					size_t xs, float *Y, int64_t ys, int64_t n,    \
 					int64_t r0, int64_t r1, int64_t ntok)          \
 	{                                                                             \
@@ -914,12 +889,12 @@ AVX512_INLINE void matmat_p4(dtype_t t, const void *P, const void *X, size_t xs,
 }
 
 #define DEFINE_P4(tag, T)                                                            \
-	AVX512 static void matvec_p16_##tag(const void *P, const void *xa, float *y,  \
+	AVX512 void matvec_p16_##tag##_avx512(const void *P, const void *xa, float *y, \
 					    int64_t n, int64_t ng)                     \
 	{                                                                             \
 		matvec_p4(T, P, xa, y, n, ng);                                        \
 	}                                                                             \
-	AVX512 static void matmat_p16_##tag(const void *P, const void *X, size_t xs,  \
+	AVX512 void matmat_p16_##tag##_avx512(const void *P, const void *X, size_t xs, \
 					    float *Y, int64_t ys, int64_t n,           \
 					    int64_t ng, int64_t ntok)                  \
 	{                                                                             \
@@ -936,7 +911,7 @@ DEFINE_P4(bf16, DTYPE_BF16)
  * rounded before its add (FP_ROUNDED, no FMA). */
 
 /* ss from rmsnorm_scale (kernels_impl.h); o = w * (ss * x) 16 lanes at once. */
-AVX512 static void rmsnorm_avx512(float *o, const float *x, const float *w,
+AVX512 void rmsnorm_avx512(float *o, const float *x, const float *w,
 				  int64_t n, float eps)
 {
 	const float ss = rmsnorm_scale(x, n, eps);
@@ -953,7 +928,7 @@ AVX512 static void rmsnorm_avx512(float *o, const float *x, const float *w,
  * NaN anywhere takes the generic path, whose comparisons define the
  * result), expf and the sum in the generic's order, the division 16 lanes
  * at once. */
-AVX512 static void softmax_avx512(float *x, int64_t n)
+AVX512 void softmax_avx512(float *x, int64_t n)
 {
 	if (n <= 0)
 		return;
@@ -1019,7 +994,7 @@ AVX512_INLINE __m512 exp_eg_avx512(__m512 x)
 }
 
 /* swiglu_generic 16 lanes at once (same operations: the same bits). */
-AVX512 static void swiglu_avx512(float *o, const float *a, const float *b, int64_t n)
+AVX512 void swiglu_avx512(float *o, const float *a, const float *b, int64_t n)
 {
 	const __m512 one = _mm512_set1_ps(1.0f);
 	for (int64_t i = 0; i < n; i += 16) {
@@ -1039,7 +1014,7 @@ AVX512 static void swiglu_avx512(float *o, const float *a, const float *b, int64
  * lanes of a pair, the pair swapped, then even lanes v0 c - v1 s and odd
  * lanes v1 c + v0 s (an add commutes exactly). neox = 1: halves a and
  * b = a + rot/2 as two vectors, cos and sin de-interleaved. */
-AVX512 static void rope_apply_avx512(float *x, int n_heads, int head_dim, int rot_dim,
+AVX512 void rope_apply_avx512(float *x, int n_heads, int head_dim, int rot_dim,
 				     const float *cs, int neox)
 {
 	const __mmask16 even = 0x5555;
@@ -1218,7 +1193,7 @@ AVX512_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t 
 
 /* nh heads: scores 4 heads at a time (att_scores), then per head softmax
  * (as above) and the weighted sum. */
-AVX512 static void attention_avx512(float *out, const float *q, const float *k,
+AVX512 void attention_avx512(float *out, const float *q, const float *k,
 				    const float *v, int64_t stride, int n_pos, int hd,
 				    float *scores, int nh, int64_t ss)
 {
@@ -1249,41 +1224,102 @@ AVX512 static void attention_avx512(float *out, const float *q, const float *k,
 	}
 }
 
-const kernel_ops_t AVX512_SYM(kops_avx512) = {
-	.name = EGANG_AVX512_VNNI ? "avx512vnni" : "avx512",
-	.vec_dot = {
-		[DTYPE_F32] = dot_f32,
-		[DTYPE_F16] = dot_f16,
-		[DTYPE_BF16] = dot_bf16,
-		[DTYPE_Q8_0] = dot_q8_0,
-		[DTYPE_Q4_0] = dot_q4_0,
-	},
-	.matvec = {
-		[DTYPE_F32] = matvec_f32,
-		[DTYPE_F16] = matvec_f16,
-		[DTYPE_BF16] = matvec_bf16,
-		[DTYPE_Q8_0] = matvec_q8_0,
-		[DTYPE_Q4_0] = matvec_q4_0,
-	},
-	.matvec_p16 = {
-		[DTYPE_F32] = matvec_p16_f32,
-		[DTYPE_F16] = matvec_p16_f16,
-		[DTYPE_BF16] = matvec_p16_bf16,
-		[DTYPE_Q8_0] = matvec_p16_q8_0,
-		[DTYPE_Q4_0] = matvec_p16_q4_0,
-		[DTYPE_Q5_0] = matvec_p16_q8_0, /* its Q8_0 form (kernels_impl.h q8_form) */
-	},
-	.matmat_p16 = {
-		[DTYPE_F32] = matmat_p16_f32,
-		[DTYPE_F16] = matmat_p16_f16,
-		[DTYPE_BF16] = matmat_p16_bf16,
-	},
-	.matmat = {
-		[DTYPE_F32] = matmat_f32,
-		[DTYPE_F16] = matmat_f16,
-		[DTYPE_BF16] = matmat_bf16,
+/* ------------------------------------------------------------ tables */
+
+const kernel_ops_t kops_avx512 = {
+	.name = "avx512",
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512,
+			.matmat = matmat_f32_avx512,
+			.matvec_p16 = matvec_p16_f32_avx512, .matmat_p16 = matmat_p16_f32_avx512,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_avx512, .matvec = matvec_f16_avx512,
+			.matmat = matmat_f16_avx512,
+			.matvec_p16 = matvec_p16_f16_avx512, .matmat_p16 = matmat_p16_f16_avx512,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512,
+			.matmat = matmat_bf16_avx512,
+			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_avx512, .matvec = matvec_q8_0_avx512,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx512, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_avx512, .matvec = matvec_q4_0_avx512,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q4_0_avx512, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2,
+			.matmat = matmat_q4_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_avx2, .matvec = matvec_q5_0_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx512, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2,
+			.matmat = matmat_q5_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only, but a dot product with itself: the generic's */
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_avx2, .matvec = matvec_q2_K_avx2,
+			.matmat = matmat_q2_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_avx2, .matvec = matvec_q3_K_avx2,
+			.matmat = matmat_q3_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_avx512, .matvec = matvec_q4_K_avx512,
+			.matmat = matmat_q4_K_avx512,
+			.matvec_p16 = matvec_p16_q4_K_avx512, .matmat_p16 = matmat_p16_q4_K_avx512,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_avx512, .matvec = matvec_q5_K_avx512,
+			.matmat = matmat_q5_K_avx512,
+			.matvec_p16 = matvec_p16_q5_K_avx512, .matmat_p16 = matmat_p16_q5_K_avx512,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_avx512, .matvec = matvec_q6_K_avx512,
+			.matmat = matmat_q6_K_avx512,
+			.matvec_p16 = matvec_p16_q6_K_avx512, .matmat_p16 = matmat_p16_q6_K_avx512,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_avx2, .matvec = matvec_iq4_nl_avx2,
+			.matmat = matmat_iq4_nl_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_avx2, .matvec = matvec_iq4_xs_avx2,
+			.matmat = matmat_iq4_xs_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
 	},
 	.quantize_q8_0 = quantize_q8_0_avx512,
+	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
 	.f32_to_fp16_row = f32_to_fp16_row_avx512,
 	.rmsnorm = rmsnorm_avx512,
@@ -1291,6 +1327,121 @@ const kernel_ops_t AVX512_SYM(kops_avx512) = {
 	.rope_apply = rope_apply_avx512,
 	.attention = attention_avx512,
 	.swiglu = swiglu_avx512,
+	.gemm_quant = gemm_quant_avx2,
+	.gemm_aux = gemm_aux_avx2,
+	.attn_rows = attn_rows_avx512,
+	.attn_rows_heads = attn_rows_heads_avx512,
 };
+
+#else
+
+const kernel_ops_t kops_avx512vnni = {
+	.name = "avx512vnni",
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512,
+			.matmat = matmat_f32_avx512,
+			.matvec_p16 = matvec_p16_f32_avx512, .matmat_p16 = matmat_p16_f32_avx512,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_avx512, .matvec = matvec_f16_avx512,
+			.matmat = matmat_f16_avx512,
+			.matvec_p16 = matvec_p16_f16_avx512, .matmat_p16 = matmat_p16_f16_avx512,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512,
+			.matmat = matmat_bf16_avx512,
+			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_avx512vnni, .matvec = matvec_q8_0_avx512vnni,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_avx512vnni, .matvec = matvec_q4_0_avx512vnni,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q4_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2,
+			.matmat = matmat_q4_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_avx2, .matvec = matvec_q5_0_avx2,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2,
+			.matmat = matmat_q5_1_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only, but a dot product with itself: the generic's */
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_avx2, .matvec = matvec_q2_K_avx2,
+			.matmat = matmat_q2_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_avx2, .matvec = matvec_q3_K_avx2,
+			.matmat = matmat_q3_K_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_avx512, .matvec = matvec_q4_K_avx512,
+			.matmat = matmat_q4_K_avx512,
+			.matvec_p16 = matvec_p16_q4_K_avx512vnni, .matmat_p16 = matmat_p16_q4_K_avx512vnni,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_avx512, .matvec = matvec_q5_K_avx512,
+			.matmat = matmat_q5_K_avx512,
+			.matvec_p16 = matvec_p16_q5_K_avx512vnni, .matmat_p16 = matmat_p16_q5_K_avx512vnni,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_avx512, .matvec = matvec_q6_K_avx512,
+			.matmat = matmat_q6_K_avx512,
+			.matvec_p16 = matvec_p16_q6_K_avx512vnni, .matmat_p16 = matmat_p16_q6_K_avx512vnni,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_avx2, .matvec = matvec_iq4_nl_avx2,
+			.matmat = matmat_iq4_nl_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_avx2, .matvec = matvec_iq4_xs_avx2,
+			.matmat = matmat_iq4_xs_avx2,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+	},
+	.quantize_q8_0 = quantize_q8_0_avx512,
+	.quantize_q8_K = quantize_q8_K_avx2,
+	.fp16_to_f32_row = fp16_to_f32_row_avx512,
+	.f32_to_fp16_row = f32_to_fp16_row_avx512,
+	.rmsnorm = rmsnorm_avx512,
+	.softmax = softmax_avx512,
+	.rope_apply = rope_apply_avx512,
+	.attention = attention_avx512,
+	.swiglu = swiglu_avx512,
+	.gemm_quant = gemm_quant_avx512vnni,
+	.gemm_aux = gemm_aux_avx2,
+	.attn_rows = attn_rows_avx512,
+	.attn_rows_heads = attn_rows_heads_avx512,
+};
+
+#endif /* EGANG_AVX512_VNNI */
 
 #endif

@@ -1,9 +1,11 @@
 /* kernels: private interface between the dispatcher (kernels.c) and the
- * per-ISA implementations (kernels_avx2.c, kernels_avx512.c, kernels_neon.c).
+ * per-ISA implementations (kernels_avx2.c, kernels_avx512.c, kernels_neon.c
+ * and the files they name kernels from).
  *
- * A kernel_ops_t is one ISA level: every entry is a complete implementation
- * of one kernel for that level. kernels.c holds the generic table and picks
- * one table per process.
+ * A kernel_ops_t ("the tables", at the end of this header) is one ISA
+ * level: every entry is a complete implementation of one kernel for that
+ * level, filled in where the table is defined. kernels.c holds the generic
+ * table and picks one table per process.
  *
  * Weights, blocks and half rows are addressed as bytes and read with
  * memcpy-style loads: they may sit at any address.
@@ -154,84 +156,6 @@ static inline uint32_t q8_group_u(dtype_t t, const uint8_t *blk, int g)
 	return (nib | hb << 4) + 0x70707070u; /* bytes q + 112 <= 143: no carry */
 }
 
-/* w (n,) of type wt . xa (n,) prepared activations. */
-typedef float (*vec_dot_fn)(const void *w, const void *xa, int64_t n);
-/* W rows r0..r1-1 (row stride rb bytes) @ xa -> y[r0..r1-1]. */
-typedef void (*matvec_fn)(const void *W, size_t rb, const void *xa, float *y,
-			  int64_t n, int64_t r0, int64_t r1);
-
-/* Weights W rows r0..r1-1 (row stride rb bytes) x ntok activation rows
- * (float, or the type's prepared activations; token k at X + k * xs
- * bytes) -> Y[k * ys + r]; every output the same bits as the level's
- * matvec of that row and token. */
-typedef void (*matmat_fn)(const void *W, size_t rb, const void *X, size_t xs,
-			  float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
-			  int64_t ntok);
-
-/* Packed groups (pack16): ng groups of G rows (pack16_group_rows) from P @
- * xa -> y[0 .. G ng). */
-typedef void (*matvec_p16_fn)(const void *P, const void *xa, float *y, int64_t n,
-			      int64_t ng);
-/* Packed float groups (4 rows) x ntok tokens, as matmat_fn: outputs
- * Y[k * ys + r] for the groups' rows r = 0 .. 4 ng - 1. */
-typedef void (*matmat_p16_fn)(const void *P, const void *X, size_t xs, float *Y,
-			      int64_t ys, int64_t n, int64_t ng, int64_t ntok);
-/* The most blocks per row a packed kernel takes (16384 elements). */
-#define P16_NBMAX 512
-
-typedef struct kernel_ops {
-	const char *name;
-	vec_dot_fn vec_dot[DTYPE_COUNT];
-	matvec_fn matvec[DTYPE_COUNT];
-	/* NULL: no packed form at this level */
-	matvec_p16_fn matvec_p16[DTYPE_COUNT];
-	/* float types and (x86) the kquants.h types; not Q8_0 / Q4_0, nor
-	 * Q5_0 on x86 (their gemm is gemm_quant_*); NULL: gemm_rows runs
-	 * matvec per token */
-	matmat_fn matmat[DTYPE_COUNT];
-	/* F32 / F16 / BF16 only, packed groups (set where matvec_p16 is) */
-	matmat_p16_fn matmat_p16[DTYPE_COUNT];
-	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
-	void (*quantize_q8_0)(const float *x, void *y, int64_t n);
-	/* x (n,) -> Q8_K blocks (n/256), the K-quants' activations; the
-	 * generic's bytes. */
-	void (*quantize_q8_K)(const float *x, void *y, int64_t n);
-	/* Row conversions (halves at any byte address); bit-exact with the
-	 * scalar generic converters. */
-	void (*fp16_to_f32_row)(const void *x, float *y, int64_t n);
-	void (*f32_to_fp16_row)(const float *x, void *y, int64_t n);
-	/* The forward pass's float math, bit-exact with the generic twins
-	 * (kernels.h). NULL: the generic one. */
-	void (*rmsnorm)(float *o, const float *x, const float *w, int64_t n, float eps);
-	void (*softmax)(float *x, int64_t n);
-	/* rotation of n_heads heads with a precomputed table of rot_dim / 2
-	 * (cos, sin) pairs: cs[2j] = cos, cs[2j + 1] = sin of pair j */
-	void (*rope_apply)(float *x, int n_heads, int head_dim, int rot_dim,
-			   const float *cs, int neox);
-	/* attention_heads (kernels.h) */
-	void (*attention)(float *out, const float *q, const float *k, const float *v,
-			  int64_t stride, int n_pos, int hd, float *scores, int nh,
-			  int64_t ss);
-	void (*swiglu)(float *o, const float *a, const float *b, int64_t n);
-} kernel_ops_t;
-
-/* The level in use's matmat for float type t, or NULL. */
-matmat_fn kernels_matmat(dtype_t t);
-/* The level in use's packed matmat for float type t, or NULL. */
-matmat_p16_fn kernels_matmat_p16(dtype_t t);
-
-extern const kernel_ops_t kops_generic;
-#if defined(__x86_64__)
-extern const kernel_ops_t kops_avx2;
-extern const kernel_ops_t kops_avx512;
-extern const kernel_ops_t kops_avx512vnni;
-#endif
-#if defined(__aarch64__)
-/* kernels_neon.c: ASIMD, and ASIMD with the dotprod extension */
-extern const kernel_ops_t kops_neon;
-extern const kernel_ops_t kops_dotprod;
-#endif
-
 /* Unaligned scalar access: weight rows and blocks may sit at any byte
  * address (a Q8_0 block is 34 bytes; tests use odd addresses). */
 static inline uint16_t ld_u16(const void *p)
@@ -246,6 +170,13 @@ static inline void st_u16(void *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline uint32_t ld_u32(const void *p)
 {
 	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline int32_t ld_i32(const void *p)
+{
+	int32_t v;
 	memcpy(&v, p, 4);
 	return v;
 }
@@ -282,6 +213,9 @@ static inline float fp16_to_f32_inline(uint16_t h)
 	memcpy(&f, &bits, 4);
 	return f;
 }
+
+/* The half at p as a float (a block's f16 scale). */
+static inline float ld_f16(const void *p) { return fp16_to_f32_inline(ld_u16(p)); }
 
 /* Round to nearest even; NaN stays NaN, quiet, payload truncated (as
  * vcvtps2ph); overflow gives inf; subnormal halves are produced exactly. */
@@ -350,5 +284,315 @@ static inline float q8_block_generic(const float *xb, int8_t *q)
 	}
 	return amax / 127.0f;
 }
+
+
+/* ============================================================ the tables */
+
+/* The kernel types, one per kind of table entry. Function types (not
+ * pointers), so that a file declares its kernels by name:
+ * `vec_dot_kernel_t dot_q4_K_avx2;`. Kernels are named
+ * <op>_<type>_<level> (dot_q4_K_avx2, matvec_p16_q6_K_avx512vnni), or
+ * <op>_<level> where the op takes no weight type (rmsnorm_neon,
+ * gemm_quant_avx2). */
+
+/* w (n,) of type wt . xa (n,) prepared activations. */
+typedef float vec_dot_kernel_t(const void *w, const void *xa, int64_t n);
+/* W rows r0..r1-1 (row stride rb bytes) @ xa -> y[r0..r1-1]. */
+typedef void matvec_kernel_t(const void *W, size_t rb, const void *xa, float *y,
+			     int64_t n, int64_t r0, int64_t r1);
+/* Weights W rows r0..r1-1 (row stride rb bytes) x ntok activation rows
+ * (float, or the type's prepared activations; token k at X + k * xs
+ * bytes) -> Y[k * ys + r]; every output the same bits as the level's
+ * matvec of that row and token. */
+typedef void matmat_kernel_t(const void *W, size_t rb, const void *X, size_t xs,
+			     float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,
+			     int64_t ntok);
+/* Packed groups (pack16): ng groups of G rows (pack16_group_rows) from P @
+ * xa -> y[0 .. G ng). */
+typedef void matvec_p16_kernel_t(const void *P, const void *xa, float *y, int64_t n,
+				 int64_t ng);
+/* Packed groups x ntok tokens, as matmat: outputs Y[k * ys + r] for the
+ * groups' rows r = 0 .. G ng - 1. */
+typedef void matmat_p16_kernel_t(const void *P, const void *X, size_t xs, float *Y,
+				 int64_t ys, int64_t n, int64_t ng, int64_t ntok);
+/* x (n,) floats -> y, n elements of another type. */
+typedef void quantize_kernel_t(const float *x, void *y, int64_t n);
+/* x, n halves at any byte address -> y (n,). */
+typedef void fp16_to_f32_kernel_t(const void *x, float *y, int64_t n);
+typedef void rmsnorm_kernel_t(float *o, const float *x, const float *w, int64_t n,
+			      float eps);
+typedef void softmax_kernel_t(float *x, int64_t n);
+/* rotation of n_heads heads with a precomputed table of rot_dim / 2
+ * (cos, sin) pairs: cs[2j] = cos, cs[2j + 1] = sin of pair j */
+typedef void rope_apply_kernel_t(float *x, int n_heads, int head_dim, int rot_dim,
+				 const float *cs, int neox);
+/* attention_heads (kernels.h) */
+typedef void attention_kernel_t(float *out, const float *q, const float *k,
+				const float *v, int64_t stride, int n_pos, int hd,
+				float *scores, int nh, int64_t ss);
+typedef void swiglu_kernel_t(float *o, const float *a, const float *b, int64_t n);
+/* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb
+ * bytes) against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb
+ * blocks each, with their aux (dx: scales as floats, sx: sums of the
+ * quants; token t's block b at [t * nb + b]) -> Y[t * ys + r]. Every
+ * output is the same bits as vec_dot_generic(t, row r, X + t * xs, nb *
+ * QK). P: W's packed copy of rows 0..np-1 (pack16, kernels.h), or NULL; a
+ * level may read the whole groups there instead of the rows. */
+#define GEMM_QUANT_ARGS                                                       \
+	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *P, int64_t np, \
+		const uint8_t *X, size_t xs, const float *dx,                 \
+		const int32_t *sx, float *Y, int64_t ys, int64_t nb,          \
+		int64_t r0, int64_t r1, int64_t ntok
+typedef void gemm_quant_kernel_t(GEMM_QUANT_ARGS);
+/* The aux of gemm_quant for ntok Q8_0 activation rows (row k at X + k xs
+ * bytes, nb blocks each): dx[k nb + b] = block b's scale, sx[k nb + b] =
+ * the sum of its quants. */
+typedef void gemm_aux_kernel_t(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok,
+			       float *dx, int32_t *sx);
+/* attn_rows and attn_rows_heads (kernels.h; the last two arguments: pos0,
+ * nq, resp. pos, nh). */
+typedef int attn_rows_kernel_t(const float *q, int64_t qs, const float *K,
+			       const float *V, int64_t kvs, float *out, int64_t os,
+			       int64_t hd, int32_t pos0, int32_t nq);
+
+typedef matmat_kernel_t *matmat_fn;
+typedef matmat_p16_kernel_t *matmat_p16_fn;
+typedef gemm_quant_kernel_t *gemm_quant_fn;
+
+/* The most blocks per row a packed kernel takes (16384 elements). */
+#define P16_NBMAX 512
+
+/* What one level runs for one weight type (ggml's type_traits). */
+typedef struct kernel_type_ops {
+	vec_dot_kernel_t *vec_dot;
+	matvec_kernel_t *matvec;
+	/* rows read from pack16's groups; absent: the level has no packed
+	 * form of the type (pack16_used says 0) */
+	matvec_p16_kernel_t *matvec_p16;
+	/* rows x a token batch; absent: gemm_rows runs the level's
+	 * gemm_quant (Q8_0, Q4_0, and Q5_0 on x86: gemm.c quant_type) or its
+	 * matvec once per token */
+	matmat_kernel_t *matmat;
+	/* packed groups x a token batch (where matvec_p16 is); absent:
+	 * gemm_rows reads the rows as stored */
+	matmat_p16_kernel_t *matmat_p16;
+} kernel_type_ops_t;
+
+/* One ISA level. Every entry is a complete implementation, named where the
+ * table is defined (kops_generic in kernels.c; the SIMD levels' at the
+ * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels) and
+ * kernels_neon.c (both ARM64 levels)); where a level has no better kernel
+ * than a lower level's, its entry names that one. No entry is NULL
+ * (tests/test_kernels.c test_tables_complete checks every entry of every
+ * table): an optional entry that a level lacks by contract holds the
+ * absent kernel of its kind (below). */
+typedef struct kernel_ops {
+	const char *name; /* the level, as EGANG_ISA names it */
+	kernel_type_ops_t type[DTYPE_COUNT];
+	/* x (n,) -> Q8_0 blocks (n/32); bit-exact with the generic. */
+	quantize_kernel_t *quantize_q8_0;
+	/* x (n,) -> Q8_K blocks (n/256), the K-quants' activations; the
+	 * generic's bytes. */
+	quantize_kernel_t *quantize_q8_K;
+	/* Row conversions (halves at any byte address); bit-exact with the
+	 * scalar generic converters. */
+	fp16_to_f32_kernel_t *fp16_to_f32_row;
+	quantize_kernel_t *f32_to_fp16_row;
+	/* The forward pass's float math, bit-exact with the generic twins
+	 * (kernels.h). */
+	rmsnorm_kernel_t *rmsnorm;
+	softmax_kernel_t *softmax;
+	rope_apply_kernel_t *rope_apply;
+	attention_kernel_t *attention;
+	swiglu_kernel_t *swiglu;
+	/* Prefill (gemm.c, attn.c): the quantized gemm (absent:
+	 * gemm_rows_generic), its aux, batched causal attention. */
+	gemm_quant_kernel_t *gemm_quant;
+	gemm_aux_kernel_t *gemm_aux;
+	attn_rows_kernel_t *attn_rows;
+	attn_rows_kernel_t *attn_rows_heads;
+} kernel_ops_t;
+
+/* The absent kernels: the value of an optional entry that a level lacks
+ * by contract, where NULL would be an entry forgotten. The optional
+ * entries: matvec_p16, matmat, matmat_p16, gemm_quant, and the vec_dot and
+ * matvec of Q8_1, an activation type that no weight has. Callers check
+ * for them (kernels.c pack16_used, gemm.c); called anyway, each names
+ * itself on stderr and aborts. */
+vec_dot_kernel_t dot_absent;
+matvec_kernel_t matvec_absent;
+matvec_p16_kernel_t matvec_p16_absent;
+matmat_kernel_t matmat_absent;
+matmat_p16_kernel_t matmat_p16_absent;
+gemm_quant_kernel_t gemm_quant_absent;
+
+/* Every entry of kernel_type_ops_t and of kernel_ops_t as X(field, absent,
+ * optional), for walks over a table (test_tables_complete): absent, the
+ * field's absent kernel (NULL: it has none); optional, an expression of
+ * the weight type t that says whether the entry may hold it. The asserts
+ * below hold the lists to the structs: a field added to a struct and not
+ * to its list fails to compile. */
+#define KERNEL_TYPE_OPS(X)                            \
+	X(vec_dot, dot_absent, t == DTYPE_Q8_1)       \
+	X(matvec, matvec_absent, t == DTYPE_Q8_1)     \
+	X(matvec_p16, matvec_p16_absent, 1)           \
+	X(matmat, matmat_absent, 1)                   \
+	X(matmat_p16, matmat_p16_absent, 1)
+#define KERNEL_OPS(X)                                 \
+	X(quantize_q8_0, NULL, 0)                     \
+	X(quantize_q8_K, NULL, 0)                     \
+	X(fp16_to_f32_row, NULL, 0)                   \
+	X(f32_to_fp16_row, NULL, 0)                   \
+	X(rmsnorm, NULL, 0)                           \
+	X(softmax, NULL, 0)                           \
+	X(rope_apply, NULL, 0)                        \
+	X(attention, NULL, 0)                         \
+	X(swiglu, NULL, 0)                            \
+	X(gemm_quant, gemm_quant_absent, 1)           \
+	X(gemm_aux, NULL, 0)                          \
+	X(attn_rows, NULL, 0)                         \
+	X(attn_rows_heads, NULL, 0)
+#define KERNEL_OPS_COUNT_ONE(field, absent, optional) +1
+_Static_assert(sizeof(kernel_type_ops_t) ==
+		       (0 KERNEL_TYPE_OPS(KERNEL_OPS_COUNT_ONE)) * sizeof(void (*)(void)),
+	       "KERNEL_TYPE_OPS must list every entry of kernel_type_ops_t");
+_Static_assert(sizeof(kernel_ops_t) ==
+		       sizeof(const char *) + DTYPE_COUNT * sizeof(kernel_type_ops_t) +
+			       (0 KERNEL_OPS(KERNEL_OPS_COUNT_ONE)) * sizeof(void (*)(void)),
+	       "KERNEL_OPS must list every entry of kernel_ops_t");
+
+/* The levels, lowest first; a CPU has the levels of one architecture only
+ * (kernels.c isa_supported lists the features of each). */
+enum isa { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_NEON, ISA_DOTPROD, ISA_COUNT };
+
+/* The table of level isa (< ISA_COUNT), whether or not this CPU runs it;
+ * NULL for the levels of the other architecture. */
+const kernel_ops_t *kernels_table(int isa);
+/* The table of the level in use (kernels_init chooses it). */
+const kernel_ops_t *kernels_ops(void);
+
+extern const kernel_ops_t kops_generic;
+#if defined(__x86_64__)
+extern const kernel_ops_t kops_avx2;       /* kernels_avx2.c */
+extern const kernel_ops_t kops_avx512;     /* kernels_avx512.c */
+extern const kernel_ops_t kops_avx512vnni; /* kernels_avx512.c, as kernels_avx512vnni.c */
+#endif
+#if defined(__aarch64__)
+extern const kernel_ops_t kops_neon;    /* kernels_neon.c: ASIMD */
+extern const kernel_ops_t kops_dotprod; /* kernels_neon.c: ASIMD + dot product */
+#endif
+
+/* ------------------------------------------ kernels named across files */
+
+/* generic: what a SIMD level has no kernel of its own for (kernels.c,
+ * gemm.c; attn_rows_generic and attn_rows_heads_generic: kernels.h) */
+vec_dot_kernel_t dot_q8_K_generic;
+matvec_kernel_t matvec_q8_K_generic;
+quantize_kernel_t quantize_q8_K_generic;
+gemm_aux_kernel_t gemm_aux_generic;
+
+#if defined(__x86_64__)
+/* kquants_avx2.c: the legacy types, IQ4_NL / IQ4_XS and the K-quants,
+ * each the same bits as kq_dot_generic; the avx2 level's, and the avx512
+ * levels' where these have no 512-bit form (Q5_0's gemm is gemm_quant:
+ * no matmat) */
+vec_dot_kernel_t dot_q4_1_avx2, dot_q5_0_avx2, dot_q5_1_avx2, dot_iq4_nl_avx2,
+	dot_q2_K_avx2, dot_q3_K_avx2, dot_q4_K_avx2, dot_q5_K_avx2, dot_q6_K_avx2,
+	dot_iq4_xs_avx2;
+matvec_kernel_t matvec_q4_1_avx2, matvec_q5_0_avx2, matvec_q5_1_avx2, matvec_iq4_nl_avx2,
+	matvec_q2_K_avx2, matvec_q3_K_avx2, matvec_q4_K_avx2, matvec_q5_K_avx2,
+	matvec_q6_K_avx2, matvec_iq4_xs_avx2;
+matmat_kernel_t matmat_q4_1_avx2, matmat_q5_1_avx2, matmat_iq4_nl_avx2, matmat_q2_K_avx2,
+	matmat_q3_K_avx2, matmat_q4_K_avx2, matmat_q5_K_avx2, matmat_q6_K_avx2,
+	matmat_iq4_xs_avx2;
+/* the Q8_K activation quantizer, kq_quantize(DTYPE_Q8_K)'s bytes */
+quantize_kernel_t quantize_q8_K_avx2;
+/* kq_pack_avx2.c: packed Q4_K, Q5_K, Q6_K */
+matvec_p16_kernel_t matvec_p16_q4_K_avx2, matvec_p16_q5_K_avx2, matvec_p16_q6_K_avx2;
+matmat_p16_kernel_t matmat_p16_q4_K_avx2, matmat_p16_q5_K_avx2, matmat_p16_q6_K_avx2;
+/* gemm_avx2.c: the quantized gemm (also the avx512 level's: faster than
+ * vpdpbusd emulated) and its aux (every x86 level's) */
+gemm_quant_kernel_t gemm_quant_avx2;
+gemm_aux_kernel_t gemm_aux_avx2;
+/* attn.c */
+attn_rows_kernel_t attn_rows_avx2, attn_rows_heads_avx2;
+attn_rows_kernel_t attn_rows_avx512, attn_rows_heads_avx512;
+/* kernels_avx512.c: the avx512 level's kernels that do not depend on VNNI
+ * (float weights, conversions, the forward pass's float math), compiled
+ * once and named by the avx512vnni table too */
+vec_dot_kernel_t dot_f32_avx512, dot_f16_avx512, dot_bf16_avx512;
+matvec_kernel_t matvec_f32_avx512, matvec_f16_avx512, matvec_bf16_avx512;
+matmat_kernel_t matmat_f32_avx512, matmat_f16_avx512, matmat_bf16_avx512;
+matvec_p16_kernel_t matvec_p16_f32_avx512, matvec_p16_f16_avx512, matvec_p16_bf16_avx512;
+matmat_p16_kernel_t matmat_p16_f32_avx512, matmat_p16_f16_avx512, matmat_p16_bf16_avx512;
+quantize_kernel_t quantize_q8_0_avx512, f32_to_fp16_row_avx512;
+fp16_to_f32_kernel_t fp16_to_f32_row_avx512;
+rmsnorm_kernel_t rmsnorm_avx512;
+softmax_kernel_t softmax_avx512;
+rope_apply_kernel_t rope_apply_avx512;
+attention_kernel_t attention_avx512;
+swiglu_kernel_t swiglu_avx512;
+/* kquants_avx512.c: 512-bit Q4_K, Q5_K, Q6_K (no VNNI: both avx512 levels) */
+vec_dot_kernel_t dot_q4_K_avx512, dot_q5_K_avx512, dot_q6_K_avx512;
+matvec_kernel_t matvec_q4_K_avx512, matvec_q5_K_avx512, matvec_q6_K_avx512;
+matmat_kernel_t matmat_q4_K_avx512, matmat_q5_K_avx512, matmat_q6_K_avx512;
+/* kq_pack_avx512.c, compiled once per avx512 level */
+matvec_p16_kernel_t matvec_p16_q4_K_avx512, matvec_p16_q5_K_avx512, matvec_p16_q6_K_avx512;
+matmat_p16_kernel_t matmat_p16_q4_K_avx512, matmat_p16_q5_K_avx512, matmat_p16_q6_K_avx512;
+matvec_p16_kernel_t matvec_p16_q4_K_avx512vnni, matvec_p16_q5_K_avx512vnni,
+	matvec_p16_q6_K_avx512vnni;
+matmat_p16_kernel_t matmat_p16_q4_K_avx512vnni, matmat_p16_q5_K_avx512vnni,
+	matmat_p16_q6_K_avx512vnni;
+/* gemm_avx512.c */
+gemm_quant_kernel_t gemm_quant_avx512vnni;
+#endif
+
+#if defined(__aarch64__)
+/* attn.c (both ARM64 levels) */
+attn_rows_kernel_t attn_rows_neon, attn_rows_heads_neon;
+#endif
+
+/* ---------------------------------------------------------- kernel shapes */
+
+/* name: a matvec that runs dot on each row in turn (the generic level,
+ * and the types a level decodes one row at a time). ATTR: storage class
+ * and target attribute. */
+#define KERNEL_MATVEC_BY_DOT(name, ATTR, dot)                                 \
+	ATTR void name(const void *W, size_t rb, const void *xa, float *y,     \
+		       int64_t n, int64_t r0, int64_t r1)                      \
+	{                                                                     \
+		for (int64_t r = r0; r < r1; r++)                             \
+			y[r] = dot((const char *)W + (size_t)r * rb, xa, n);  \
+	}
+
+/* dot_<tag> and matvec_<tag> of type T over a row-group template
+ * ROWS(T, wr, xa, n, out, R), which runs R row pointers wr (R = 4 in the
+ * body of a range, 1 for the rest and for the dot product) through the
+ * same operations per row whatever R is, so that a row's bits never
+ * depend on how the rows were grouped. */
+#define KERNEL_ROWS4(tag, ATTR, T, ROWS)                                        \
+	ATTR float dot_##tag(const void *w, const void *xa, int64_t n)           \
+	{                                                                        \
+		const uint8_t *wr[1] = { w };                                    \
+		float out[1];                                                    \
+		ROWS(T, wr, xa, n, out, 1);                                      \
+		return out[0];                                                   \
+	}                                                                        \
+	ATTR void matvec_##tag(const void *W, size_t rb, const void *xa, float *y, \
+			       int64_t n, int64_t r0, int64_t r1)                \
+	{                                                                        \
+		const uint8_t *base = W;                                         \
+		int64_t r = r0;                                                  \
+		for (; r + 4 <= r1; r += 4) {                                    \
+			const uint8_t *wr[4] = {                                 \
+				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
+				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
+			ROWS(T, wr, xa, n, y + r, 4);                            \
+		}                                                                \
+		for (; r < r1; r++) {                                            \
+			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
+			ROWS(T, wr, xa, n, y + r, 1);                            \
+		}                                                                \
+	}
 
 #endif

@@ -182,7 +182,7 @@ NEON_INLINE void dot_rows_float(dtype_t t, const uint8_t *const *w, const float 
 	}
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++) {
-		/* avx2 hsum_ps(acc0 + acc1): 8 lanes, then 4, then 2, then 1 */
+		/* avx2 hsum256_ps(acc0 + acc1): 8 lanes, then 4, then 2, then 1 */
 		float32x4_t lo = vaddq_f32(acc[r][0], acc[r][2]);
 		float32x4_t hi = vaddq_f32(acc[r][1], acc[r][3]);
 		float32x4_t s = vaddq_f32(lo, hi);
@@ -230,7 +230,7 @@ DOTPROD_INLINE int32x4_t bsum_dotprod(int8x16_t w0, int8x16_t w1, int8x16_t x0, 
 
 /* An f16 scale as a float by FCVTL: exact, as fp16_to_f32_inline (which
  * takes a dozen scalar instructions and branches). */
-NEON_INLINE float h2f(const uint8_t *p)
+NEON_INLINE float ld_f16_neon(const uint8_t *p)
 {
 	uint16x4_t h = vld1_dup_u16((const uint16_t *)(const void *)p);
 	return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), 0);
@@ -254,7 +254,7 @@ NEON_INLINE const uint8_t *block_d(dtype_t t, const uint8_t *w, int64_t b)
 		for (int64_t b = 0; b < nb; b++) {                                      \
 			int8x16_t x0 = vld1q_s8((const int8_t *)XQS(x, b));             \
 			int8x16_t x1 = vld1q_s8((const int8_t *)XQS(x, b) + 16);        \
-			float dx = h2f(XD(x, b));                                       \
+			float dx = ld_f16_neon(XD(x, b));                                       \
 			int8x16_t w0, w1;                                               \
 			if (R == 4) {                                                   \
 				int32x4_t s[4];                                         \
@@ -279,7 +279,7 @@ NEON_INLINE const uint8_t *block_d(dtype_t t, const uint8_t *w, int64_t b)
 			} else {                                                        \
 				block_w(t, w[0], b, &w0, &w1);                          \
 				int32_t s = vaddvq_s32(BSUM(w0, w1, x0, x1));           \
-				float d = h2f(block_d(t, w[0], b)) * dx;                \
+				float d = ld_f16_neon(block_d(t, w[0], b)) * dx;                \
 				float prod = (float)s * d;                              \
 				FP_ROUNDED(prod);                                       \
 				acc1 = acc1 + prod;                                     \
@@ -295,31 +295,6 @@ DOT_ROWS_QUANT(dot_rows_quant_dotprod, DOTPROD_INLINE, bsum_dotprod)
 
 /* ------------------------------------------------------ entry points */
 
-#define DEFINE_KERNELS(tag, ATTR, T, ROWS)                                       \
-	ATTR static float dot_##tag(const void *w, const void *xa, int64_t n)    \
-	{                                                                        \
-		const uint8_t *wr[1] = { w };                                    \
-		float out[1];                                                    \
-		ROWS(T, wr, xa, n, out, 1);                                      \
-		return out[0];                                                   \
-	}                                                                        \
-	ATTR static void matvec_##tag(const void *W, size_t rb, const void *xa,  \
-				      float *y, int64_t n, int64_t r0, int64_t r1) \
-	{                                                                        \
-		const uint8_t *base = W;                                         \
-		int64_t r = r0;                                                  \
-		for (; r + 4 <= r1; r += 4) {                                    \
-			const uint8_t *wr[4] = {                                 \
-				base + (size_t)r * rb, base + (size_t)(r + 1) * rb, \
-				base + (size_t)(r + 2) * rb, base + (size_t)(r + 3) * rb }; \
-			ROWS(T, wr, xa, n, y + r, 4);                            \
-		}                                                                \
-		for (; r < r1; r++) {                                            \
-			const uint8_t *wr[1] = { base + (size_t)r * rb };        \
-			ROWS(T, wr, xa, n, y + r, 1);                            \
-		}                                                                \
-	}
-
 #define ROWS_FLOAT(T, wr, xa, n, out, R) dot_rows_float(T, wr, (const float *)(xa), n, out, R)
 #define ROWS_QN(T, wr, xa, n, out, R) \
 	dot_rows_quant_neon(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
@@ -327,13 +302,14 @@ DOT_ROWS_QUANT(dot_rows_quant_dotprod, DOTPROD_INLINE, bsum_dotprod)
 	dot_rows_quant_dotprod(T, wr, (const uint8_t *)(xa), (n) / QK, out, R)
 #define NOATTR
 
-DEFINE_KERNELS(f32, NOATTR, DTYPE_F32, ROWS_FLOAT)
-DEFINE_KERNELS(f16, NOATTR, DTYPE_F16, ROWS_FLOAT)
-DEFINE_KERNELS(bf16, NOATTR, DTYPE_BF16, ROWS_FLOAT)
-DEFINE_KERNELS(q8_0_neon, NOATTR, DTYPE_Q8_0, ROWS_QN)
-DEFINE_KERNELS(q4_0_neon, NOATTR, DTYPE_Q4_0, ROWS_QN)
-DEFINE_KERNELS(q8_0_dotprod, DOTPROD, DTYPE_Q8_0, ROWS_QD)
-DEFINE_KERNELS(q4_0_dotprod, DOTPROD, DTYPE_Q4_0, ROWS_QD)
+/* float weights: no dot product instruction, so both levels run these */
+KERNEL_ROWS4(f32_neon, static, DTYPE_F32, ROWS_FLOAT)
+KERNEL_ROWS4(f16_neon, static, DTYPE_F16, ROWS_FLOAT)
+KERNEL_ROWS4(bf16_neon, static, DTYPE_BF16, ROWS_FLOAT)
+KERNEL_ROWS4(q8_0_neon, static, DTYPE_Q8_0, ROWS_QN)
+KERNEL_ROWS4(q4_0_neon, static, DTYPE_Q4_0, ROWS_QN)
+KERNEL_ROWS4(q8_0_dotprod, DOTPROD static, DTYPE_Q8_0, ROWS_QD)
+KERNEL_ROWS4(q4_0_dotprod, DOTPROD static, DTYPE_Q4_0, ROWS_QD)
 
 /* ------------------------------------------------------------ K-quants */
 
@@ -632,33 +608,26 @@ DEFINE_IQ4_XS(dot_iq4_xs_neon, NOATTR, bsum16_neon)
 DEFINE_IQ4_XS(dot_iq4_xs_dotprod, DOTPROD, bsum16_dotprod)
 
 /* K-quant rows one at a time (the super-block's decode dominates). */
-#define DEFINE_KQ_MATVEC(NAME, ATTR, DOT)                                         \
-	ATTR static void NAME(const void *W, size_t rb, const void *xa, float *y, \
-			      int64_t n, int64_t r0, int64_t r1)                  \
-	{                                                                         \
-		for (int64_t r = r0; r < r1; r++)                                 \
-			y[r] = DOT((const uint8_t *)W + (size_t)r * rb, xa, n);   \
-	}
-DEFINE_KQ_MATVEC(matvec_q4_K_neon, NOATTR, dot_q4_K_neon)
-DEFINE_KQ_MATVEC(matvec_q4_K_dotprod, DOTPROD, dot_q4_K_dotprod)
-DEFINE_KQ_MATVEC(matvec_q6_K_neon, NOATTR, dot_q6_K_neon)
-DEFINE_KQ_MATVEC(matvec_q6_K_dotprod, DOTPROD, dot_q6_K_dotprod)
-DEFINE_KQ_MATVEC(matvec_q2_K_neon, NOATTR, dot_q2_K_neon)
-DEFINE_KQ_MATVEC(matvec_q2_K_dotprod, DOTPROD, dot_q2_K_dotprod)
-DEFINE_KQ_MATVEC(matvec_q3_K_neon, NOATTR, dot_q3_K_neon)
-DEFINE_KQ_MATVEC(matvec_q3_K_dotprod, DOTPROD, dot_q3_K_dotprod)
-DEFINE_KQ_MATVEC(matvec_q5_K_neon, NOATTR, dot_q5_K_neon)
-DEFINE_KQ_MATVEC(matvec_q5_K_dotprod, DOTPROD, dot_q5_K_dotprod)
-DEFINE_KQ_MATVEC(matvec_q5_0_neon, NOATTR, dot_q5_0_neon)
-DEFINE_KQ_MATVEC(matvec_q5_0_dotprod, DOTPROD, dot_q5_0_dotprod)
-DEFINE_KQ_MATVEC(matvec_q4_1_neon, NOATTR, dot_q4_1_neon)
-DEFINE_KQ_MATVEC(matvec_q4_1_dotprod, DOTPROD, dot_q4_1_dotprod)
-DEFINE_KQ_MATVEC(matvec_q5_1_neon, NOATTR, dot_q5_1_neon)
-DEFINE_KQ_MATVEC(matvec_q5_1_dotprod, DOTPROD, dot_q5_1_dotprod)
-DEFINE_KQ_MATVEC(matvec_iq4_nl_neon, NOATTR, dot_iq4_nl_neon)
-DEFINE_KQ_MATVEC(matvec_iq4_nl_dotprod, DOTPROD, dot_iq4_nl_dotprod)
-DEFINE_KQ_MATVEC(matvec_iq4_xs_neon, NOATTR, dot_iq4_xs_neon)
-DEFINE_KQ_MATVEC(matvec_iq4_xs_dotprod, DOTPROD, dot_iq4_xs_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q4_K_neon, static, dot_q4_K_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q4_K_dotprod, DOTPROD static, dot_q4_K_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q6_K_neon, static, dot_q6_K_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q6_K_dotprod, DOTPROD static, dot_q6_K_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q2_K_neon, static, dot_q2_K_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q2_K_dotprod, DOTPROD static, dot_q2_K_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q3_K_neon, static, dot_q3_K_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q3_K_dotprod, DOTPROD static, dot_q3_K_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q5_K_neon, static, dot_q5_K_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q5_K_dotprod, DOTPROD static, dot_q5_K_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q5_0_neon, static, dot_q5_0_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q5_0_dotprod, DOTPROD static, dot_q5_0_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q4_1_neon, static, dot_q4_1_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q4_1_dotprod, DOTPROD static, dot_q4_1_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_q5_1_neon, static, dot_q5_1_neon)
+KERNEL_MATVEC_BY_DOT(matvec_q5_1_dotprod, DOTPROD static, dot_q5_1_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_iq4_nl_neon, static, dot_iq4_nl_neon)
+KERNEL_MATVEC_BY_DOT(matvec_iq4_nl_dotprod, DOTPROD static, dot_iq4_nl_dotprod)
+KERNEL_MATVEC_BY_DOT(matvec_iq4_xs_neon, static, dot_iq4_xs_neon)
+KERNEL_MATVEC_BY_DOT(matvec_iq4_xs_dotprod, DOTPROD static, dot_iq4_xs_dotprod)
 
 /* ------------------------------------------------ packed Q4_K / Q6_K */
 
@@ -865,8 +834,8 @@ NEON_INLINE float32x4_t p16_k_step(float32x4_t acc, float dx, float32x4_t d, flo
 				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
 		}                                                                      \
 	}
-DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_neon, NOATTR, p16_prep_neon, p16_q4_sub_neon)
-DEFINE_P16_Q4_K(kq_p16_matvec_q4_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q4_sub_dotprod)
+DEFINE_P16_Q4_K(matvec_p16_q4_K_neon, static, p16_prep_neon, p16_q4_sub_neon)
+DEFINE_P16_Q4_K(matvec_p16_q4_K_dotprod, DOTPROD static, p16_prep_dotprod, p16_q4_sub_dotprod)
 
 /* Q6_K: the 4 weight vectors (group g = 0..3, u = q + 32) of sub-block s,
  * quarter r (ql: its first QL vector, qh: its QH vector): the low nibbles
@@ -952,8 +921,8 @@ DOTPROD_INLINE int32x4_t p16_q6_sub_dotprod(const uint8_t *ql, const uint8_t *qh
 				vst1q_f32(y + 16 * g + 4 * r, acc[r]);                 \
 		}                                                                      \
 	}
-DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_neon, NOATTR, p16_prep_neon, p16_q6_sub_neon)
-DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q6_sub_dotprod)
+DEFINE_P16_Q6_K(matvec_p16_q6_K_neon, static, p16_prep_neon, p16_q6_sub_neon)
+DEFINE_P16_Q6_K(matvec_p16_q6_K_dotprod, DOTPROD static, p16_prep_dotprod, p16_q6_sub_dotprod)
 
 /* ------------------------------------------------------------------ gemm */
 
@@ -983,8 +952,8 @@ DEFINE_P16_Q6_K(kq_p16_matvec_q6_K_dotprod, DOTPROD, p16_prep_dotprod, p16_q6_su
 				ROWS(t, wr, X + (size_t)k * xs, nb * QK, Y + k * ys + r, 1); \
 		}                                                                      \
 	}
-DEFINE_GEMM(gemm_quant_neon, NOATTR, ROWS_QN)
-DEFINE_GEMM(gemm_quant_dotprod, DOTPROD, ROWS_QD)
+DEFINE_GEMM(gemm_quant_neon, static, ROWS_QN)
+DEFINE_GEMM(gemm_quant_dotprod, DOTPROD static, ROWS_QD)
 
 /* ------------------------------------------ forward-pass float math */
 
@@ -1260,89 +1229,218 @@ static void attention_neon(float *out, const float *q, const float *k, const flo
 
 /* ---------------------------------------------------------------- tables */
 
-#define NEON_COMMON                                                    \
-	.quantize_q8_0 = quantize_q8_0_neon,                           \
-	.fp16_to_f32_row = fp16_to_f32_row_neon,                       \
-	.f32_to_fp16_row = f32_to_fp16_row_neon, .rmsnorm = rmsnorm_neon, \
-	.softmax = softmax_neon, .rope_apply = rope_apply_neon,        \
-	.attention = attention_neon, .swiglu = swiglu_neon
-
 const kernel_ops_t kops_neon = {
 	.name = "neon",
-	.vec_dot = {
-		[DTYPE_F32] = dot_f32,
-		[DTYPE_F16] = dot_f16,
-		[DTYPE_BF16] = dot_bf16,
-		[DTYPE_Q8_0] = dot_q8_0_neon,
-		[DTYPE_Q4_0] = dot_q4_0_neon,
-		[DTYPE_Q4_K] = dot_q4_K_neon,
-		[DTYPE_Q6_K] = dot_q6_K_neon,
-		[DTYPE_Q2_K] = dot_q2_K_neon,
-		[DTYPE_Q3_K] = dot_q3_K_neon,
-		[DTYPE_Q5_K] = dot_q5_K_neon,
-		[DTYPE_Q5_0] = dot_q5_0_neon,
-		[DTYPE_Q4_1] = dot_q4_1_neon,
-		[DTYPE_Q5_1] = dot_q5_1_neon,
-		[DTYPE_IQ4_NL] = dot_iq4_nl_neon,
-		[DTYPE_IQ4_XS] = dot_iq4_xs_neon,
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_neon, .matvec = matvec_f32_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_neon, .matvec = matvec_f16_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_neon, .matvec = matvec_bf16_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_neon, .matvec = matvec_q8_0_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_neon, .matvec = matvec_q4_0_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_neon, .matvec = matvec_q4_1_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_neon, .matvec = matvec_q5_0_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_neon, .matvec = matvec_q5_1_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only, but a dot product with itself: the generic's */
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_neon, .matvec = matvec_q2_K_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_neon, .matvec = matvec_q3_K_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_neon, .matvec = matvec_q4_K_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q4_K_neon, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_neon, .matvec = matvec_q5_K_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_neon, .matvec = matvec_q6_K_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q6_K_neon, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_neon, .matvec = matvec_iq4_nl_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_neon, .matvec = matvec_iq4_xs_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
 	},
-	.matvec = {
-		[DTYPE_F32] = matvec_f32,
-		[DTYPE_F16] = matvec_f16,
-		[DTYPE_BF16] = matvec_bf16,
-		[DTYPE_Q8_0] = matvec_q8_0_neon,
-		[DTYPE_Q4_0] = matvec_q4_0_neon,
-		[DTYPE_Q4_K] = matvec_q4_K_neon,
-		[DTYPE_Q6_K] = matvec_q6_K_neon,
-		[DTYPE_Q2_K] = matvec_q2_K_neon,
-		[DTYPE_Q3_K] = matvec_q3_K_neon,
-		[DTYPE_Q5_K] = matvec_q5_K_neon,
-		[DTYPE_Q5_0] = matvec_q5_0_neon,
-		[DTYPE_Q4_1] = matvec_q4_1_neon,
-		[DTYPE_Q5_1] = matvec_q5_1_neon,
-		[DTYPE_IQ4_NL] = matvec_iq4_nl_neon,
-		[DTYPE_IQ4_XS] = matvec_iq4_xs_neon,
-	},
-	NEON_COMMON,
+	.quantize_q8_0 = quantize_q8_0_neon,
+	.quantize_q8_K = quantize_q8_K_generic,
+	.fp16_to_f32_row = fp16_to_f32_row_neon,
+	.f32_to_fp16_row = f32_to_fp16_row_neon,
+	.rmsnorm = rmsnorm_neon,
+	.softmax = softmax_neon,
+	.rope_apply = rope_apply_neon,
+	.attention = attention_neon,
+	.swiglu = swiglu_neon,
+	.gemm_quant = gemm_quant_neon,
+	.gemm_aux = gemm_aux_generic,
+	.attn_rows = attn_rows_neon,
+	.attn_rows_heads = attn_rows_heads_neon,
 };
+
 
 const kernel_ops_t kops_dotprod = {
 	.name = "dotprod",
-	.vec_dot = {
-		[DTYPE_F32] = dot_f32,
-		[DTYPE_F16] = dot_f16,
-		[DTYPE_BF16] = dot_bf16,
-		[DTYPE_Q8_0] = dot_q8_0_dotprod,
-		[DTYPE_Q4_0] = dot_q4_0_dotprod,
-		[DTYPE_Q4_K] = dot_q4_K_dotprod,
-		[DTYPE_Q6_K] = dot_q6_K_dotprod,
-		[DTYPE_Q2_K] = dot_q2_K_dotprod,
-		[DTYPE_Q3_K] = dot_q3_K_dotprod,
-		[DTYPE_Q5_K] = dot_q5_K_dotprod,
-		[DTYPE_Q5_0] = dot_q5_0_dotprod,
-		[DTYPE_Q4_1] = dot_q4_1_dotprod,
-		[DTYPE_Q5_1] = dot_q5_1_dotprod,
-		[DTYPE_IQ4_NL] = dot_iq4_nl_dotprod,
-		[DTYPE_IQ4_XS] = dot_iq4_xs_dotprod,
+	.type = {
+		[DTYPE_F32] = {
+			.vec_dot = dot_f32_neon, .matvec = matvec_f32_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_F16] = {
+			.vec_dot = dot_f16_neon, .matvec = matvec_f16_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_BF16] = {
+			.vec_dot = dot_bf16_neon, .matvec = matvec_bf16_neon,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q8_0] = {
+			.vec_dot = dot_q8_0_dotprod, .matvec = matvec_q8_0_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_0] = {
+			.vec_dot = dot_q4_0_dotprod, .matvec = matvec_q4_0_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_1] = {
+			.vec_dot = dot_q4_1_dotprod, .matvec = matvec_q4_1_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_0] = {
+			.vec_dot = dot_q5_0_dotprod, .matvec = matvec_q5_0_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_1] = {
+			.vec_dot = dot_q5_1_dotprod, .matvec = matvec_q5_1_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only, but a dot product with itself: the generic's */
+		[DTYPE_Q8_K] = {
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q2_K] = {
+			.vec_dot = dot_q2_K_dotprod, .matvec = matvec_q2_K_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q3_K] = {
+			.vec_dot = dot_q3_K_dotprod, .matvec = matvec_q3_K_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q4_K] = {
+			.vec_dot = dot_q4_K_dotprod, .matvec = matvec_q4_K_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q4_K_dotprod, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q5_K] = {
+			.vec_dot = dot_q5_K_dotprod, .matvec = matvec_q5_K_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_Q6_K] = {
+			.vec_dot = dot_q6_K_dotprod, .matvec = matvec_q6_K_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_q6_K_dotprod, .matmat_p16 = matmat_p16_absent,
+		},
+		/* activations only: no weight has this type */
+		[DTYPE_Q8_1] = {
+			.vec_dot = dot_absent, .matvec = matvec_absent,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_NL] = {
+			.vec_dot = dot_iq4_nl_dotprod, .matvec = matvec_iq4_nl_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
+		[DTYPE_IQ4_XS] = {
+			.vec_dot = dot_iq4_xs_dotprod, .matvec = matvec_iq4_xs_dotprod,
+			.matmat = matmat_absent,
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+		},
 	},
-	.matvec = {
-		[DTYPE_F32] = matvec_f32,
-		[DTYPE_F16] = matvec_f16,
-		[DTYPE_BF16] = matvec_bf16,
-		[DTYPE_Q8_0] = matvec_q8_0_dotprod,
-		[DTYPE_Q4_0] = matvec_q4_0_dotprod,
-		[DTYPE_Q4_K] = matvec_q4_K_dotprod,
-		[DTYPE_Q6_K] = matvec_q6_K_dotprod,
-		[DTYPE_Q2_K] = matvec_q2_K_dotprod,
-		[DTYPE_Q3_K] = matvec_q3_K_dotprod,
-		[DTYPE_Q5_K] = matvec_q5_K_dotprod,
-		[DTYPE_Q5_0] = matvec_q5_0_dotprod,
-		[DTYPE_Q4_1] = matvec_q4_1_dotprod,
-		[DTYPE_Q5_1] = matvec_q5_1_dotprod,
-		[DTYPE_IQ4_NL] = matvec_iq4_nl_dotprod,
-		[DTYPE_IQ4_XS] = matvec_iq4_xs_dotprod,
-	},
-	NEON_COMMON,
+	.quantize_q8_0 = quantize_q8_0_neon,
+	.quantize_q8_K = quantize_q8_K_generic,
+	.fp16_to_f32_row = fp16_to_f32_row_neon,
+	.f32_to_fp16_row = f32_to_fp16_row_neon,
+	.rmsnorm = rmsnorm_neon,
+	.softmax = softmax_neon,
+	.rope_apply = rope_apply_neon,
+	.attention = attention_neon,
+	.swiglu = swiglu_neon,
+	.gemm_quant = gemm_quant_dotprod,
+	.gemm_aux = gemm_aux_generic,
+	.attn_rows = attn_rows_neon,
+	.attn_rows_heads = attn_rows_heads_neon,
 };
+
 
 #endif

@@ -25,10 +25,7 @@
 
 #if defined(__x86_64__)
 
-#include <immintrin.h>
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#include "kernels/simd_x86.h"
 
 #define KT 8 /* tokens per pass of the packed gemm */
 
@@ -36,8 +33,6 @@
  * super-blocks and the groups are contiguous, so it runs on across group
  * ends). */
 #define PF_SB 4
-
-AVX2_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 AVX2_INLINE __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32((int)ld_u32(p)); }
 
@@ -198,12 +193,12 @@ AVX2_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n, 
 	}
 }
 
-void AVX2 kq_p16_matvec_q4_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+void AVX2 matvec_p16_q4_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	matvec_q45(P, xa, y, n, ng, 0);
 }
 
-void AVX2 kq_p16_matvec_q5_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+void AVX2 matvec_p16_q5_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	matvec_q45(P, xa, y, n, ng, 1);
 }
@@ -328,7 +323,7 @@ AVX2_INLINE __m256 q6_step8(__m256 acc, float dx, __m256 d, __m256i si, __m256i 
 
 /* Q6_K groups @ one token: both halves per sub-block, one super-block
  * finished (its float step) before the next is read */
-void AVX2 kq_p16_matvec_q6_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
+void AVX2 matvec_p16_q6_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
 	const int64_t nsb = n / QK_K;
 	const size_t bb = KQ_P16_Q6K_BYTES;
@@ -410,8 +405,8 @@ AVX2_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs, 
 	void AVX2 name(const void *P, const void *X_, size_t xs, float *Y, int64_t ys,  \
 		       int64_t n, int64_t ng, int64_t ntok) \
 	KQ_P16_MATMAT_PASSES(fn, gb, KT)
-MATMAT_P16(kq_p16_matmat_q4_K_avx2, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
-MATMAT_P16(kq_p16_matmat_q5_K_avx2, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
-MATMAT_P16(kq_p16_matmat_q6_K_avx2, q6_group_tokens, KQ_P16_Q6K_BYTES)
+MATMAT_P16(matmat_p16_q4_K_avx2, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
+MATMAT_P16(matmat_p16_q5_K_avx2, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
+MATMAT_P16(matmat_p16_q6_K_avx2, q6_group_tokens, KQ_P16_Q6K_BYTES)
 
 #endif

@@ -193,13 +193,13 @@ AVX512_INLINE void matvec_q45(const void *P, const void *xa, float *y, int64_t n
 	}
 }
 
-void AVX512 AVX512_SYM(kq_p16_matvec_q4_K_avx512)(const void *P, const void *xa, float *y,
+void AVX512 AVX512_SYM(matvec_p16_q4_K_avx512)(const void *P, const void *xa, float *y,
 						  int64_t n, int64_t ng)
 {
 	matvec_q45(P, xa, y, n, ng, 0);
 }
 
-void AVX512 AVX512_SYM(kq_p16_matvec_q5_K_avx512)(const void *P, const void *xa, float *y,
+void AVX512 AVX512_SYM(matvec_p16_q5_K_avx512)(const void *P, const void *xa, float *y,
 						  int64_t n, int64_t ng)
 {
 	matvec_q45(P, xa, y, n, ng, 1);
@@ -288,7 +288,7 @@ AVX512_INLINE __m512 q6_step16(__m512 acc, float dx, const uint8_t *h, __m512i s
 	return _mm512_add_ps(acc, p);
 }
 
-void AVX512 AVX512_SYM(kq_p16_matvec_q6_K_avx512)(const void *P, const void *xa, float *y,
+void AVX512 AVX512_SYM(matvec_p16_q6_K_avx512)(const void *P, const void *xa, float *y,
 						  int64_t n, int64_t ng)
 {
 	const int64_t nsb = n / QK_K;
@@ -345,8 +345,8 @@ AVX512_INLINE void q6_group_tokens(const uint8_t *G, const uint8_t *X, size_t xs
 	void AVX512 AVX512_SYM(name)(const void *P, const void *X_, size_t xs, float *Y, \
 				     int64_t ys, int64_t n, int64_t ng, int64_t ntok) \
 	KQ_P16_MATMAT_PASSES(fn, gb, KT)
-MATMAT_P16(kq_p16_matmat_q4_K_avx512, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
-MATMAT_P16(kq_p16_matmat_q5_K_avx512, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
-MATMAT_P16(kq_p16_matmat_q6_K_avx512, q6_group_tokens, KQ_P16_Q6K_BYTES)
+MATMAT_P16(matmat_p16_q4_K_avx512, Q4K_TOKENS, KQ_P16_Q4K_BYTES)
+MATMAT_P16(matmat_p16_q5_K_avx512, Q5K_TOKENS, KQ_P16_Q5K_BYTES)
+MATMAT_P16(matmat_p16_q6_K_avx512, q6_group_tokens, KQ_P16_Q6K_BYTES)
 
 #endif

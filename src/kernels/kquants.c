@@ -24,8 +24,6 @@ _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K must be 210 bytes");
 
 /* ------------------------------------------------------------- helpers */
 
-static inline float h2f(const uint8_t *p) { return fp16_to_f32_inline(ld_u16(p)); }
-
 /* Round to nearest (ties to even, as llama.cpp's nearest_int) after a clamp
  * to [lo, hi]; a NaN gives lo. */
 static inline int qround(float f, int lo, int hi)
@@ -43,8 +41,8 @@ static inline float f16_round(float f) { return fp16_to_f32_inline(f32_to_fp16_i
  * with its - 16 applied), *d and *m (0 for Q5_0) the scale and offset. */
 static void unpack_q4_1(const uint8_t *b, int8_t *q, float *d, float *m)
 {
-	*d = h2f(b);
-	*m = h2f(b + 2);
+	*d = ld_f16(b);
+	*m = ld_f16(b + 2);
 	for (int j = 0; j < 16; j++) {
 		q[j] = (int8_t)(b[4 + j] & 15);
 		q[j + 16] = (int8_t)(b[4 + j] >> 4);
@@ -75,8 +73,8 @@ static void unpack_q2_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d,
 		sc[s] = k->scales[s] & 15;
 		mn[s] = k->scales[s] >> 4;
 	}
-	*d = h2f(b + 80);
-	*dmin = h2f(b + 82);
+	*d = ld_f16(b + 80);
+	*dmin = ld_f16(b + 82);
 }
 
 static void unpack_q3_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d, float *dmin)
@@ -95,7 +93,7 @@ static void unpack_q3_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d,
 		sc[s] = s8[s];
 		mn[s] = 0;
 	}
-	*d = h2f(b + 108);
+	*d = ld_f16(b + 108);
 	*dmin = 0.0f;
 }
 
@@ -119,8 +117,8 @@ static void unpack_q45_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d
 		sc[2 * s] = sc[2 * s + 1] = a;
 		mn[2 * s] = mn[2 * s + 1] = m;
 	}
-	*d = h2f(b);
-	*dmin = h2f(b + 2);
+	*d = ld_f16(b);
+	*dmin = ld_f16(b + 2);
 }
 
 static void unpack_q6_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d, float *dmin)
@@ -140,7 +138,7 @@ static void unpack_q6_K(const uint8_t *b, int8_t *q, int *sc, int *mn, float *d,
 		sc[s] = k->scales[s];
 		mn[s] = 0;
 	}
-	*d = h2f(b + 208);
+	*d = ld_f16(b + 208);
 	*dmin = 0.0f;
 }
 
@@ -182,11 +180,11 @@ static void dequantize_legacy(int t, const void *x, float *y, int64_t n)
 		if (t == DTYPE_Q4_1) {
 			unpack_q4_1(xb, q, &d, &m);
 		} else if (t == DTYPE_Q5_0) {
-			d = h2f(xb);
+			d = ld_f16(xb);
 			unpack_q5(xb + 2, xb + 6, q, 16);
 		} else {
-			d = h2f(xb);
-			m = h2f(xb + 2);
+			d = ld_f16(xb);
+			m = ld_f16(xb + 2);
 			unpack_q5(xb + 4, xb + 8, q, 0);
 		}
 		for (int j = 0; j < 32; j++)
@@ -246,23 +244,23 @@ static float dot_legacy(int t, const void *w, const void *xa, int64_t n)
 		if (t == DTYPE_Q4_1) {
 			unpack_q4_1(wb, q, &dw, &m);
 		} else if (t == DTYPE_Q5_0) {
-			dw = h2f(wb);
+			dw = ld_f16(wb);
 			unpack_q5(wb + 2, wb + 6, q, 16);
 		} else {
-			dw = h2f(wb);
-			m = h2f(wb + 2);
+			dw = ld_f16(wb);
+			m = ld_f16(wb + 2);
 			unpack_q5(wb + 4, wb + 8, q, 0);
 		}
 		int32_t sumi = 0;
 		for (int j = 0; j < 32; j++)
 			sumi += (int32_t)q[j] * (int8_t)x[xq + j];
-		float dx = h2f(x);
+		float dx = ld_f16(x);
 		float dd = dw * dx;
 		float p = (float)sumi * dd;
 		FP_ROUNDED(p);
 		acc = acc + p;
 		if (t != DTYPE_Q5_0) {
-			float pm = m * h2f(x + 2);
+			float pm = m * ld_f16(x + 2);
 			FP_ROUNDED(pm);
 			summ = summ + pm;
 		}
@@ -361,7 +359,7 @@ static void dequantize_q8_1(const void *x, float *y, int64_t n)
 {
 	for (int64_t b = 0; b < n / QK; b++) {
 		const uint8_t *xb = (const uint8_t *)x + (size_t)b * sizeof(block_q8_1);
-		float d = h2f(xb);
+		float d = ld_f16(xb);
 		for (int j = 0; j < QK; j++)
 			y[b * QK + j] = d * (float)(int8_t)xb[4 + j];
 	}

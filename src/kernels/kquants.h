@@ -126,47 +126,88 @@ static inline float kq_k_step(float acc, float dx, float d, float dmin, int32_t 
 }
 
 #if defined(__x86_64__)
-/* AVX2 dot products (kquants_avx2.c), the same bits as kq_dot_generic;
- * the AVX2 and AVX-512 levels both use them. */
-float kq_dot_q4_K_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q6_K_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q5_0_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q4_1_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q5_1_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q5_K_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q2_K_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_q3_K_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_iq4_nl_avx2(const void *w, const void *xa, int64_t n);
-float kq_dot_iq4_xs_avx2(const void *w, const void *xa, int64_t n);
-/* Rows r0..r1-1 of K-quant weights x ntok Q8_K activation rows (token k
- * at X + k xs bytes) -> Y[k ys + r], each output the bits of
- * kq_dot_*_avx2 of that row and token (matmat_fn, kernels_impl.h). */
-#define KQ_MATMAT_DECL(lower)                                                          	void kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X, size_t xs, 				      float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1, 				      int64_t ntok);
-KQ_MATMAT_DECL(q2_K)
-KQ_MATMAT_DECL(q3_K)
-KQ_MATMAT_DECL(q4_K)
-KQ_MATMAT_DECL(q5_K)
-KQ_MATMAT_DECL(q6_K)
-/* and the legacy types against Q8_0 activations (not Q5_0: gemm.c runs it
- * as Q8_0 blocks) */
-KQ_MATMAT_DECL(q4_1)
-KQ_MATMAT_DECL(q5_1)
-KQ_MATMAT_DECL(iq4_nl)
-KQ_MATMAT_DECL(iq4_xs)
-/* The Q8_K activation quantizer, kq_quantize(DTYPE_Q8_K)'s bytes. */
-void kq_quantize_q8_K_avx2(const float *x, void *y, int64_t n);
-/* AVX-512 (F, BW, VL, DQ) forms of Q4_K, Q5_K, Q6_K (kquants_avx512.c), the
- * same bits; both AVX-512 levels use them. */
-#define KQ_AVX512_DECL(lower)                                                          \
-	float kq_dot_##lower##_avx512(const void *w, const void *xa, int64_t n);        \
-	void kq_matvec_##lower##_avx512(const void *W, size_t rb, const void *xa, float *y, \
-					int64_t n, int64_t r0, int64_t r1);             \
-	void kq_matmat_##lower##_avx512(const void *W, size_t rb, const void *X, size_t xs, \
-					float *Y, int64_t ys, int64_t n, int64_t r0,    \
-					int64_t r1, int64_t ntok);
-KQ_AVX512_DECL(q4_K)
-KQ_AVX512_DECL(q5_K)
-KQ_AVX512_DECL(q6_K)
+/* The K-quants one row x a run of tokens, the shape the x86 levels share
+ * (kquants_avx2.c, kquants_avx512.c; macros over simd_x86.h's helpers).
+ * Per super-block of a row the weight side is decoded once (WEIGHTS into a
+ * W_T) and used for every token of the run (TOKEN: one token's exact sums
+ * sumi, summ as int32 lanes): the prefill gemm (a row against up to
+ * KQ_TOK tokens) and the decode dot product (one token) run the same
+ * code, so a gemm output is the bits of the matvec (and of the generic:
+ * the sums are exact, the float step is kq_k_step, super-blocks in
+ * ascending order). */
+#define KQ_TOK 64 /* tokens per run: their float accumulators on the stack */
+
+/* name: row w (nb super-blocks of bb bytes) against tokens X + k xs,
+ * k < nt (<= KQ_TOK): out[k * os] = the dot product. Tokens 4 at a time
+ * share one transposed reduction of their sums. INLINE: the level's
+ * always-inline attribute. */
+#define KQ_ROW_TOKENS(name, INLINE, W_T, WEIGHTS, TOKEN, bb, has_min)                  \
+	INLINE void name(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb,     \
+			 int nt, float *out, int64_t os)                                \
+	{                                                                             \
+		float acc[KQ_TOK];                                                    \
+		for (int k = 0; k < nt; k++)                                          \
+			acc[k] = 0.0f;                                                \
+		for (int64_t b = 0; b < nb; b++) {                                    \
+			W_T wt;                                                       \
+			WEIGHTS(w + (size_t)b * (bb), &wt);                           \
+			const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);       \
+			int k = 0;                                                    \
+			for (; k + 4 <= nt; k += 4) {                                 \
+				__m256i si[4], sm[4];                                 \
+				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
+					TOKEN(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]); \
+				int32_t vi[4], vm[4];                                 \
+				_mm_storeu_si128((__m128i *)vi, hsum4x256_epi32(si[0], si[1], si[2], si[3])); \
+				_mm_storeu_si128((__m128i *)vm, hsum4x256_epi32(sm[0], sm[1], sm[2], sm[3])); \
+				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
+					acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), \
+							       wt.d, wt.dmin, vi[j], vm[j], has_min); \
+			}                                                             \
+			for (; k < nt; k++) {                                         \
+				__m256i si, sm;                                       \
+				TOKEN(&wt, xb + (size_t)k * xs, &si, &sm);            \
+				acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, \
+						   wt.dmin, hsum256_epi32(si),        \
+						   has_min ? hsum256_epi32(sm) : 0, has_min); \
+			}                                                             \
+		}                                                                     \
+		for (int k = 0; k < nt; k++)                                          \
+			out[k * os] = acc[k];                                         \
+	}
+
+/* dot_<type>_<isa> and matvec_<type>_<isa> over rowfn, a KQ_ROW_TOKENS
+ * function of blocks of blk elements, taking one token. ATTR: the level's
+ * target attribute. */
+#define KQ_ENTRY_DOT(type, isa, ATTR, rowfn, blk)                                         \
+	float ATTR dot_##type##_##isa(const void *w, const void *xa, int64_t n)            \
+	{                                                                                 \
+		float out;                                                                \
+		rowfn(w, xa, 0, n / (blk), 1, &out, 1);                                   \
+		return out;                                                               \
+	}                                                                                 \
+	void ATTR matvec_##type##_##isa(const void *W, size_t rb, const void *xa, float *y, \
+					int64_t n, int64_t r0, int64_t r1)                \
+	{                                                                                 \
+		for (int64_t r = r0; r < r1; r++)                                         \
+			rowfn((const uint8_t *)W + (size_t)r * rb, xa, 0, n / (blk), 1, y + r, 1); \
+	}
+/* KQ_ENTRY_DOT and matmat_<type>_<isa>: rows r0..r1-1 x ntok tokens, runs
+ * of KQ_TOK tokens per row. */
+#define KQ_ENTRY(type, isa, ATTR, rowfn, blk)                                             \
+	KQ_ENTRY_DOT(type, isa, ATTR, rowfn, blk)                                         \
+	void ATTR matmat_##type##_##isa(const void *W, size_t rb, const void *X, size_t xs, \
+					float *Y, int64_t ys, int64_t n, int64_t r0,      \
+					int64_t r1, int64_t ntok)                         \
+	{                                                                                 \
+		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                           \
+			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;          \
+			for (int64_t r = r0; r < r1; r++)                                 \
+				rowfn((const uint8_t *)W + (size_t)r * rb,                \
+				      (const uint8_t *)X + (size_t)k0 * xs, xs, n / (blk), nt, \
+				      Y + k0 * ys + r, ys);                               \
+		}                                                                         \
+	}
 #endif
 
 /* Q4_K packed in groups of 16 rows (pack16, kernels.h): for decode and
@@ -219,30 +260,6 @@ void kq_pack16_q5_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 void kq_pack16_q6_K(const void *W, size_t rb, int64_t rows, int64_t n, void *P);
 
 #if defined(__x86_64__)
-/* Packed Q4_K, Q5_K, Q6_K (kq_pack_avx512.c, compiled per AVX-512 level;
- * the AVX2 level's in kq_pack_avx2.c): matvec_p16_fn and matmat_p16_fn of
- * kernels_impl.h, every output kq_dot_generic's bits. */
-void kq_p16_matvec_q4_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q4_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
-				   int64_t ng);
-void kq_p16_matmat_q4_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			       int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matmat_q4_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
-				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matvec_q5_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q5_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
-				   int64_t ng);
-void kq_p16_matmat_q5_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			       int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matmat_q5_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
-				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matvec_q6_K_avx512(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q6_K_avx512vnni(const void *P, const void *xa, float *y, int64_t n,
-				   int64_t ng);
-void kq_p16_matmat_q6_K_avx512(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			       int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, float *Y,
-				   int64_t ys, int64_t n, int64_t ng, int64_t ntok);
 /* The packed gemm's passes, shared by the x86 levels: the body of a
  * matmat_p16_fn (parameters P, X_, xs, Y, ys, n, ng, ntok) that runs
  * groups x tokens in passes of kt, 4, then 1 token(s) through fn, the
@@ -265,26 +282,6 @@ void kq_p16_matmat_q6_K_avx512vnni(const void *P, const void *X, size_t xs, floa
 		}                                                                      \
 	}
 
-/* the AVX2 level's (kq_pack_avx2.c): the same layout in 256-bit halves */
-void kq_p16_matvec_q4_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matmat_q4_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			     int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matvec_q5_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matmat_q5_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			     int64_t n, int64_t ng, int64_t ntok);
-void kq_p16_matvec_q6_K_avx2(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matmat_q6_K_avx2(const void *P, const void *X, size_t xs, float *Y, int64_t ys,
-			     int64_t n, int64_t ng, int64_t ntok);
-#endif
-
-#if defined(__aarch64__)
-/* Packed Q4_K and Q6_K at the ARM64 levels (kernels_neon.c): the same
- * layout in 16-byte quarters of 4 rows, matvec_p16_fn, every output
- * kq_dot_generic's bits (no matmat_p16: the GEMM reads the rows) */
-void kq_p16_matvec_q4_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q4_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q6_K_neon(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
-void kq_p16_matvec_q6_K_dotprod(const void *P, const void *xa, float *y, int64_t n, int64_t ng);
 #endif
 
 /* Decoded 6-bit scales: Q4_K / Q5_K sub-block s's scale and min. */

@@ -1,68 +1,73 @@
-/* kquants: AVX2 dot products of Q4_K and Q6_K weights against Q8_K
- * activations. Each super-block's integer sums are exact (so their order
- * does not matter) and the float step is kq_k_step, the generic's: the
- * same bits as kq_dot_generic. pmaddubsw (unsigned weight quants x signed
- * activation bytes, pairs summed to int16) never saturates here: Q4_K
- * quants are 0..15 (pairs <= 2 * 15 * 128), Q6_K quants taken unsigned
- * 0..63 (pairs <= 2 * 63 * 128 = 16128); pmaddwd by the sub-block scales
- * (<= 63, resp. int8) widens to int32. */
+/* kquants: the AVX2 forms of the kquants.h types, each a row against a
+ * run of tokens (kquants.h KQ_ROW_TOKENS): the K-quants and IQ4_XS against
+ * Q8_K activations, the legacy Q4_1, Q5_0, Q5_1 and IQ4_NL against Q8_0 /
+ * Q8_1; and the Q8_K activation quantizer. The avx2 level's kernels, and
+ * the avx512 levels' where these have no 512-bit form.
+ *
+ * Each super-block's integer sums are exact (so their order does not
+ * matter) and the float step is kq_k_step, the generic's: the same bits as
+ * kq_dot_generic. pmaddubsw (unsigned weight quants x signed activation
+ * bytes, pairs summed to int16) never saturates here: Q4_K quants are
+ * 0..15 (pairs <= 2 * 15 * 128), Q6_K quants taken unsigned 0..63 (pairs
+ * <= 2 * 63 * 128 = 16128); pmaddwd by the sub-block scales (<= 63, resp.
+ * int8) widens to int32. */
 #include "kernels/kernels_impl.h"
 #include "kernels/kquants.h"
 
 #if defined(__x86_64__)
 
-#include <immintrin.h>
+#include "kernels/simd_x86.h"
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX2_INLINE static inline __attribute__((always_inline, target("avx2,fma,f16c")))
-
-AVX2_INLINE int32_t hsum_i32(__m256i v)
+/* The Q8_K activation quantizer (kquants.c quantize_q8_K), the same bytes:
+ * amax over the block with NaNs never winning (vmaxps returns its second
+ * operand, the running max, when the first is a NaN), the first element
+ * of that magnitude as max, q = the clamp of x * (-127 / max) to
+ * [-128, 127] (a NaN to -128, as fmaxf), rounded to nearest even
+ * (vcvtps2dq: lrintf's rounding), and the sums of 16. */
+void AVX2 quantize_q8_K_avx2(const float *x, void *yv, int64_t n)
 {
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-	return _mm_cvtsi128_si32(s);
+	const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-128.0f),
+		     hi = _mm256_set1_ps(127.0f);
+	for (int64_t b = 0; b < n / QK_K; b++) {
+		const float *xb = x + b * QK_K;
+		uint8_t *y = (uint8_t *)yv + (size_t)b * sizeof(block_q8_K);
+		__m256 am = _mm256_setzero_ps();
+		for (int j = 0; j < QK_K; j += 8)
+			am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), am);
+		const float amax = hmax256_ps(am);
+		memset(y, 0, sizeof(block_q8_K));
+		if (amax == 0.0f)
+			continue;
+		int idx = 0;
+		for (int j = 0; j < QK_K; j += 8) {
+			int m = _mm256_movemask_ps(_mm256_cmp_ps(
+				_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), _mm256_set1_ps(amax),
+				_CMP_EQ_OQ));
+			if (m) {
+				idx = j + __builtin_ctz((unsigned)m);
+				break;
+			}
+		}
+		const float iscale = -127.0f / xb[idx];
+		const __m256 vs = _mm256_set1_ps(iscale);
+		for (int s = 0; s < 16; s++) {
+			__m256 f0 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s), vs);
+			__m256 f1 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s + 8), vs);
+			__m256i q0 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f0, lo), hi));
+			__m256i q1 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f1, lo), hi));
+			st_u16(y + 4 + QK_K + 2 * s,
+			       (uint16_t)(int16_t)hsum256_epi32(_mm256_add_epi32(q0, q1)));
+			/* int16 per 128-bit lane [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]:
+			 * qwords 0, 2, 1, 3 put them in order */
+			__m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
+			_mm_storeu_si128((__m128i *)(y + 4 + 16 * s),
+					 _mm_packs_epi16(_mm256_castsi256_si128(p),
+							 _mm256_extracti128_si256(p, 1)));
+		}
+		const float d = 1.0f / iscale;
+		memcpy(y, &d, 4);
+	}
 }
-
-/* Pins an integer accumulator's add chain in program order: without it
- * GCC reassociated a token's 8 adds into a tree whose partial sums went
- * through the stack (gemm_avx2.c has the same). */
-#define KEEP(v) __asm__("" : "+x"(v))
-
-AVX2_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-/* Two adjacent halves at p as floats (vcvtph2ps: the bits of
- * fp16_to_f32_inline, without its branches). */
-AVX2_INLINE void f16x2(const uint8_t *p, float *a, float *b)
-{
-	__m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld_u32(p)));
-	*a = _mm_cvtss_f32(v);
-	*b = _mm_cvtss_f32(_mm_shuffle_ps(v, v, 1));
-}
-
-AVX2_INLINE float f16x1(const uint8_t *p)
-{
-	return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(p))));
-}
-
-/* The sums of 4 vectors' int32 lanes, in one vector (exact; the order of
- * integer adds does not matter). */
-AVX2_INLINE __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-	return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* ---- Q4_K and Q6_K: one row x a run of tokens ----
- *
- * Per super-block of a row, the weight side is decoded once (nibbles,
- * 6-bit scales and mins, the scale vectors pmaddwd wants) and used for
- * every token of the run: the prefill gemm (kq_matmat_*_avx2: a row
- * against up to KQ_TOK tokens) and the decode dot product (one token) run
- * the same code, so a gemm output is the bits of the matvec (and of the
- * generic: the sums are exact, the float step is kq_k_step, super-blocks
- * in ascending order). */
-#define KQ_TOK 64 /* tokens per run: their float accumulators on the stack */
 
 /* pshufb patterns broadcasting int16 lane s (0..7) of each 128-bit half */
 #define BCAST16(s) _mm256_set1_epi16((short)(0x0202 * (s) + 0x0100))
@@ -75,22 +80,15 @@ typedef struct {
 	float d, dmin;
 } k32_w_t;
 
-/* The 12 scale bytes as 8 scales and 8 mins (kq_scale_min_k4) four at a
- * time in 32-bit words: for s < 4 the low 6 bits of bytes s and s + 4; for
- * s >= 4 the nibbles of byte s + 4 with the top 2 bits of bytes s - 4 and
- * s as bits 4-5. Then the nibbles of qs (Q5_K: with the fifth bit of qh,
- * (qh[l] >> s) & 1 for sub-block s, as bit 4). */
+/* The 8 scales and mins (kq_scales_mins_q4K), then the nibbles of qs
+ * (Q5_K: with the fifth bit of qh, (qh[l] >> s) & 1 for sub-block s, as
+ * bit 4). */
 AVX2_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
-	uint32_t a = ld_u32(wb + 4), b = ld_u32(wb + 8), c = ld_u32(wb + 12);
-	uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
-	uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
-	uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
-	__m128i sc = _mm_cvtepu8_epi16(_mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0));
-	__m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0));
+	__m128i sc;
+	kq_scales_mins_q4K(wb, &sc, &w->mdup);
 	w->sc = _mm256_broadcastsi128_si256(sc);
-	w->mdup = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
 	const uint8_t *qs = wb + (five ? 48 : 16);
 	__m256i qh = five ? ld256(wb + 16) : _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -105,7 +103,7 @@ AVX2_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 				_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * k + 1), 4), b4));
 		}
 	}
-	f16x2(wb, &w->d, &w->dmin);
+	ld_f16x2_f16c(wb, &w->d, &w->dmin);
 }
 
 /* One token's super-block (x: its Q8_K block): the int32 lanes of sumi =
@@ -165,7 +163,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			}
 		}
 		sc8 = _mm_loadu_si128((const __m128i *)k->scales);
-		w->d = f16x1((const uint8_t *)&k->d);
+		w->d = ld_f16_f16c((const uint8_t *)&k->d);
 		w->dmin = 0.0f;
 	} else {
 		const uint8_t *qs = kind == K16_Q3 ? wb + 32 : wb + 16;
@@ -198,7 +196,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			uint64_t s8f = ((a >> 4) & 0x0F0F0F0F0F0F0F0Full) | h47 << 4;
 			sc8 = _mm_sub_epi8(_mm_set_epi64x((long long)s8f, (long long)s07),
 					   _mm_set1_epi8(32));
-			w->d = f16x1((const uint8_t *)&k->d);
+			w->d = ld_f16_f16c((const uint8_t *)&k->d);
 			w->dmin = 0.0f;
 		} else {
 			const block_q2_K *k = (const void *)wb;
@@ -206,7 +204,7 @@ AVX2_INLINE void k16_weights(const uint8_t *wb, k16_w_t *w, const int kind)
 			sc8 = _mm_and_si128(s, _mm_set1_epi8(0x0F));
 			w->m16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4),
 								    _mm_set1_epi8(0x0F)));
-			f16x2((const uint8_t *)&k->d, &w->d, &w->dmin);
+			ld_f16x2_f16c((const uint8_t *)&k->d, &w->d, &w->dmin);
 		}
 	}
 	w->sc16 = _mm256_cvtepi8_epi16(sc8);
@@ -243,44 +241,6 @@ AVX2_INLINE void k16_token(const k16_w_t *w, const uint8_t *x, __m256i *si, __m2
 	}
 }
 
-/* Row w (nb super-blocks of bb bytes) against tokens X + k xs, k < nt
- * (<= KQ_TOK): out[k * os] = the dot product. Tokens 4 at a time share
- * one transposed reduction of their sums. */
-#define KQ_ROW_TOKENS(name, W_T, WEIGHTS, TOKEN, bb, has_min)                          \
-	AVX2_INLINE void name(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb, \
-			      int nt, float *out, int64_t os)                         \
-	{                                                                             \
-		float acc[KQ_TOK];                                                    \
-		for (int k = 0; k < nt; k++)                                          \
-			acc[k] = 0.0f;                                                \
-		for (int64_t b = 0; b < nb; b++) {                                    \
-			W_T wt;                                                       \
-			WEIGHTS(w + (size_t)b * (bb), &wt);                           \
-			const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);       \
-			int k = 0;                                                    \
-			for (; k + 4 <= nt; k += 4) {                                 \
-				__m256i si[4], sm[4];                                 \
-				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
-					TOKEN(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]); \
-				int32_t vi[4], vm[4];                                 \
-				_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3])); \
-				_mm_storeu_si128((__m128i *)vm, hsum4_i32(sm[0], sm[1], sm[2], sm[3])); \
-				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
-					acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), \
-							       wt.d, wt.dmin, vi[j], vm[j], has_min); \
-			}                                                             \
-			for (; k < nt; k++) {                                         \
-				__m256i si, sm;                                       \
-				TOKEN(&wt, xb + (size_t)k * xs, &si, &sm);            \
-				acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, \
-						   wt.dmin, hsum_i32(si), has_min ? hsum_i32(sm) : 0, \
-						   has_min);                          \
-			}                                                             \
-		}                                                                     \
-		for (int k = 0; k < nt; k++)                                          \
-			out[k * os] = acc[k];                                         \
-	}
-
 #define Q4K_W(p, w) k32_weights(p, w, 0)
 #define Q5K_W(p, w) k32_weights(p, w, 1)
 #define Q2K_W(p, w) k16_weights(p, w, K16_Q2)
@@ -289,39 +249,18 @@ AVX2_INLINE void k16_token(const k16_w_t *w, const uint8_t *x, __m256i *si, __m2
 #define Q2K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q2)
 #define Q3K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q3)
 #define Q6K_T(w, x, si, sm) k16_token(w, x, si, sm, K16_Q6)
-KQ_ROW_TOKENS(q4k_row_tokens, k32_w_t, Q4K_W, k32_token, sizeof(block_q4_K), 1)
-KQ_ROW_TOKENS(q5k_row_tokens, k32_w_t, Q5K_W, k32_token, sizeof(block_q5_K), 1)
-KQ_ROW_TOKENS(q2k_row_tokens, k16_w_t, Q2K_W, Q2K_T, sizeof(block_q2_K), 1)
-KQ_ROW_TOKENS(q3k_row_tokens, k16_w_t, Q3K_W, Q3K_T, sizeof(block_q3_K), 0)
-KQ_ROW_TOKENS(q6k_row_tokens, k16_w_t, Q6K_W, Q6K_T, sizeof(block_q6_K), 0)
+KQ_ROW_TOKENS(q4k_row_tokens, AVX2_INLINE, k32_w_t, Q4K_W, k32_token, sizeof(block_q4_K), 1)
+KQ_ROW_TOKENS(q5k_row_tokens, AVX2_INLINE, k32_w_t, Q5K_W, k32_token, sizeof(block_q5_K), 1)
+KQ_ROW_TOKENS(q2k_row_tokens, AVX2_INLINE, k16_w_t, Q2K_W, Q2K_T, sizeof(block_q2_K), 1)
+KQ_ROW_TOKENS(q3k_row_tokens, AVX2_INLINE, k16_w_t, Q3K_W, Q3K_T, sizeof(block_q3_K), 0)
+KQ_ROW_TOKENS(q6k_row_tokens, AVX2_INLINE, k16_w_t, Q6K_W, Q6K_T, sizeof(block_q6_K), 0)
 
-/* The dot product (one token) and matmat_fn (kernels_impl.h: rows r0..r1-1
- * x ntok tokens of Q8_K activations, runs of KQ_TOK tokens per row) of
- * each K-quant. */
-#define KQ_ENTRY(lower, rowfn)                                                        \
-	float AVX2 kq_dot_##lower##_avx2(const void *w, const void *xa, int64_t n)      \
-	{                                                                             \
-		float out;                                                            \
-		rowfn(w, xa, 0, n / QK_K, 1, &out, 1);                                \
-		return out;                                                           \
-	}                                                                             \
-	void AVX2 kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X,    \
-					   size_t xs, float *Y, int64_t ys, int64_t n, \
-					   int64_t r0, int64_t r1, int64_t ntok)       \
-	{                                                                             \
-		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
-			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
-			for (int64_t r = r0; r < r1; r++)                             \
-				rowfn((const uint8_t *)W + (size_t)r * rb,            \
-				      (const uint8_t *)X + (size_t)k0 * xs, xs, n / QK_K, \
-				      nt, Y + k0 * ys + r, ys);                       \
-		}                                                                     \
-	}
-KQ_ENTRY(q2_K, q2k_row_tokens)
-KQ_ENTRY(q3_K, q3k_row_tokens)
-KQ_ENTRY(q4_K, q4k_row_tokens)
-KQ_ENTRY(q5_K, q5k_row_tokens)
-KQ_ENTRY(q6_K, q6k_row_tokens)
+/* dot, matvec and matmat of each K-quant */
+KQ_ENTRY(q2_K, avx2, AVX2, q2k_row_tokens, QK_K)
+KQ_ENTRY(q3_K, avx2, AVX2, q3k_row_tokens, QK_K)
+KQ_ENTRY(q4_K, avx2, AVX2, q4k_row_tokens, QK_K)
+KQ_ENTRY(q5_K, avx2, AVX2, q5k_row_tokens, QK_K)
+KQ_ENTRY(q6_K, avx2, AVX2, q6k_row_tokens, QK_K)
 
 /* IQ4_XS: 8 sub-blocks of 32, each as an IQ4_NL block (the grid values
  * of its 16 index bytes, low nibbles then high), with a 6-bit scale - 32;
@@ -350,7 +289,7 @@ AVX2_INLINE void iq4xs_weights(const uint8_t *wb, iq4xs_w_t *w)
 		sc[ib] = (int16_t)((((k->scales_l[ib / 2] >> (4 * (ib % 2))) & 15) |
 				    ((h >> (2 * ib)) & 3) << 4) - 32);
 	w->sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc));
-	w->d = f16x1(wb);
+	w->d = ld_f16_f16c(wb);
 	w->dmin = 0.0f;
 }
 
@@ -368,8 +307,8 @@ AVX2_INLINE void iq4xs_token(const iq4xs_w_t *w, const uint8_t *x, __m256i *si, 
 	*sm = _mm256_setzero_si256();
 }
 
-KQ_ROW_TOKENS(iq4xs_row_tokens, iq4xs_w_t, iq4xs_weights, iq4xs_token, sizeof(block_iq4_xs), 0)
-KQ_ENTRY(iq4_xs, iq4xs_row_tokens)
+KQ_ROW_TOKENS(iq4xs_row_tokens, AVX2_INLINE, iq4xs_w_t, iq4xs_weights, iq4xs_token, sizeof(block_iq4_xs), 0)
+KQ_ENTRY(iq4_xs, avx2, AVX2, iq4xs_row_tokens, QK_K)
 
 /* The 32 bits of h as 32 bytes, 0x10 where the bit is set (Q5_0's fifth
  * bit, element j at byte j). */
@@ -421,10 +360,10 @@ AVX2_INLINE void leg_weights(const uint8_t *wb, leg_w_t *w, const int kind)
 	if (kind == LEG_IQ4_NL)
 		w->u = _mm256_shuffle_epi8(iq4_grid256(), w->u);
 	if (LEG_Q8_0_ACT(kind)) {
-		w->d = f16x1(wb);
+		w->d = ld_f16_f16c(wb);
 		w->m = 0.0f;
 	} else {
-		f16x2(wb, &w->d, &w->m);
+		ld_f16x2_f16c(wb, &w->d, &w->m);
 	}
 }
 
@@ -450,12 +389,12 @@ AVX2_INLINE __m256i leg_token(const leg_w_t *w, const uint8_t *x, const int kind
 AVX2_INLINE void leg_step(float *acc, float *summ, const leg_w_t *w, const uint8_t *x,
 			  int32_t sumi, const int kind)
 {
-	float dd = w->d * f16x1(x);
+	float dd = w->d * ld_f16_f16c(x);
 	float p = (float)sumi * dd;
 	FP_ROUNDED(p);
 	*acc = *acc + p;
 	if (!LEG_Q8_0_ACT(kind)) {
-		float pm = w->m * f16x1(x + 2);
+		float pm = w->m * ld_f16_f16c(x + 2);
 		FP_ROUNDED(pm);
 		*summ = *summ + pm;
 	}
@@ -482,7 +421,7 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 			for (int j = 0; j < 4; j++)
 				si[j] = leg_token(&wt, xb + (size_t)(k + j) * xs, kind);
 			int32_t vi[4];
-			_mm_storeu_si128((__m128i *)vi, hsum4_i32(si[0], si[1], si[2], si[3]));
+			_mm_storeu_si128((__m128i *)vi, hsum4x256_epi32(si[0], si[1], si[2], si[3]));
 #pragma GCC unroll 4
 			for (int j = 0; j < 4; j++)
 				leg_step(&acc[k + j], &summ[k + j], &wt, xb + (size_t)(k + j) * xs,
@@ -490,98 +429,24 @@ AVX2_INLINE void leg_row_tokens(const uint8_t *w, const uint8_t *X, size_t xs, i
 		}
 		for (; k < nt; k++)
 			leg_step(&acc[k], &summ[k], &wt, xb + (size_t)k * xs,
-				 hsum_i32(leg_token(&wt, xb + (size_t)k * xs, kind)), kind);
+				 hsum256_epi32(leg_token(&wt, xb + (size_t)k * xs, kind)), kind);
 	}
 	for (int k = 0; k < nt; k++)
 		out[k * os] = acc[k] + summ[k];
 }
 
-#define LEG_DOT(lower, kind)                                                          \
-	float AVX2 kq_dot_##lower##_avx2(const void *w, const void *xa, int64_t n)      \
-	{                                                                             \
-		float out;                                                            \
-		leg_row_tokens(w, xa, 0, n / QK, 1, &out, 1, kind);                   \
-		return out;                                                           \
-	}
-#define LEG_ENTRY(lower, kind)                                                        \
-	LEG_DOT(lower, kind)                                                          \
-	void AVX2 kq_matmat_##lower##_avx2(const void *W, size_t rb, const void *X,    \
-					   size_t xs, float *Y, int64_t ys, int64_t n, \
-					   int64_t r0, int64_t r1, int64_t ntok)       \
-	{                                                                             \
-		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
-			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
-			for (int64_t r = r0; r < r1; r++)                             \
-				leg_row_tokens((const uint8_t *)W + (size_t)r * rb,   \
-					       (const uint8_t *)X + (size_t)k0 * xs, xs, \
-					       n / QK, nt, Y + k0 * ys + r, ys, kind); \
-		}                                                                     \
-	}
-/* Q5_0's gemm is the Q8_0 one (gemm.c quant_type, kernels_impl.h q8_form) */
-LEG_DOT(q5_0, LEG_Q5_0)
-LEG_ENTRY(q4_1, LEG_Q4_1)
-LEG_ENTRY(q5_1, LEG_Q5_1)
-LEG_ENTRY(iq4_nl, LEG_IQ4_NL)
-
-#endif
-
-#if defined(__x86_64__)
-/* The Q8_K activation quantizer (kquants.c quantize_q8_K), the same bytes:
- * amax over the block with NaNs never winning (vmaxps returns its second
- * operand, the running max, when the first is a NaN), the first element
- * of that magnitude as max, q = the clamp of x * (-127 / max) to
- * [-128, 127] (a NaN to -128, as fmaxf), rounded to nearest even
- * (vcvtps2dq: lrintf's rounding), and the sums of 16. */
-AVX2_INLINE float hmax_ps(__m256 v)
-{
-	__m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-	m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
-	return _mm_cvtss_f32(m);
-}
-
-void AVX2 kq_quantize_q8_K_avx2(const float *x, void *yv, int64_t n)
-{
-	const __m256 sign = _mm256_set1_ps(-0.0f), lo = _mm256_set1_ps(-128.0f),
-		     hi = _mm256_set1_ps(127.0f);
-	for (int64_t b = 0; b < n / QK_K; b++) {
-		const float *xb = x + b * QK_K;
-		uint8_t *y = (uint8_t *)yv + (size_t)b * sizeof(block_q8_K);
-		__m256 am = _mm256_setzero_ps();
-		for (int j = 0; j < QK_K; j += 8)
-			am = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), am);
-		const float amax = hmax_ps(am);
-		memset(y, 0, sizeof(block_q8_K));
-		if (amax == 0.0f)
-			continue;
-		int idx = 0;
-		for (int j = 0; j < QK_K; j += 8) {
-			int m = _mm256_movemask_ps(_mm256_cmp_ps(
-				_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + j)), _mm256_set1_ps(amax),
-				_CMP_EQ_OQ));
-			if (m) {
-				idx = j + __builtin_ctz((unsigned)m);
-				break;
-			}
-		}
-		const float iscale = -127.0f / xb[idx];
-		const __m256 vs = _mm256_set1_ps(iscale);
-		for (int s = 0; s < 16; s++) {
-			__m256 f0 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s), vs);
-			__m256 f1 = _mm256_mul_ps(_mm256_loadu_ps(xb + 16 * s + 8), vs);
-			__m256i q0 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f0, lo), hi));
-			__m256i q1 = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(f1, lo), hi));
-			st_u16(y + 4 + QK_K + 2 * s,
-			       (uint16_t)(int16_t)hsum_i32(_mm256_add_epi32(q0, q1)));
-			/* int16 per 128-bit lane [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]:
-			 * qwords 0, 2, 1, 3 put them in order */
-			__m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
-			_mm_storeu_si128((__m128i *)(y + 4 + 16 * s),
-					 _mm_packs_epi16(_mm256_castsi256_si128(p),
-							 _mm256_extracti128_si256(p, 1)));
-		}
-		const float d = 1.0f / iscale;
-		memcpy(y, &d, 4);
-	}
-}
+/* dot, matvec and matmat of each legacy type; Q5_0 has no matmat: its
+ * gemm is the Q8_0 one (gemm.c quant_type, kernels_impl.h q8_form) */
+#define Q4_1_ROWS(...) leg_row_tokens(__VA_ARGS__, LEG_Q4_1)
+#define Q5_0_ROWS(...) leg_row_tokens(__VA_ARGS__, LEG_Q5_0)
+#define Q5_1_ROWS(...) leg_row_tokens(__VA_ARGS__, LEG_Q5_1)
+#define IQ4_NL_ROWS(...) leg_row_tokens(__VA_ARGS__, LEG_IQ4_NL)
+KQ_ENTRY_DOT(q5_0, avx2, AVX2, Q5_0_ROWS, QK)
+KQ_ENTRY(q4_1, avx2, AVX2, Q4_1_ROWS, QK)
+KQ_ENTRY(q5_1, avx2, AVX2, Q5_1_ROWS, QK)
+KQ_ENTRY(iq4_nl, avx2, AVX2, IQ4_NL_ROWS, QK)
+#undef Q4_1_ROWS
+#undef Q5_0_ROWS
+#undef Q5_1_ROWS
+#undef IQ4_NL_ROWS
 #endif

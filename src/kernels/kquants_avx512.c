@@ -11,49 +11,16 @@
 
 #if defined(__x86_64__)
 
-#include <immintrin.h>
+#include "kernels/simd_x86.h"
 
-#define T512 "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define AVX512 __attribute__((target(T512)))
-#define AVX512_INLINE static inline __attribute__((always_inline, target(T512)))
+#define AVX512 AVX512_BASE
+#define AVX512_INLINE AVX512_BASE_INLINE
 
-#define KQ_TOK 64 /* tokens per run (as kquants_avx2.c) */
-
-AVX512_INLINE __m256i ld256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-/* Two adjacent halves at p as floats (vcvtph2ps: the bits of
- * fp16_to_f32_inline, without its branches). */
-AVX512_INLINE void f16x2(const uint8_t *p, float *a, float *b)
-{
-	__m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld_u32(p)));
-	*a = _mm_cvtss_f32(v);
-	*b = _mm_cvtss_f32(_mm_shuffle_ps(v, v, 1));
-}
-
-AVX512_INLINE float f16x1(const uint8_t *p)
-{
-	return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(ld_u16(p))));
-}
 AVX512_INLINE __m512i ld512(const void *p) { return _mm512_loadu_si512(p); }
 
 AVX512_INLINE __m256i fold512(__m512i v)
 {
 	return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
-
-AVX512_INLINE int32_t hsum256(__m256i v)
-{
-	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-	return _mm_cvtsi128_si32(s);
-}
-
-/* the sums of 4 vectors' int32 lanes, in one vector (exact) */
-AVX512_INLINE __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d)
-{
-	__m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-	return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 /* int16 index vector for vpermw: lanes 16 i .. 16 i + 15 take lane a + i
@@ -76,17 +43,14 @@ typedef struct {
 	float d, dmin;
 } k32_w_t;
 
+/* The 8 scales and mins (kq_scales_mins_q4K), then the nibbles (Q5_K:
+ * with the fifth bit) as kquants_avx2.c k32_weights, 64 to a register. */
 AVX512_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 {
 	const __m512i m4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
-	uint32_t a = ld_u32(wb + 4), b = ld_u32(wb + 8), c = ld_u32(wb + 12);
-	uint32_t sc_lo = a & 0x3F3F3F3Fu, m_lo = b & 0x3F3F3F3Fu;
-	uint32_t sc_hi = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
-	uint32_t m_hi = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
-	__m128i sc = _mm_cvtepu8_epi16(_mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0));
-	__m128i mn = _mm_cvtepu8_epi16(_mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0));
+	__m128i sc;
+	kq_scales_mins_q4K(wb, &sc, &w->mdup);
 	w->sc = _mm512_castsi128_si512(sc);
-	w->mdup = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
 	const uint8_t *qs = wb + (five ? 48 : 16);
 	__m256i qh = five ? ld256(wb + 16) : _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -102,7 +66,7 @@ AVX512_INLINE void k32_weights(const uint8_t *wb, k32_w_t *w, const int five)
 		}
 		w->q[k] = v;
 	}
-	f16x2(wb, &w->d, &w->dmin);
+	ld_f16x2_f16c(wb, &w->d, &w->dmin);
 }
 
 AVX512_INLINE void k32_token(const k32_w_t *w, const uint8_t *x, __m256i *si, __m256i *sm)
@@ -146,7 +110,7 @@ AVX512_INLINE void q6_weights(const uint8_t *wb, k16_w_t *w)
 	}
 	w->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)k->scales));
 	w->sc = _mm512_castsi256_si512(w->sc16);
-	w->d = f16x1((const uint8_t *)&k->d);
+	w->d = ld_f16_f16c((const uint8_t *)&k->d);
 	w->dmin = 0.0f;
 }
 
@@ -164,77 +128,15 @@ AVX512_INLINE void q6_token(const k16_w_t *w, const uint8_t *x, __m256i *si, __m
 	*sm = _mm256_setzero_si256();
 }
 
-/* Row w (nb super-blocks of bb bytes) against tokens X + k xs, k < nt
- * (<= KQ_TOK): out[k * os] = the dot product. */
-#define KQ_ROW_TOKENS(name, W_T, WEIGHTS, TOKEN, bb, has_min)                          \
-	AVX512_INLINE void name(const uint8_t *w, const uint8_t *X, size_t xs, int64_t nb, \
-				int nt, float *out, int64_t os)                       \
-	{                                                                             \
-		float acc[KQ_TOK];                                                    \
-		for (int k = 0; k < nt; k++)                                          \
-			acc[k] = 0.0f;                                                \
-		for (int64_t b = 0; b < nb; b++) {                                    \
-			W_T wt;                                                       \
-			WEIGHTS(w + (size_t)b * (bb), &wt);                           \
-			const uint8_t *xb = X + (size_t)b * sizeof(block_q8_K);       \
-			int k = 0;                                                    \
-			for (; k + 4 <= nt; k += 4) {                                 \
-				__m256i si[4], sm[4];                                 \
-				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
-					TOKEN(&wt, xb + (size_t)(k + j) * xs, &si[j], &sm[j]); \
-				int32_t vi[4], vm[4];                                 \
-				_mm_storeu_si128((__m128i *)vi, hsum4(si[0], si[1], si[2], si[3])); \
-				_mm_storeu_si128((__m128i *)vm, hsum4(sm[0], sm[1], sm[2], sm[3])); \
-				_Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)   \
-					acc[k + j] = kq_k_step(acc[k + j], ld_f32(xb + (size_t)(k + j) * xs), \
-							       wt.d, wt.dmin, vi[j], vm[j], has_min); \
-			}                                                             \
-			for (; k < nt; k++) {                                         \
-				__m256i si, sm;                                       \
-				TOKEN(&wt, xb + (size_t)k * xs, &si, &sm);            \
-				acc[k] = kq_k_step(acc[k], ld_f32(xb + (size_t)k * xs), wt.d, \
-						   wt.dmin, hsum256(si), has_min ? hsum256(sm) : 0, \
-						   has_min);                          \
-			}                                                             \
-		}                                                                     \
-		for (int k = 0; k < nt; k++)                                          \
-			out[k * os] = acc[k];                                         \
-	}
-
 #define Q4K_W(p, w) k32_weights(p, w, 0)
 #define Q5K_W(p, w) k32_weights(p, w, 1)
-KQ_ROW_TOKENS(q4k_row_tokens, k32_w_t, Q4K_W, k32_token, sizeof(block_q4_K), 1)
-KQ_ROW_TOKENS(q5k_row_tokens, k32_w_t, Q5K_W, k32_token, sizeof(block_q5_K), 1)
-KQ_ROW_TOKENS(q6k_row_tokens, k16_w_t, q6_weights, q6_token, sizeof(block_q6_K), 0)
+KQ_ROW_TOKENS(q4k_row_tokens, AVX512_INLINE, k32_w_t, Q4K_W, k32_token, sizeof(block_q4_K), 1)
+KQ_ROW_TOKENS(q5k_row_tokens, AVX512_INLINE, k32_w_t, Q5K_W, k32_token, sizeof(block_q5_K), 1)
+KQ_ROW_TOKENS(q6k_row_tokens, AVX512_INLINE, k16_w_t, q6_weights, q6_token, sizeof(block_q6_K), 0)
 
-/* dot product, matvec and matmat_fn of each type */
-#define KQ_ENTRY(lower, rowfn)                                                        \
-	float AVX512 kq_dot_##lower##_avx512(const void *w, const void *xa, int64_t n)  \
-	{                                                                             \
-		float out;                                                            \
-		rowfn(w, xa, 0, n / QK_K, 1, &out, 1);                                \
-		return out;                                                           \
-	}                                                                             \
-	void AVX512 kq_matvec_##lower##_avx512(const void *W, size_t rb, const void *xa, \
-					       float *y, int64_t n, int64_t r0, int64_t r1) \
-	{                                                                             \
-		for (int64_t r = r0; r < r1; r++)                                     \
-			rowfn((const uint8_t *)W + (size_t)r * rb, xa, 0, n / QK_K, 1, y + r, 1); \
-	}                                                                             \
-	void AVX512 kq_matmat_##lower##_avx512(const void *W, size_t rb, const void *X,  \
-					       size_t xs, float *Y, int64_t ys, int64_t n, \
-					       int64_t r0, int64_t r1, int64_t ntok)   \
-	{                                                                             \
-		for (int64_t k0 = 0; k0 < ntok; k0 += KQ_TOK) {                       \
-			int nt = ntok - k0 < KQ_TOK ? (int)(ntok - k0) : KQ_TOK;      \
-			for (int64_t r = r0; r < r1; r++)                             \
-				rowfn((const uint8_t *)W + (size_t)r * rb,            \
-				      (const uint8_t *)X + (size_t)k0 * xs, xs, n / QK_K, \
-				      nt, Y + k0 * ys + r, ys);                       \
-		}                                                                     \
-	}
-KQ_ENTRY(q4_K, q4k_row_tokens)
-KQ_ENTRY(q5_K, q5k_row_tokens)
-KQ_ENTRY(q6_K, q6k_row_tokens)
+/* dot, matvec and matmat of each type */
+KQ_ENTRY(q4_K, avx512, AVX512, q4k_row_tokens, QK_K)
+KQ_ENTRY(q5_K, avx512, AVX512, q5k_row_tokens, QK_K)
+KQ_ENTRY(q6_K, avx512, AVX512, q6k_row_tokens, QK_K)
 
 #endif
