@@ -138,11 +138,7 @@ void server_handle_json(server_t *s, const char *method, const char *path,
 
 void server_reply_free(server_reply_t *r) { api_reply_free(r); }
 
-void server_job_free(server_job_t *j) { api_job_free(j); }
-
 void server_count(server_t *s, server_endpoint_t ep, int status)
 {
 	metrics_count(s->metrics, ep, status);
 }
-
-char *server_metrics_text(server_t *s) { return api_metrics_text(s->api); }

@@ -18,10 +18,10 @@
  * "stream": true), GET /v1/models, GET /health, GET /metrics (Prometheus
  * text). Errors: api.h.
  *
- * Synchronization: server_handle_json(), server_count() and
- * server_metrics_text() may run on any number of threads at once, also
- * while the server runs. server_start()/server_stop()/server_free() are
- * for one controlling thread. */
+ * Synchronization: server_handle_json() and server_count() may run on
+ * any number of threads at once, also while the server runs.
+ * server_start()/server_stop()/server_free() are for one controlling
+ * thread. */
 #ifndef EGANG_SERVER_H
 #define EGANG_SERVER_H
 
@@ -94,11 +94,8 @@ void server_handle_json(server_t *s, const char *method, const char *path,
 			const char *auth, const char *body, size_t len,
 			server_reply_t *out);
 void server_reply_free(server_reply_t *r);
-void server_job_free(server_job_t *j);
 /* Counts one answered request in egang_requests_total. */
 void server_count(server_t *s, server_endpoint_t ep, int status);
-/* The Prometheus text exposition; malloc'd. */
-char *server_metrics_text(server_t *s);
 
 /* Starts the generation thread (which creates the gang) and the HTTP
  * daemon; -1 + err_get() on failure (gang, bind). */
