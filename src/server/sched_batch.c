@@ -412,7 +412,7 @@ static void take_step(batch_t *b, int ns)
 		engine_seq_ids(sl->seq, &n);
 		if (n > engine_seq_n_prompt(sl->seq)) { /* a token was generated */
 			if (!sl->t_first) {
-				sl->t_first = now; /* gen_record observes the TTFT */
+				sl->t_first = now; /* the TTFT: slot_finish, then job_record */
 			} else if (sl->j->t_last) {
 				metrics_observe(s->metrics, METRICS_HIST_TPOT,
 						(double)(now - sl->j->t_last) / 1e9);

@@ -1,6 +1,6 @@
 /* server: the OpenAI-compatible HTTP server of `egang serve`, a one-way
- * pipeline; this header is its public face (cmd_serve, the fuzzer, the
- * tests) and this file's server.c its lifecycle above the stages:
+ * pipeline. This header is its public face (cmd_serve, the fuzzer, the
+ * tests); server.c holds its lifecycle, above the stages:
  *
  *   http (transport: libmicrohttpd, bodies, SSE content readers)
  *    -> api (routing, auth, validation into a job; every response body)
@@ -102,9 +102,10 @@ void server_count(server_t *s, server_endpoint_t ep, int status);
 int server_start(server_t *s);
 /* The port the daemon listens on (after server_start). */
 int server_port(const server_t *s);
-/* Cancels the running generation at its next token, answers queued jobs
- * with 503, stops the daemon (joins its threads) and the generation
- * thread. Idempotent. */
+/* Stops the scheduler first (sched_stop: the running generations end at
+ * their next token, the queued jobs are answered with 503, the generation
+ * thread is joined), so that every handler waiting on a job has its
+ * answer, then the daemon (joins its threads). Idempotent. */
 void server_stop(server_t *s);
 
 /* ---- configuration for `egang serve` (server_config.c) ---- */
