@@ -252,7 +252,7 @@ static bool admit(batch_t *b)
 {
 	sched_t *s = b->s;
 	for (;;) {
-		if (!b->live && sched_queue_idle(s)) {
+		if (!b->live && sched_queue_try_park(s)) {
 			if (b->begun && b->g) /* nothing live: the cores go back */
 				gang_end(b->g);
 			b->begun = false;

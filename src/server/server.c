@@ -105,7 +105,7 @@ int server_start(server_t *s)
 {
 	if (!s->cfg.m)
 		return err_set("server_start: no model");
-	if (http_bind(s->http) < 0 || sched_start(s->sched) < 0)
+	if (http_addr_parse(s->http) < 0 || sched_start(s->sched) < 0)
 		return -1;
 	if (http_listen(s->http) < 0) {
 		char msg[256];
