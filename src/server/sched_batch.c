@@ -35,9 +35,9 @@
 
 #include "base/alloc.h"
 #include "base/base.h"
+#include "engine/engine.h"
 #include "gang/gang.h"
 #include "model/forward.h"
-#include "engine/engine.h"
 #include "server/sched_impl.h"
 
 #define KV_BLOCK 16     /* positions per block of a sequence's KV */

@@ -29,12 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/engine_open.h"
 #include "model/chat.h" /* chat_kind(), chat_name() for callers */
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "policy/control.h"
 #include "policy/policy.h"
-#include "engine/engine_open.h"
 #include "server/api.h" /* server_reply_t, server_job_t, server_endpoint_t */
 
 typedef struct server server_t; /* opaque */
