@@ -221,10 +221,46 @@ static char *take(FILE *f)
 	return s;
 }
 
+/* The positions a before_token hook was called at, through its own user
+ * pointer; calls with another pointer are only counted. */
+typedef struct token_tally {
+	int64_t pos[512];
+	int n;
+} token_tally_t;
+
+static token_tally_t *tally_want; /* the user pointer the hook must get */
+static int tally_wrong;           /* calls with any other */
+
+static void tally_before_token(void *user, uint64_t index)
+{
+	if (user != tally_want) {
+		tally_wrong++;
+		return;
+	}
+	token_tally_t *t = user;
+	assert_true(t->n < 512);
+	t->pos[t->n++] = (int64_t)index;
+}
+
+/* The hook of one turn got its own pointer, once per prefill batch from
+ * the first position the KV lacked, then once per decoded position. */
+static void check_tally(const token_tally_t *t, const engine_result_t *r,
+			int64_t n_cached)
+{
+	assert_int_equal(tally_wrong, 0);
+	assert_true(t->n >= 1 + r->decode_steps);
+	assert_int_equal(t->pos[0], n_cached);
+	for (int i = 1; i < t->n; i++)
+		assert_true(t->pos[i] > t->pos[i - 1]);
+	for (int64_t i = 0; i < r->decode_steps; i++)
+		assert_int_equal(t->pos[t->n - r->decode_steps + i], r->n_prompt + i);
+}
+
 /* Three greedy turns on a synthetic model through chat_convo_turn: each
  * later turn reuses every position of the KV, and its answer and every
  * sampled position's logits (hashed) are those of a run of the same
- * prompt from position 0. */
+ * prompt from position 0; a before_token hook gets its own user pointer
+ * and is called per token. */
 static void test_turns_generate(void **state)
 {
 	(void)state;
@@ -248,14 +284,20 @@ static void test_turns_generate(void **state)
 		int64_t n_kv;
 		chat_convo_kv(c, &n_kv);
 		chat_convo_add(c, "user", say[t], strlen(say[t]));
+		token_tally_t tally = {.n = 0};
+		tally_want = &tally;
+		tally_wrong = 0;
 		engine_params_t p = {.n_predict = 12, .sampler = {.temp = 0, .top_p = 1},
-				     .stop_at_control = true, .logits_hash = hash};
+				     .stop_at_control = true, .logits_hash = hash,
+				     .before_token = tally_before_token, .user = &tally};
 		engine_result_t r;
 		int64_t reused = -1;
 		assert_int_equal(chat_convo_turn(c, e, &p, &r, &reused), 0);
 		assert_null(r.ids);
 		assert_int_equal(reused, n_kv);
 		assert_true(t == 0 || reused > 0);
+		assert_true(r.decode_steps > 0);
+		check_tally(&tally, &r, reused);
 		char *got = take(hash);
 		/* the same prompt from position 0 */
 		const int32_t *kv = chat_convo_kv(c, &n_kv);
@@ -263,6 +305,8 @@ static void test_turns_generate(void **state)
 		int32_t *all = malloc((size_t)n_all * sizeof *all);
 		memcpy(all, kv, (size_t)n_all * sizeof *all);
 		engine_params_t q = p;
+		q.before_token = NULL;
+		q.user = NULL;
 		q.prompt_ids = all;
 		q.n_prompt_ids = r.n_prompt;
 		engine_result_t r2;

@@ -2,15 +2,19 @@
  * (server_handle_json on models/tok512.bin, stories260K's tokenizer):
  * malformed and hostile requests each get the status, error type, param
  * and code the API promises (api.h); good ones become jobs whose request
- * holds the fields asked for; the error body's exact bytes. */
+ * holds the fields asked for; the error body's exact bytes; a job's
+ * events and final body formatted, byte for byte. */
 #include "testutil.h"
 
 #include <jansson.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "model/chat.h"
 #include "model/tokenizer.h"
-#include "server/api_impl.h" /* a job's request (api_job_work) */
+#include "server/api.h"
+#include "server/buf.h"
+#include "server/sched.h" /* a job's request (api_job_work) */
 #include "server/server.h"
 
 #define CTX 128
@@ -129,7 +133,9 @@ static void test_invalid_json(void **state)
 	assert_non_null(strstr(m, "empty"));
 	BAD_COMPLETION(s, NULL, NULL, NULL);
 	BAD_COMPLETION(s, "[1,2]", NULL, NULL);
-	BAD_COMPLETION(s, "\"a string\"", NULL, "invalid_json"); /* not an object */
+	/* a bare string: jansson decodes only an object or an array at the
+	 * top (no JSON_DECODE_ANY), so it is malformed */
+	BAD_COMPLETION(s, "\"a string\"", NULL, "invalid_json");
 	server_free(s);
 }
 
@@ -458,6 +464,161 @@ static void test_error_body(void **state)
 	free(b);
 }
 
+/* ---- a job's responses, byte for byte ---- */
+
+/* The job of a good request to path, its creation time checked to lie in
+ * [before, now]; *created: that time. The caller frees the reply. */
+static server_job_t *format_job(server_t *s, const char *path, const char *body,
+				server_reply_t *r, long long *created)
+{
+	long long before = (long long)time(NULL);
+	expect_job(s, path, body, r);
+	sbuf_t out = {0};
+	sched_event_t ev = {.kind = SCHED_EVENT_TEXT, .text = "", .n = 0};
+	api_format_event(r->job, &ev, &out);
+	const char *c = strstr(out.p, "\"created\":");
+	assert_non_null(c);
+	*created = strtoll(c + 10, NULL, 10);
+	assert_true(*created >= before && *created <= (long long)time(NULL));
+	sbuf_free(&out);
+	return r->job;
+}
+
+/* Asserts that ev formats as want (printf format of the job's creation
+ * time; NULL: nothing at all). */
+static void expect_event(const server_job_t *j, const sched_event_t *ev,
+			 const char *want, long long created)
+{
+	sbuf_t out = {0};
+	api_format_event(j, ev, &out);
+	if (!want) {
+		assert_int_equal(out.len, 0);
+		return;
+	}
+	char w[1024];
+	snprintf(w, sizeof w, want, created);
+	assert_non_null(out.p);
+	assert_string_equal(out.p, w);
+	assert_int_equal(out.len, strlen(w));
+	sbuf_free(&out);
+}
+
+#define CMPL_HEAD "data: {\"id\":\"cmpl-0\",\"object\":\"text_completion\"," \
+		  "\"created\":%lld,\"model\":\"stories260K\",\"choices\":"
+#define CHAT_HEAD "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\"," \
+		  "\"created\":%lld,\"model\":\"stories260K\",\"choices\":"
+#define DONE "data: [DONE]\n\n"
+
+/* A completion's stream: nothing at its start, a chunk per text (UTF-8
+ * cleaned, escaped), the finish reason and usage after the end, then
+ * [DONE]. */
+static void test_format_completion(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	long long t;
+	server_job_t *j = format_job(s, "/v1/completions",
+				     "{\"prompt\":\"a\",\"stream\":true}", &r, &t);
+	assert_true(api_job_stream(j));
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_START}, NULL, t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = "Once \"up\"\n\xff",
+					 .n = 11},
+		     CMPL_HEAD "[{\"index\":0,\"text\":\"Once \\\"up\\\"\\n\xef\xbf\xbd\","
+		     "\"logprobs\":null,\"finish_reason\":null}]}\n\n", t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_EOS,
+					 .n_prompt = 3, .n_gen = 2},
+		     CMPL_HEAD "[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
+		     "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,"
+		     "\"completion_tokens\":2,\"total_tokens\":5}}\n\n" DONE, t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_CONTEXT,
+					 .n_prompt = 4, .n_gen = 0},
+		     CMPL_HEAD "[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
+		     "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":4,"
+		     "\"completion_tokens\":0,\"total_tokens\":4}}\n\n" DONE, t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_ERROR, .status = 503,
+					 .msg = "the server is stopping"},
+		     "data: {\"error\":{\"message\":\"the server is stopping\","
+		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n" DONE, t);
+	server_reply_free(&r);
+	server_free(s);
+}
+
+/* A chat's stream: the assistant's role alone at its start, text as
+ * content deltas, an empty delta with the finish reason and usage at the
+ * end, then [DONE]; an error as the error body. */
+static void test_format_chat(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r0, r;
+	long long t;
+	expect_job(s, "/v1/completions", "{\"prompt\":\"a\"}", &r0); /* cmpl-0 */
+	server_job_t *j = format_job(
+		s, "/v1/chat/completions",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true}",
+		&r, &t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_START},
+		     CHAT_HEAD "[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		     "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n", t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = "Hi!", .n = 3},
+		     CHAT_HEAD "[{\"index\":0,\"delta\":{\"content\":\"Hi!\"},"
+		     "\"logprobs\":null,\"finish_reason\":null}]}\n\n", t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_LENGTH,
+					 .n_prompt = 9, .n_gen = 16},
+		     CHAT_HEAD "[{\"index\":0,\"delta\":{},\"logprobs\":null,"
+		     "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":9,"
+		     "\"completion_tokens\":16,\"total_tokens\":25}}\n\n" DONE, t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_ERROR, .status = 500,
+					 .msg = "out of \"memory\""},
+		     "data: {\"error\":{\"message\":\"out of \\\"memory\\\"\","
+		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n" DONE, t);
+	server_reply_free(&r);
+	server_reply_free(&r0);
+	server_free(s);
+}
+
+/* The body of a job nobody streams. The public API cannot end a job (the
+ * scheduler does), so these are the bodies of jobs that generated nothing
+ * yet: status 200, empty text, finish reason "length", zero usage. */
+static void test_format_reply(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r, rc;
+	long long t, tc;
+	server_job_t *j = format_job(s, "/v1/completions", "{\"prompt\":\"a\"}", &r, &t);
+	assert_false(api_job_stream(j));
+	server_job_t *jc = format_job(
+		s, "/v1/chat/completions",
+		"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &rc, &tc);
+	int status = 0;
+	char *body = api_format_reply(j, &status);
+	assert_int_equal(status, 200);
+	char want[1024];
+	snprintf(want, sizeof want,
+		 "{\"id\":\"cmpl-0\",\"object\":\"text_completion\",\"created\":%lld,"
+		 "\"model\":\"stories260K\",\"choices\":[{\"index\":0,\"text\":\"\","
+		 "\"logprobs\":null,\"finish_reason\":\"length\"}],\"usage\":"
+		 "{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}", t);
+	assert_string_equal(body, want);
+	free(body);
+	status = 0;
+	body = api_format_reply(jc, &status);
+	assert_int_equal(status, 200);
+	snprintf(want, sizeof want,
+		 "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":%lld,"
+		 "\"model\":\"stories260K\",\"choices\":[{\"index\":0,\"message\":"
+		 "{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+		 "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":0,"
+		 "\"completion_tokens\":0,\"total_tokens\":0}}", tc);
+	assert_string_equal(body, want);
+	free(body);
+	server_reply_free(&rc);
+	server_reply_free(&r);
+	server_free(s);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -481,6 +642,9 @@ int main(void)
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_error_body),
+		cmocka_unit_test(test_format_completion),
+		cmocka_unit_test(test_format_chat),
+		cmocka_unit_test(test_format_reply),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "model/chat.h"
+#include "engine/engine_open.h"
 #include "gang/gang.h"
+#include "model/chat.h"
 #include "model/model.h"
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "scx/scx.h"
-#include "engine/engine_open.h"
 #include "server/server.h"
 
 static const char serve_help[] =

@@ -65,7 +65,8 @@ static const char *synth_usage(void)
 	return buf;
 }
 
-/* The synth_opts of one run. */
+/* The flags of one `egang synth` run: the file to write, its type, the
+ * shape and the overrides of it, the tokenizer files, the seed. */
 typedef struct synth_opts {
 	const char *out, *type, *shape, *tok_json, *tok_cfg;
 	int64_t seed, layers, window, pattern, vocab;

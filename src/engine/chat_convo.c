@@ -282,11 +282,19 @@ void chat_convo_forget_kv(chat_convo_t *c)
 
 /* ---- a whole turn ---- */
 
-/* chat_convo_turn's on_text: the conversation's copy, then the caller's. */
+/* chat_convo_turn's hooks around the caller's: on_text gives the
+ * conversation its copy, then the caller's; each hands the caller's
+ * callback the caller's user pointer. */
 typedef struct turn_hook {
 	chat_convo_t *c;
 	const engine_params_t *p;
 } turn_hook_t;
+
+static void turn_before_token(void *user, uint64_t index)
+{
+	turn_hook_t *h = user;
+	h->p->before_token(h->p->user, index);
+}
 
 static int turn_on_text(void *user, const char *s, size_t n)
 {
@@ -309,6 +317,7 @@ int chat_convo_turn(chat_convo_t *c, engine_t *e, const engine_params_t *p,
 	q.n_prompt_ids = pr.n;
 	q.n_cached = pr.n_cached;
 	q.sampler.seed += (uint64_t)c->n;
+	q.before_token = p->before_token ? turn_before_token : NULL;
 	q.on_text = turn_on_text;
 	q.user = &h;
 	rc = engine_run(e, &q, r);

@@ -114,9 +114,10 @@ void chat_convo_record(chat_convo_t *c, engine_result_t *r);
 void chat_convo_forget_kv(chat_convo_t *c);
 
 /* One turn on e's forward pass: chat_convo_prompt, engine_run with p
- * (its prompt, n_cached and user set here, the sampler's seed plus the
- * message count so that turns draw differently; p->on_text, may be NULL,
- * receives p->user), then chat_convo_record. 0 with *r (r->ids NULL: the
+ * (its prompt and n_cached set here, the sampler's seed plus the message
+ * count so that turns draw differently; p->before_token and p->on_text,
+ * either may be NULL, are called as engine_run calls them and receive
+ * p->user), then chat_convo_record. 0 with *r (r->ids NULL: the
  * conversation holds them) and *n_cached, the prompt ids the KV held
  * already; -1 or ENGINE_FAIL + err_get() as chat_convo_prompt or
  * engine_run (after a failed generation the KV is forgotten). */

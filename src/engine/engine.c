@@ -366,13 +366,15 @@ static void gen_finish(gen_t *s, int64_t n)
 	free(s->out.buf);
 }
 
-/* Whether token id ends the generation: end of sequence, BOS (as llama2.c
- * stops), or with stop_at_control any control token. */
-static bool gen_is_end(const gen_t *s, int32_t id)
+/* Whether the sampled token id ends the generation (STOP_EOS, the token
+ * not kept): end of sequence, BOS (as llama2.c stops), or with
+ * p->stop_at_control any control token. engine_generate and
+ * engine_seq_accept both stop here. */
+static bool gen_is_end(const model_t *m, const engine_params_t *p, int32_t id)
 {
-	const tokenizer_t *tok = s->m->tok;
+	const tokenizer_t *tok = m->tok;
 	return id == tokenizer_eos(tok) || id == tokenizer_bos(tok) ||
-	       (s->p->stop_at_control &&
+	       (p->stop_at_control &&
 		tokenizer_type(tok, id) == TOKENIZER_TYPE_CONTROL);
 }
 
@@ -431,7 +433,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
-			if (gen_is_end(&s, next)) {
+			if (gen_is_end(m, p, next)) {
 				r->stop = STOP_EOS;
 				n--; /* the end marker is not part of the text */
 				break;
@@ -507,14 +509,13 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		return 1;
 	const engine_params_t *p = &s->p;
 	int32_t pos = (int32_t)s->n - 1;
-	int32_t bos = tokenizer_bos(s->m->tok), eos = tokenizer_eos(s->m->tok);
 	uint64_t h = p->logits_hash ? hash64(logits, (size_t)s->m->cfg.vocab_size *
 							     sizeof(float), HASH64_INIT)
 				    : 0;
 	int32_t next = sampler_sample(s->smp, logits);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);
-	if (next == eos || next == bos) {
+	if (gen_is_end(s->m, p, next)) {
 		s->stop = STOP_EOS;
 		s->done = true;
 		return 1;

@@ -1,5 +1,8 @@
 /* engine: one generation (prompt -> tokens -> text) on a model, run either
- * serially or on the elastic gang. Used by `egang generate` and the server.
+ * serially or on the elastic gang. Used by `egang generate` and `egang
+ * chat` (engine_run, engine_open.h), the server's scheduler (also
+ * engine_seq_* for continuous batching), the agent model and the decode
+ * and switch-cost benches.
  *
  * Positions: the prompt (BOS first) fills positions 0..n_prompt-1 in
  * prefill batches (forward.h; one gang token and one before_token call per

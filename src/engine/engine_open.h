@@ -1,11 +1,18 @@
-/* engine_open: the one way a command opens what it needs to generate.
+/* engine_open: the one way a command opens what it needs to generate, and
+ * runs a generation on it.
  *
- * In order: the policy library (built-ins for the gang's slots, then a user
- * file) and the control word when one is named, the model, its forward pass
- * with a KV cache of ctx positions, and the gang over the chosen CPUs (its
- * leader is the calling thread), bound to the policy runtime. engine_close
- * undoes it in reverse. Checks that need no memory (the library, the
- * control word, the context) come before the model is read. */
+ * engine_open, in order: the policy library (built-ins for the gang's
+ * slots, then a user file) and the control word when one is named, the
+ * model, its forward pass with a KV cache of ctx positions, and the gang
+ * over the chosen CPUs (its leader is the calling thread), bound to the
+ * policy runtime. engine_close undoes it in reverse. Checks that need no
+ * memory (the library, the control word, the context) come before the
+ * model is read.
+ *
+ * Around it: engine_cpus_parse turns --cores into the gang's CPUs,
+ * engine_run runs one generation on what engine_open opened (the policy
+ * runtime choosing the membership), and engine_policies loads the
+ * library alone (for commands that open no model). */
 #ifndef EGANG_ENGINE_OPEN_H
 #define EGANG_ENGINE_OPEN_H
 

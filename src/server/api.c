@@ -31,7 +31,8 @@ void api_free(api_t *a)
 	free(a);
 }
 
-char *api_metrics_text(api_t *a)
+/* The /metrics text with the queue's state now (malloc'd). */
+static char *api_metrics_text(api_t *a)
 {
 	int depth;
 	bool busy;

@@ -89,7 +89,5 @@ void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *ou
 /* The reply to a finished non-streaming job: its status and body
  * (malloc'd). */
 char *api_format_reply(const server_job_t *j, int *status);
-/* The /metrics text (malloc'd). */
-char *api_metrics_text(api_t *a);
 
 #endif

@@ -119,7 +119,7 @@ void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *ou
 		sbuf_str(out, "data: [DONE]\n\n");
 		break;
 	}
-	case SCHED_EVENT_COUNT:
+	case SCHED_EVENT_COUNT: /* not an event; named for -Wswitch */
 		break;
 	}
 }

@@ -31,7 +31,6 @@ struct api {
  * scheduler's job that does the work. */
 struct server_job {
 	server_endpoint_t ep; /* EP_COMPLETIONS or EP_CHAT */
-	bool stream;
 	char id[48];          /* the response id, also the work's name */
 	int64_t created;
 	const char *model;

@@ -25,7 +25,8 @@ server_job_t *api_job_new(api_t *a, server_endpoint_t ep)
 		 (unsigned long long)atomic_fetch_add_explicit(&a->next_id, 1,
 							       memory_order_relaxed));
 	j->work = sched_job_new();
-	snprintf(sched_job_request(j->work)->name, sizeof j->id, "%s", j->id);
+	sched_request_t *q = sched_job_request(j->work);
+	snprintf(q->name, sizeof q->name, "%s", j->id);
 	return j;
 }
 
@@ -39,7 +40,10 @@ void api_job_free(server_job_t *j)
 
 sched_job_t *api_job_work(server_job_t *j) { return j->work; }
 
-bool api_job_stream(const server_job_t *j) { return j->stream; }
+bool api_job_stream(const server_job_t *j)
+{
+	return sched_job_request(j->work)->stream;
+}
 
 void api_reply_free(server_reply_t *r)
 {
@@ -197,7 +201,7 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 			REPLY_ERR(out, 400, "stream", NULL, "'stream' must be a boolean");
 			return -1;
 		}
-		j->stream = q->stream = json_is_true(v);
+		q->stream = json_is_true(v);
 	}
 	if ((v = json_object_get(root, "n")) && !json_is_null(v)) {
 		if (!json_is_integer(v) || json_integer_value(v) != 1) {

@@ -347,7 +347,7 @@ void http_free(http_t *h)
 	free(h);
 }
 
-int http_bind(http_t *h)
+int http_addr_parse(http_t *h)
 {
 	const http_config_t *cfg = &h->cfg;
 	memset(&h->addr, 0, sizeof h->addr);

@@ -6,9 +6,9 @@
  * the scheduler and has the API format each one as server-sent events. A
  * client that goes away cancels its job.
  *
- * Synchronization: http_bind, http_listen, http_stop and http_free are for
- * one controlling thread; the daemon's threads run between http_listen and
- * http_stop. No lock of its own. */
+ * Synchronization: http_addr_parse, http_listen, http_stop and http_free
+ * are for one controlling thread; the daemon's threads run between
+ * http_listen and http_stop. No lock of its own. */
 #ifndef EGANG_SERVER_HTTP_H
 #define EGANG_SERVER_HTTP_H
 
@@ -37,10 +37,11 @@ http_t *http_new(const http_config_t *cfg, api_t *api, sched_t *sched,
 void http_free(http_t *h);
 /* True when host is a numeric IPv4 or IPv6 address. */
 bool http_host_ok(const char *host);
-/* Parses the address to listen on; -1 + err_get() when it is not one. */
-int http_bind(http_t *h);
-/* Starts the daemon on the address http_bind parsed; -1 + err_get()
- * when it cannot listen. */
+/* Parses the address to listen on (cfg's host and port; binds nothing);
+ * -1 + err_get() when it is not one. */
+int http_addr_parse(http_t *h);
+/* Starts the daemon on the address http_addr_parse parsed; -1 +
+ * err_get() when it cannot listen. */
 int http_listen(http_t *h);
 /* The port the daemon listens on (after http_listen). */
 int http_port(const http_t *h);

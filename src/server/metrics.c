@@ -219,7 +219,7 @@ static void hist_print(FILE *f, const char *name, const char *help,
 }
 
 /* Continuous batching's families (sched_batch.c), under m->mu. */
-static void metrics_batch(FILE *f, const metrics_t *m)
+static void metrics_print_batch(FILE *f, const metrics_t *m)
 {
 	hist_print(f, "egang_batch_size", "Sequences per token step (--parallel > 1).",
 		   &m->hist[METRICS_HIST_BATCH_SIZE]);
@@ -242,7 +242,7 @@ static void metrics_batch(FILE *f, const metrics_t *m)
 }
 
 /* Requests, tokens and their latencies, under m->mu. */
-static void metrics_requests(FILE *f, const metrics_t *m)
+static void metrics_print_requests(FILE *f, const metrics_t *m)
 {
 	metric_head(f, "egang_requests_total", "counter",
 		    "HTTP requests answered, by endpoint and status.");
@@ -280,7 +280,7 @@ static void metrics_requests(FILE *f, const metrics_t *m)
 
 /* The queue (depth and busy as read under the queue lock) and the gang,
  * under m->mu. */
-static void metrics_gang(FILE *f, const metrics_t *m, int depth, bool busy)
+static void metrics_print_gang(FILE *f, const metrics_t *m, int depth, bool busy)
 {
 	metric_head(f, "egang_queue_depth", "gauge",
 		    "Requests waiting behind the running generation.");
@@ -307,7 +307,7 @@ static void metrics_gang(FILE *f, const metrics_t *m, int depth, bool busy)
 
 /* The control word's telemetry: relaxed loads, each field on its own
  * (single writer, the generation thread; policy/control.h). */
-static void metrics_policy(FILE *f, const metrics_t *m)
+static void metrics_print_policy(FILE *f, const metrics_t *m)
 {
 	control_word_t *cw = m->cfg.policies ? m->cfg.control : NULL;
 #define CW(field) (cw ? (unsigned long long)atomic_load_explicit(&cw->field, \
@@ -364,11 +364,11 @@ char *metrics_text(metrics_t *m, int depth, bool busy)
 	if (!f)
 		abort();
 	pthread_mutex_lock(&m->mu);
-	metrics_requests(f, m);
-	metrics_gang(f, m, depth, busy);
-	metrics_batch(f, m);
+	metrics_print_requests(f, m);
+	metrics_print_gang(f, m, depth, busy);
+	metrics_print_batch(f, m);
 	pthread_mutex_unlock(&m->mu);
-	metrics_policy(f, m);
+	metrics_print_policy(f, m);
 	metric_head(f, "process_resident_memory_bytes", "gauge",
 		    "Resident set size (VmRSS).");
 	fprintf(f, "process_resident_memory_bytes %ld\n", rss_bytes());

@@ -1,6 +1,8 @@
 /* metrics: the server's counters and histograms, /metrics in the
  * Prometheus text exposition format (version 0.0.4), and the /health
- * body. A leaf: every stage records into it; it calls only buf.
+ * body. A leaf: every stage records into it; it calls only buf, and
+ * scx_loaded / scx_read_kguard (scx/scx.h) for the sched_ext guard's
+ * counter.
  *
  * Lock: one mutex inside metrics_t guards every counter, gauge and
  * histogram. Each function takes it and lets it go before it returns, and

@@ -151,7 +151,12 @@ sched_request_t *sched_job_request(sched_job_t *j);
 /* Drops one reference; the last frees the job. */
 void sched_job_release(sched_job_t *j);
 /* Asks the scheduler to end the job at its next token (the client went
- * away); a job still queued is answered with a 503 error. */
+ * away). A job still queued stays queued, and counts toward max_queue
+ * (sched_enqueue's 429), until the generation thread reaches it at the
+ * queue's head and answers it with a 503 error without running it: after
+ * the running job (parallel 1), or at the next admission (batching),
+ * where a cancelled job behind a head that waits for a free slot or KV
+ * room waits too. */
 void sched_job_cancel(sched_job_t *j);
 /* The next event of a streamed job, waiting until *deadline
  * (CLOCK_REALTIME; NULL: no wait). 1: *ev filled, its text copied into

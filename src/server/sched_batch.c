@@ -35,9 +35,9 @@
 
 #include "base/alloc.h"
 #include "base/base.h"
+#include "engine/engine.h"
 #include "gang/gang.h"
 #include "model/forward.h"
-#include "engine/engine.h"
 #include "server/sched_impl.h"
 
 #define KV_BLOCK 16     /* positions per block of a sequence's KV */
@@ -252,7 +252,7 @@ static bool admit(batch_t *b)
 {
 	sched_t *s = b->s;
 	for (;;) {
-		if (!b->live && sched_queue_idle(s)) {
+		if (!b->live && sched_queue_try_park(s)) {
 			if (b->begun && b->g) /* nothing live: the cores go back */
 				gang_end(b->g);
 			b->begun = false;
@@ -412,7 +412,7 @@ static void take_step(batch_t *b, int ns)
 		engine_seq_ids(sl->seq, &n);
 		if (n > engine_seq_n_prompt(sl->seq)) { /* a token was generated */
 			if (!sl->t_first) {
-				sl->t_first = now; /* gen_record observes the TTFT */
+				sl->t_first = now; /* the TTFT: slot_finish, then job_record */
 			} else if (sl->j->t_last) {
 				metrics_observe(s->metrics, METRICS_HIST_TPOT,
 						(double)(now - sl->j->t_last) / 1e9);

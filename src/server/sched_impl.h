@@ -108,10 +108,11 @@ sched_job_t *sched_queue_peek(sched_t *s);
 /* Takes the oldest job (the one sched_queue_peek returned); marks a
  * generation running. */
 void sched_queue_pop(sched_t *s);
-/* When the queue is empty and not stopping: clears the running mark and
- * returns true (the caller may then end the gang's generation and
- * sched_queue_wait). */
-bool sched_queue_idle(sched_t *s);
+/* The batch loop's way to go idle: when the queue is empty and not
+ * stopping, clears the running mark (/health's busy) and returns true;
+ * the caller may then end the gang's generation and sched_queue_wait.
+ * Else false, nothing changed (a job is queued or the scheduler stops). */
+bool sched_queue_try_park(sched_t *s);
 /* Blocks until a job is queued or the scheduler stops. */
 void sched_queue_wait(sched_t *s);
 /* Clears the running mark (a job ended). */

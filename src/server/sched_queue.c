@@ -88,7 +88,7 @@ void sched_queue_pop(sched_t *s)
 	pthread_mutex_unlock(&s->qmu);
 }
 
-bool sched_queue_idle(sched_t *s)
+bool sched_queue_try_park(sched_t *s)
 {
 	pthread_mutex_lock(&s->qmu);
 	bool idle = !s->head && !atomic_load_explicit(&s->stopping, memory_order_relaxed);

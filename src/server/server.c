@@ -105,7 +105,7 @@ int server_start(server_t *s)
 {
 	if (!s->cfg.m)
 		return err_set("server_start: no model");
-	if (http_bind(s->http) < 0 || sched_start(s->sched) < 0)
+	if (http_addr_parse(s->http) < 0 || sched_start(s->sched) < 0)
 		return -1;
 	if (http_listen(s->http) < 0) {
 		char msg[256];
@@ -138,11 +138,7 @@ void server_handle_json(server_t *s, const char *method, const char *path,
 
 void server_reply_free(server_reply_t *r) { api_reply_free(r); }
 
-void server_job_free(server_job_t *j) { api_job_free(j); }
-
 void server_count(server_t *s, server_endpoint_t ep, int status)
 {
 	metrics_count(s->metrics, ep, status);
 }
-
-char *server_metrics_text(server_t *s) { return api_metrics_text(s->api); }

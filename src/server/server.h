@@ -1,6 +1,6 @@
 /* server: the OpenAI-compatible HTTP server of `egang serve`, a one-way
- * pipeline; this header is its public face (cmd_serve, the fuzzer, the
- * tests) and this file's server.c its lifecycle above the stages:
+ * pipeline. This header is its public face (cmd_serve, the fuzzer, the
+ * tests); server.c holds its lifecycle, above the stages:
  *
  *   http (transport: libmicrohttpd, bodies, SSE content readers)
  *    -> api (routing, auth, validation into a job; every response body)
@@ -18,10 +18,10 @@
  * "stream": true), GET /v1/models, GET /health, GET /metrics (Prometheus
  * text). Errors: api.h.
  *
- * Synchronization: server_handle_json(), server_count() and
- * server_metrics_text() may run on any number of threads at once, also
- * while the server runs. server_start()/server_stop()/server_free() are
- * for one controlling thread. */
+ * Synchronization: server_handle_json() and server_count() may run on
+ * any number of threads at once, also while the server runs.
+ * server_start()/server_stop()/server_free() are for one controlling
+ * thread. */
 #ifndef EGANG_SERVER_H
 #define EGANG_SERVER_H
 
@@ -29,12 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/engine_open.h"
 #include "model/chat.h" /* chat_kind(), chat_name() for callers */
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "policy/control.h"
 #include "policy/policy.h"
-#include "engine/engine_open.h"
 #include "server/api.h" /* server_reply_t, server_job_t, server_endpoint_t */
 
 typedef struct server server_t; /* opaque */
@@ -94,20 +94,18 @@ void server_handle_json(server_t *s, const char *method, const char *path,
 			const char *auth, const char *body, size_t len,
 			server_reply_t *out);
 void server_reply_free(server_reply_t *r);
-void server_job_free(server_job_t *j);
 /* Counts one answered request in egang_requests_total. */
 void server_count(server_t *s, server_endpoint_t ep, int status);
-/* The Prometheus text exposition; malloc'd. */
-char *server_metrics_text(server_t *s);
 
 /* Starts the generation thread (which creates the gang) and the HTTP
  * daemon; -1 + err_get() on failure (gang, bind). */
 int server_start(server_t *s);
 /* The port the daemon listens on (after server_start). */
 int server_port(const server_t *s);
-/* Cancels the running generation at its next token, answers queued jobs
- * with 503, stops the daemon (joins its threads) and the generation
- * thread. Idempotent. */
+/* Stops the scheduler first (sched_stop: the running generations end at
+ * their next token, the queued jobs are answered with 503, the generation
+ * thread is joined), so that every handler waiting on a job has its
+ * answer, then the daemon (joins its threads). Idempotent. */
 void server_stop(server_t *s);
 
 /* ---- configuration for `egang serve` (server_config.c) ---- */
