@@ -3,15 +3,18 @@
  * once and finishes each wave once, the tenant's units and its runner's
  * reports, the load generator's request bodies, the model drivers' input
  * checks and decode on a tiny synthetic model (the width knee the one its
- * rates imply), the antagonists' work buckets, the serve log's port, the
- * figures (built-in scripts, no shell, the missing-gnuplot error) and the
- * switching goal's arithmetic. */
+ * rates imply), the antagonists' work buckets, the serve log's port, no
+ * signal from child_stop to a pid that is no child, the figures (built-in
+ * scripts, no shell, the missing-gnuplot error) and the switching goal's
+ * arithmetic. */
 #include "testutil.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -353,6 +356,58 @@ static void test_child_serve_port(void **state)
 	assert_true(child_exe()[0] == '/');
 }
 
+/* A pid that is no child of ours (a reaped child's pid may be another
+ * process's) gets no signal from child_stop: here a grandchild, which
+ * its parent reports killed by a signal (1) or exited (0). */
+static void grandchild_on_usr1(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
+static void test_child_stop_spares_a_non_child(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t mid = fork();
+	assert_true(mid >= 0);
+	if (mid == 0) {
+		pid_t g = fork();
+		if (g == 0) {
+			signal(SIGUSR1, grandchild_on_usr1);
+			pid_t me = getpid();
+			if (write(p[1], &me, sizeof me) != sizeof me)
+				_exit(2);
+			for (int i = 0; i < 1000; i++) /* 10 s at most */
+				usleep(10000);
+			_exit(3);
+		}
+		int st = 0;
+		if (g < 0 || waitpid(g, &st, 0) != g)
+			_exit(4);
+		_exit(WIFSIGNALED(st) ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 5);
+	}
+	close(p[1]);
+	pid_t g = 0;
+	assert_int_equal(read(p[0], &g, sizeof g), (ssize_t)sizeof g);
+	close(p[0]);
+	child_stop(g, SIGTERM, 0.05);
+	assert_int_equal(kill(g, SIGUSR1), 0); /* its own way out */
+	int st = 0;
+	assert_int_equal(waitpid(mid, &st, 0), mid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* a child of ours that has ended is reaped, not signalled */
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	assert_true(c > 0);
+	usleep(20000);
+	child_stop(c, SIGTERM, 1);
+	assert_int_equal(waitpid(c, NULL, WNOHANG), -1); /* reaped */
+}
+
 /* ---- the figures ---- */
 
 /* The built-in script is tools/plot/NAME.gp byte for byte. */
@@ -466,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_decode_and_width),
 		cmocka_unit_test(test_burners_buckets),
 		cmocka_unit_test(test_child_serve_port),
+		cmocka_unit_test(test_child_stop_spares_a_non_child),
 		cmocka_unit_test(test_plot_scripts_built_in),
 		cmocka_unit_test(test_plot_draw),
 		cmocka_unit_test(test_switching_goal),

@@ -48,11 +48,16 @@ void child_stop(pid_t pid, int sig, double wait_s)
 {
 	if (pid <= 0)
 		return;
+	/* signal only a child of ours that is not yet reaped: once reaped,
+	 * its pid may be another process's */
+	pid_t r = waitpid(pid, NULL, WNOHANG);
+	if (r == pid || (r < 0 && errno == ECHILD))
+		return;
 	if (sig)
 		kill(pid, sig);
 	uint64_t end = time_now_ns() + (uint64_t)(wait_s * 1e9);
 	while (time_now_ns() < end) {
-		pid_t r = waitpid(pid, NULL, WNOHANG);
+		r = waitpid(pid, NULL, WNOHANG);
 		if (r == pid || (r < 0 && errno == ECHILD)) /* ended, or reaped */
 			return;
 		usleep(10000);

@@ -24,14 +24,18 @@ const char *child_exe(void);
 pid_t child_spawn(char *const args[], int out_fd, int err_fd);
 
 /* Sends sig (0: none) and waits up to wait_s for the child to end, then
- * kills it (SIGKILL) and reaps it. pid <= 0, or a child already reaped
- * (child_running saw it end), is ignored. */
+ * kills it (SIGKILL) and reaps it. pid <= 0, a child that has ended (it is
+ * reaped here) and a pid that is no child of this process (ECHILD) get no
+ * signal. A pid reaped before (child_running, child_wait_ok, child_stop) is
+ * spent: it may be a newer child's by now, so callers set it to -1. */
 void child_stop(pid_t pid, int sig, double wait_s);
 
-/* Waits for the child to end; true when it exited with status 0. */
+/* Waits for the child to end (it is reaped: pid is spent); true when it
+ * exited with status 0. */
 bool child_wait_ok(pid_t pid);
 
-/* True while the child runs (false once it has ended: it is reaped). */
+/* True while the child runs; false once it has ended (it is reaped: pid is
+ * spent, set it to -1). */
 bool child_running(pid_t pid);
 
 /* CPU seconds (user + system, all threads) of a child so far, from
