@@ -1,7 +1,6 @@
 /* egang scx: the sched_ext backend (src/scx/scx.h, bpf/egang.bpf.c): load
  * the BPF scheduler, show its state and counters, switch the policy index
  * with one map update, detach; run a command in SCHED_EXT. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,8 +99,8 @@ static int do_progs(scx_opts_t *o)
 
 static int do_exec(scx_opts_t *o)
 {
-	scx_exec(o->cmd, o->gang); /* returns only when it failed */
-	return errno == ENOENT ? EXIT_INPUT : EXIT_FAIL;
+	/* returns only when it failed */
+	return scx_exec(o->cmd, o->gang) == SCX_EXEC_NOT_FOUND ? EXIT_INPUT : EXIT_FAIL;
 }
 
 static int do_load(scx_opts_t *o)
