@@ -213,7 +213,8 @@ int cmd_scx(int argc, char **argv)
 		return EXIT_INPUT;
 	static scx_opts_t o = {.reps = 10000, .yielders = 2};
 	const cli_opt_t opts[] = {
-		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		/* the notice only where the CPUs are the gang's (load) */
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS, .no_notice = a->run != do_load),
 		OPT_STR("policies", 0, &o.policies),
 		OPT_STR("policy", 0, &o.policy),
 		OPT_FLAG("force", 0, &o.force),
