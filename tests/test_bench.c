@@ -5,11 +5,13 @@
  * checks and decode on a tiny synthetic model (the width knee the one its
  * rates imply), the antagonists' work buckets, the serve log's port, no
  * signal from child_stop to a pid that is no child, the figures (built-in
- * scripts, no shell, the missing-gnuplot error) and the switching goal's
+ * scripts fed to gnuplot on a pipe, no shell, the copy never written
+ * through a link, the missing-gnuplot error) and the switching goal's
  * arithmetic. */
 #include "testutil.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -475,6 +477,102 @@ static void test_plot_draw(void **state)
 	assert_int_not_equal(access(canary, F_OK), 0); /* nothing ran $(...) */
 }
 
+/* gnuplot reads the built-in script on its stdin, with no signal blocked;
+ * the copy for redrawing by hand is written 0644, never through a symbolic
+ * link; a path too long is one line. The fake gnuplot is this program
+ * under that name (main): it records its arguments, its stdin and its
+ * blocked signals in DIR (its third argument). */
+static int fake_gnuplot(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	char path[4200], buf[8192];
+	snprintf(path, sizeof path, "/proc/self/status");
+	FILE *st = fopen(path, "r"), *out;
+	snprintf(path, sizeof path, "%s/sigblk", argv[3]);
+	out = fopen(path, "w");
+	while (st && out && fgets(buf, sizeof buf, st))
+		if (!strncmp(buf, "SigBlk:", 7))
+			fputs(buf, out);
+	snprintf(path, sizeof path, "%s/argv", argv[3]);
+	FILE *a = fopen(path, "w");
+	for (int i = 1; a && i < argc; i++)
+		fprintf(a, "%s\n", argv[i]);
+	snprintf(path, sizeof path, "%s/stdin", argv[3]);
+	FILE *in = fopen(path, "w");
+	size_t k;
+	while (in && (k = fread(buf, 1, sizeof buf, stdin)) > 0)
+		fwrite(buf, 1, k, in);
+	return !(st && out && a && in && !fclose(st) && !fclose(out) &&
+		 !fclose(a) && !fclose(in));
+}
+
+static void test_plot_script_on_stdin(void **state)
+{
+	(void)state;
+	char dir[512], bin[600], fake[700], gp[700], other[700], rec[700];
+	snprintf(dir, sizeof dir, "%s/plot-stdin", test_tmpdir());
+	snprintf(bin, sizeof bin, "%s/bin", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(mkdir(bin, 0755), 0);
+	snprintf(fake, sizeof fake, "%s/gnuplot", bin);
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	assert_int_equal(symlink(self, fake), 0);
+	const char *path = getenv("PATH");
+	char *saved = strdup(path ? path : "/usr/bin:/bin"), newpath[4800];
+	snprintf(newpath, sizeof newpath, "%s:%s", bin, saved);
+	setenv("PATH", newpath, 1);
+	sigset_t usr1, old;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	int rc = bench_plot_draw(BENCH_PLOT_SWITCHING, dir, "L", true);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	setenv("PATH", saved, 1);
+	free(saved);
+	assert_int_equal(rc, 0);
+	size_t len;
+	snprintf(rec, sizeof rec, "%s/argv", dir);
+	char *t = file_read_all(rec, &len), want[700];
+	snprintf(want, sizeof want, "-c\n/dev/stdin\n%s\nL\n", dir);
+	assert_string_equal(t, want);
+	free(t);
+	snprintf(rec, sizeof rec, "%s/stdin", dir);
+	t = file_read_all(rec, &len);
+	assert_string_equal(t, bench_plot_script(BENCH_PLOT_SWITCHING));
+	free(t);
+	snprintf(rec, sizeof rec, "%s/sigblk", dir);
+	t = file_read_all(rec, &len);
+	assert_string_equal(t, "SigBlk:\t0000000000000000\n");
+	free(t);
+	struct stat st;
+	snprintf(gp, sizeof gp, "%s/switching.gp", dir);
+	assert_int_equal(lstat(gp, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* a symbolic link in place of the copy: refused, its target untouched */
+	snprintf(other, sizeof other, "%s/other", dir);
+	FILE *f = fopen(other, "w");
+	fputs("keep\n", f);
+	fclose(f);
+	unlink(gp);
+	assert_int_equal(symlink(other, gp), 0);
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_SWITCHING, dir, NULL, false), -1);
+	assert_non_null(strstr(err_get(), "switching.gp"));
+	t = file_read_all(other, &len);
+	assert_string_equal(t, "keep\n");
+	free(t);
+	/* a folder name too long for the script's path */
+	char *longdir = malloc(4300);
+	memset(longdir, 'd', 4299);
+	longdir[4299] = 0;
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_SWITCHING, longdir, NULL, false), -1);
+	assert_non_null(strstr(err_get(), "the script's path is longer than"));
+	free(longdir);
+}
+
 /* ---- the switching goal ---- */
 
 static void test_switching_goal(void **state)
@@ -507,8 +605,11 @@ static void test_switching_goal(void **state)
 	assert_false(switching_goal(&c, &s, SWITCHING_ARM_ORACLE, &g));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const char *me = strrchr(argv[0], '/');
+	if (!strcmp(me ? me + 1 : argv[0], "gnuplot"))
+		return fake_gnuplot(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_membw_twins),
 		cmocka_unit_test(test_pool_runs_every_chunk_once),
@@ -524,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_child_stop_spares_a_non_child),
 		cmocka_unit_test(test_plot_scripts_built_in),
 		cmocka_unit_test(test_plot_draw),
+		cmocka_unit_test(test_plot_script_on_stdin),
 		cmocka_unit_test(test_switching_goal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
