@@ -3,11 +3,11 @@
  * once and finishes each wave once, the tenant's units and its runner's
  * reports, the load generator's request bodies, the model drivers' input
  * checks and decode on a tiny synthetic model (the width knee the one its
- * rates imply), the antagonists' work buckets, the serve log's port, no
- * signal from child_stop to a pid that is no child, the figures (built-in
- * scripts fed to gnuplot on a pipe, no shell, the copy never written
- * through a link, the missing-gnuplot error) and the switching goal's
- * arithmetic. */
+ * rates imply), the antagonists' work buckets, the serve log's port, a
+ * child's descriptors, no signal from child_stop to a pid that is no
+ * child, the figures (built-in scripts fed to gnuplot on a pipe, no
+ * shell, the copy never written through a link, the missing-gnuplot
+ * error) and the switching goal's arithmetic. */
 #include "testutil.h"
 
 #include <math.h>
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -358,6 +359,60 @@ static void test_child_serve_port(void **state)
 	assert_true(child_exe()[0] == '/');
 }
 
+/* This process's descriptors above stderr that are /dev/null and would
+ * pass an exec (no FD_CLOEXEC), one line each, into buf. */
+static void fd_devnull(char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		char link[64], target[256];
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		int fl = fcntl(fd, F_GETFD);
+		if (n <= 0 || fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		target[n] = 0;
+		if (!strcmp(target, "/dev/null") && len < cap)
+			len += (size_t)snprintf(buf + len, cap - len, "fd %d\n", fd);
+	}
+}
+
+/* child_spawn's child (this program as "fd-probe", main): fd_devnull. */
+static int fd_probe(void)
+{
+	char buf[1024];
+	fd_devnull(buf, sizeof buf);
+	fputs(buf, stdout);
+	return 0;
+}
+
+/* A child gets stdin, stdout and stderr and no other descriptor of
+ * child_spawn's own (its /dev/null is closed after the dup2s): its
+ * /dev/null descriptors above stderr are those this process passes on. */
+static void test_child_spawn_descriptors(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(child_find_exe(), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	char *args[] = {"fd-probe", NULL};
+	pid_t pid = child_spawn(args, p[1], -1);
+	close(p[1]);
+	assert_true(pid > 0);
+	char out[1024];
+	size_t len = 0;
+	ssize_t k;
+	while ((k = read(p[0], out + len, sizeof out - 1 - len)) > 0)
+		len += (size_t)k;
+	close(p[0]);
+	out[len] = 0;
+	assert_true(child_wait_ok(pid));
+	char want[1024];
+	fd_devnull(want, sizeof want);
+	assert_string_equal(out, want);
+}
+
 /* A pid that is no child of ours (a reaped child's pid may be another
  * process's) gets no signal from child_stop: here a grandchild, which
  * its parent reports killed by a signal (1) or exited (0). */
@@ -610,6 +665,8 @@ int main(int argc, char **argv)
 	const char *me = strrchr(argv[0], '/');
 	if (!strcmp(me ? me + 1 : argv[0], "gnuplot"))
 		return fake_gnuplot(argc, argv);
+	if (!strcmp(argv[0], "fd-probe"))
+		return fd_probe();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_membw_twins),
 		cmocka_unit_test(test_pool_runs_every_chunk_once),
@@ -622,6 +679,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_decode_and_width),
 		cmocka_unit_test(test_burners_buckets),
 		cmocka_unit_test(test_child_serve_port),
+		cmocka_unit_test(test_child_spawn_descriptors),
 		cmocka_unit_test(test_child_stop_spares_a_non_child),
 		cmocka_unit_test(test_plot_scripts_built_in),
 		cmocka_unit_test(test_plot_draw),

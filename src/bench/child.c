@@ -37,9 +37,11 @@ pid_t child_spawn(char *const args[], int out_fd, int err_fd)
 	if (pid > 0)
 		return pid;
 	int dn = open("/dev/null", O_RDWR);
-	dup2(dn, 0);
-	dup2(out_fd >= 0 ? out_fd : dn, 1);
-	dup2(err_fd >= 0 ? err_fd : dn, 2);
+	if (dn < 0 || dup2(dn, 0) < 0 || dup2(out_fd >= 0 ? out_fd : dn, 1) < 0 ||
+	    dup2(err_fd >= 0 ? err_fd : dn, 2) < 0)
+		_exit(127);
+	if (dn > 2)
+		close(dn);
 	execv(self_exe, args);
 	_exit(127);
 }

@@ -3,9 +3,11 @@
  *
  * Each child is this egang, found once through /proc/self/exe, started by
  * fork + execv with an argv (no shell), stdin on /dev/null, stdout and
- * stderr on the descriptors given. It starts on the affinity the
- * experiment was started with (not a pinned thread's: fork copies the
- * calling thread's) and in the default scheduling class. */
+ * stderr on the descriptors given, no other descriptor added. It inherits
+ * the calling thread's CPU affinity and scheduling class (fork copies
+ * both), so callers spawn from a thread that is not pinned and runs in the
+ * class the children should start in (the experiments' main thread); a
+ * child that needs given CPUs gets --cores. */
 #ifndef EGANG_BENCH_CHILD_H
 #define EGANG_BENCH_CHILD_H
 
@@ -20,7 +22,8 @@ const char *child_exe(void);
 
 /* Starts this egang with args (args[0] is only its name) and its stdout and
  * stderr on out_fd and err_fd (-1: /dev/null); the pid, or -1 + err_get()
- * when fork fails. A failed exec exits the child with status 127. */
+ * when fork fails. A failed exec, or descriptors not set up, exits the
+ * child with status 127. */
 pid_t child_spawn(char *const args[], int out_fd, int err_fd);
 
 /* Sends sig (0: none) and waits up to wait_s for the child to end, then
