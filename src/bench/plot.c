@@ -13,8 +13,9 @@
 
 /* ---- the scripts, built in ----
  * .incbin copies tools/plot/NAME.gp into .rodata at build time (the path is
- * relative to the repository root, where make runs the compiler; the
- * Makefile makes plot.o depend on the scripts); a NUL byte ends each. */
+ * relative to the repository root, which the Makefiles add to the
+ * assembler's search path, -Wa,-I, and plot.o depends on the scripts); a
+ * NUL byte ends each. */
 #define PLOT_EMBED(sym, file)                                               \
 	__asm__(".pushsection .rodata\n"                                    \
 		".global " #sym "\n"                                        \
