@@ -163,7 +163,7 @@ static void test_parse_lists(void **state)
 	expect_list("1,1,0-2", "0-2");
 	expect_list("0,1,2,3", "0-3");
 	expect_list("63,64", "63-64");         /* across a word */
-	expect_list("100-115", "100-115");     /* above the old 64 */
+	expect_list("100-115", "100-115");     /* within the second word */
 	expect_list("1023", "1023");
 	expect_list("0-1023", "0-1023");
 	expect_list("007", "7");
