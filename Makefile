@@ -98,8 +98,11 @@ $(B)/%.o: %.c
 	@echo "  CC  $<"
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-# the benches' gnuplot scripts are built into plot.o (.incbin, bench/plot.c)
+# the benches' gnuplot scripts are built into plot.o (.incbin, bench/plot.c);
+# the assembler finds them from the repository root whatever the compiler's
+# working directory
 $(B)/src/bench/plot.o: $(wildcard tools/plot/*.gp)
+$(B)/src/bench/plot.o: CFLAGS += -Wa,-I$(CURDIR)
 
 $(B)/tests/%: tests/%.c $(B)/libegang.a tests/testutil.h
 	@mkdir -p $(dir $@)

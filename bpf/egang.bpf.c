@@ -250,7 +250,7 @@ static __always_inline bool is_gang(struct task_struct *p)
 
 static __always_inline bool cpu_in(u64 mask, s32 cpu)
 {
-	return cpu >= 0 && cpu < 64 && (mask >> cpu) & 1;
+	return cpu >= 0 && cpu < EGANG_SCX_CPUS && (mask >> cpu) & 1;
 }
 
 /* ---- the policy programs, one triple per kind ---- */

@@ -11,6 +11,9 @@ for b in "bench" "bench protocol" "bench decode" "bench prefill" "bench width" "
 	"$EGANG" $b --help >$TMP/h 2>&1
 	if [[ $? -eq 0 && $(grep -c usage $TMP/h) -ge 1 ]]; then pass "egang $b --help"; else fail "egang $b --help"; fi
 done
+"$EGANG" bench coschedule --help >$TMP/h 2>&1
+if tr '\n' ' ' <$TMP/h | grep -q 'without gnuplot the run exits 1 .*--no-plot'; then pass "bench coschedule --help: exit 1 without gnuplot, --no-plot"
+else fail "bench coschedule --help: exit 1 without gnuplot, --no-plot"; fi
 "$EGANG" burn --seconds 0.5 --report-ms 100 >$TMP/burn 2>&1
 if grep -q "^burn t=" $TMP/burn && grep -q "^burn total: [1-9][0-9]* units" $TMP/burn; then pass "burn reports its rate"
 else fail "burn reports its rate" "$(cat $TMP/burn)"; fi

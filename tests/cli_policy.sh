@@ -25,6 +25,20 @@ expect_exit "policy: unknown action" 2 "unknown action 'frob'" "$EGANG" policy f
 expect_exit "policy: missing action" 2 "missing list, show, set or status" "$EGANG" policy
 expect_exit "policy: unknown option" 2 "unknown option" "$EGANG" policy list --bogus
 
+# ---- the CPU notice: only for commands that run a gang ----
+# hwloc's synthetic topology puts CPUs 0 and 1 on two NUMA nodes: a gang
+# over both gets the NUMA notice; policy and control size a library only
+if ! "$EGANG" policy list --cores 0-1 >/dev/null 2>&1; then
+	skip "CPU notice only where a gang runs" "CPUs 0-1 are not both allowed here"
+else
+	numa() { HWLOC_SYNTHETIC="node:2 core:1 pu:1" "$@" --cores 0-1 2>&1 >/dev/null | grep -c 'NUMA'; }
+	g=$(numa "$EGANG" generate -m "$TMP/none")
+	p=$(numa "$EGANG" policy list)$(numa "$EGANG" policy status --control "$TMP/none")
+	c=$(numa "$EGANG" control --control "$TMP/none" --oracle x)
+	if [[ $g == 1 && $p == 00 && $c == 0 ]]; then pass "CPU notice only where a gang runs"
+	else fail "CPU notice only where a gang runs" "generate $g, policy $p, control $c"; fi
+fi
+
 cat >"$TMP/good.ini" <<'EOF'
 # a user library
 [fast]

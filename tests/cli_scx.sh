@@ -14,6 +14,15 @@ expect_exit "scx load: --gang does not apply" 2 'does not apply' "$EGANG" scx lo
 expect_exit "scx bench: bad --reps" 2 'reps' "$EGANG" scx bench --reps 0
 expect_exit "serve: bad --backend" 2 "--backend: 'gpu' is not one of user, scx" \
 	"$EGANG" serve -m x --backend gpu
+# the CPU notice only where the CPUs are the gang's (load): hwloc's
+# synthetic topology puts CPUs 0 and 1 on two NUMA nodes (load names no
+# record: it loads nothing even where it could)
+if "$EGANG" policy list --cores 0-1 >/dev/null 2>&1; then
+	numa() { HWLOC_SYNTHETIC="node:2 core:1 pu:1" "$EGANG" scx "$1" --cores 0-1 "${@:2}" 2>&1 >/dev/null | grep -c 'NUMA'; }
+	n=$(numa load --policy none)$(numa status)$(numa progs)$(numa waits)$(numa exec -- /nonexistent/cmd)
+	if [[ $n == 10000 ]]; then pass "scx: CPU notice for load only"
+	else fail "scx: CPU notice for load only" "load, status, progs, waits, exec: $n"; fi
+else skip "scx: CPU notice for load only" "CPUs 0-1 are not both allowed here"; fi
 # Whether this egang is an SCX=1 build, decided without asking egang (a
 # regression in its refusal must fail, not turn into a skip): the Makefile
 # passes EGANG_SCX_BUILD=$(SCX); otherwise SCX=1 binaries live in a

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 # ---- flags ----
 "$EGANG" bench switching --help >"$TMP/help" 2>&1
-if [[ $? -eq 0 ]] && grep -q "usage: egang bench switching" "$TMP/help"; then
+if [[ $? -eq 0 ]] && grep -q "usage: egang bench switching" "$TMP/help" &&
+   tr '\n' ' ' <"$TMP/help" | grep -q 'without gnuplot the run exits 1 .*--no-plot'; then
 	pass "bench switching --help"; else fail "bench switching --help"; fi
 M=$REPO_MODELS/stories260K.bin
 TOK=(-z "$REPO_MODELS/tok512.bin")

@@ -1,7 +1,8 @@
 /* base: the one percentile definition (stats.c, nearest rank), CPU lists
  * (cpumask_parse / cpumask_format) and the choice of CPUs (topo_choose,
  * topo_notice) on faked machines larger than this one: 128 CPUs on two
- * NUMA nodes, CPUs numbered up to CPUMASK_MAX - 1. */
+ * NUMA nodes, CPUs numbered up to CPUMASK_MAX - 1, a kernel mask wider
+ * than CPUMASK_MAX. */
 #include <math.h>
 #include <sched.h>
 
@@ -162,7 +163,7 @@ static void test_parse_lists(void **state)
 	expect_list("1,1,0-2", "0-2");
 	expect_list("0,1,2,3", "0-3");
 	expect_list("63,64", "63-64");         /* across a word */
-	expect_list("100-115", "100-115");     /* above the old 64 */
+	expect_list("100-115", "100-115");     /* within the second word */
 	expect_list("1023", "1023");
 	expect_list("0-1023", "0-1023");
 	expect_list("007", "7");
@@ -421,6 +422,45 @@ static void test_notice(void **state)
 	assert_non_null(strstr(buf, "\negang: CPUs 0-99 span 2 NUMA nodes"));
 }
 
+/* A kernel whose CPU mask is wider than CPUMASK_MAX: its CPUs 0..1023
+ * are kept, those above counted and said when egang picks the CPUs (a
+ * --cores list naming one above is refused by cpumask_parse). */
+static void test_wide_kernel_mask(void **state)
+{
+	(void)state;
+	size_t size = CPU_ALLOC_SIZE(4096);
+	cpu_set_t *set = CPU_ALLOC(4096);
+	assert_non_null(set);
+	CPU_ZERO_S(size, set);
+	int bits[] = {0, 63, 64, 1023, 1024, 1025, 4095};
+	for (size_t i = 0; i < EG_ARRAY_LEN(bits); i++)
+		CPU_SET_S(bits[i], size, set);
+	cpumask_t m;
+	memset(&m, 0xff, sizeof m);
+	assert_int_equal(cpumask_from_set(&m, set, size), 3);
+	char buf[4 * CPUMASK_LIST_CAP];
+	assert_string_equal(cpumask_format(&m, buf, sizeof buf), "0,63-64,1023");
+	CPU_FREE(set);
+	static topo_t t;
+	int cpus[CPUMASK_MAX];
+	fake_topo(&t, 16, 16);
+	t.n_above = 3;
+	int n = topo_choose(&t, NULL, 32, cpus);
+	assert_string_equal(topo_notice(&t, false, cpus, n, "the gang has 32 slots "
+					"(GANG_MAX_SLOTS)", buf, sizeof buf),
+			    "egang: 3 CPUs this process may run on are numbered "
+			    "above 1023 and left out (CPUMASK_MAX)");
+	/* the user's list: nothing left out of it */
+	assert_string_equal(topo_notice(&t, true, cpus, n, "", buf, sizeof buf), "");
+	/* both lines when egang also leaves lower ones out */
+	fake_topo(&t, 48, 48);
+	n = topo_choose(&t, NULL, 32, cpus);
+	topo_notice(&t, false, cpus, n, "the gang has 32 slots", buf, sizeof buf);
+	assert_non_null(strstr(buf, "using 32 of the 48 CPUs"));
+	assert_non_null(strstr(buf, "slots; --cores picks others\negang: 3 CPUs "));
+	t.n_above = 0;
+}
+
 /* CPUs hwloc does not know (a faked set above this machine's) keep their
  * number order; this machine's own set comes back whole, once each. */
 static void test_order_and_load(void **state)
@@ -458,6 +498,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rank_is_nearest_rank),
+		cmocka_unit_test(test_wide_kernel_mask),
 		cmocka_unit_test(test_rank_edges),
 		cmocka_unit_test(test_quantile_empty_and_one),
 		cmocka_unit_test(test_quantile_unsorted_and_ties),

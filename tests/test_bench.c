@@ -3,15 +3,21 @@
  * once and finishes each wave once, the tenant's units and its runner's
  * reports, the load generator's request bodies, the model drivers' input
  * checks and decode on a tiny synthetic model (the width knee the one its
- * rates imply), the antagonists' work buckets, the serve log's port, the
- * figures (built-in scripts, no shell, the missing-gnuplot error) and the
- * switching goal's arithmetic. */
+ * rates imply), the antagonists' work buckets, the serve log's port, a
+ * child's descriptors, no signal from child_stop to a pid that is no
+ * child, the figures (built-in scripts fed to gnuplot on a pipe, no
+ * shell, the copy never written through a link, the missing-gnuplot
+ * error) and the switching goal's arithmetic. */
 #include "testutil.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -353,6 +359,112 @@ static void test_child_serve_port(void **state)
 	assert_true(child_exe()[0] == '/');
 }
 
+/* This process's descriptors above stderr that are /dev/null and would
+ * pass an exec (no FD_CLOEXEC), one line each, into buf. */
+static void fd_devnull(char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		char link[64], target[256];
+		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, target, sizeof target - 1);
+		int fl = fcntl(fd, F_GETFD);
+		if (n <= 0 || fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		target[n] = 0;
+		if (!strcmp(target, "/dev/null") && len < cap)
+			len += (size_t)snprintf(buf + len, cap - len, "fd %d\n", fd);
+	}
+}
+
+/* child_spawn's child (this program as "fd-probe", main): fd_devnull. */
+static int fd_probe(void)
+{
+	char buf[1024];
+	fd_devnull(buf, sizeof buf);
+	fputs(buf, stdout);
+	return 0;
+}
+
+/* A child gets stdin, stdout and stderr and no other descriptor of
+ * child_spawn's own (its /dev/null is closed after the dup2s): its
+ * /dev/null descriptors above stderr are those this process passes on. */
+static void test_child_spawn_descriptors(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(child_find_exe(), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	char *args[] = {"fd-probe", NULL};
+	pid_t pid = child_spawn(args, p[1], -1);
+	close(p[1]);
+	assert_true(pid > 0);
+	char out[1024];
+	size_t len = 0;
+	ssize_t k;
+	while ((k = read(p[0], out + len, sizeof out - 1 - len)) > 0)
+		len += (size_t)k;
+	close(p[0]);
+	out[len] = 0;
+	assert_true(child_wait_ok(pid));
+	char want[1024];
+	fd_devnull(want, sizeof want);
+	assert_string_equal(out, want);
+}
+
+/* A pid that is no child of ours (a reaped child's pid may be another
+ * process's) gets no signal from child_stop: here a grandchild, which
+ * its parent reports killed by a signal (1) or exited (0). */
+static void grandchild_on_usr1(int sig)
+{
+	(void)sig;
+	_exit(0);
+}
+
+static void test_child_stop_spares_a_non_child(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t mid = fork();
+	assert_true(mid >= 0);
+	if (mid == 0) {
+		pid_t g = fork();
+		if (g == 0) {
+			signal(SIGUSR1, grandchild_on_usr1);
+			pid_t me = getpid();
+			if (write(p[1], &me, sizeof me) != sizeof me)
+				_exit(2);
+			for (int i = 0; i < 1000; i++) /* 10 s at most */
+				usleep(10000);
+			_exit(3);
+		}
+		int st = 0;
+		if (g < 0 || waitpid(g, &st, 0) != g)
+			_exit(4);
+		_exit(WIFSIGNALED(st) ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 5);
+	}
+	close(p[1]);
+	pid_t g = 0;
+	assert_int_equal(read(p[0], &g, sizeof g), (ssize_t)sizeof g);
+	close(p[0]);
+	child_stop(g, SIGTERM, 0.05);
+	assert_int_equal(kill(g, SIGUSR1), 0); /* its own way out */
+	int st = 0;
+	assert_int_equal(waitpid(mid, &st, 0), mid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* a child of ours that has ended is reaped, not signalled */
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	assert_true(c > 0);
+	usleep(20000);
+	child_stop(c, SIGTERM, 1);
+	assert_int_equal(waitpid(c, NULL, WNOHANG), -1); /* reaped */
+}
+
 /* ---- the figures ---- */
 
 /* The built-in script is tools/plot/NAME.gp byte for byte. */
@@ -420,6 +532,102 @@ static void test_plot_draw(void **state)
 	assert_int_not_equal(access(canary, F_OK), 0); /* nothing ran $(...) */
 }
 
+/* gnuplot reads the built-in script on its stdin, with no signal blocked;
+ * the copy for redrawing by hand is written 0644, never through a symbolic
+ * link; a path too long is one line. The fake gnuplot is this program
+ * under that name (main): it records its arguments, its stdin and its
+ * blocked signals in DIR (its third argument). */
+static int fake_gnuplot(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	char path[4200], buf[8192];
+	snprintf(path, sizeof path, "/proc/self/status");
+	FILE *st = fopen(path, "r"), *out;
+	snprintf(path, sizeof path, "%s/sigblk", argv[3]);
+	out = fopen(path, "w");
+	while (st && out && fgets(buf, sizeof buf, st))
+		if (!strncmp(buf, "SigBlk:", 7))
+			fputs(buf, out);
+	snprintf(path, sizeof path, "%s/argv", argv[3]);
+	FILE *a = fopen(path, "w");
+	for (int i = 1; a && i < argc; i++)
+		fprintf(a, "%s\n", argv[i]);
+	snprintf(path, sizeof path, "%s/stdin", argv[3]);
+	FILE *in = fopen(path, "w");
+	size_t k;
+	while (in && (k = fread(buf, 1, sizeof buf, stdin)) > 0)
+		fwrite(buf, 1, k, in);
+	return !(st && out && a && in && !fclose(st) && !fclose(out) &&
+		 !fclose(a) && !fclose(in));
+}
+
+static void test_plot_script_on_stdin(void **state)
+{
+	(void)state;
+	char dir[512], bin[600], fake[700], gp[700], other[700], rec[700];
+	snprintf(dir, sizeof dir, "%s/plot-stdin", test_tmpdir());
+	snprintf(bin, sizeof bin, "%s/bin", dir);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(mkdir(bin, 0755), 0);
+	snprintf(fake, sizeof fake, "%s/gnuplot", bin);
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(n > 0);
+	self[n] = 0;
+	assert_int_equal(symlink(self, fake), 0);
+	const char *path = getenv("PATH");
+	char *saved = strdup(path ? path : "/usr/bin:/bin"), newpath[4800];
+	snprintf(newpath, sizeof newpath, "%s:%s", bin, saved);
+	setenv("PATH", newpath, 1);
+	sigset_t usr1, old;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
+	int rc = bench_plot_draw(BENCH_PLOT_SWITCHING, dir, "L", true);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	setenv("PATH", saved, 1);
+	free(saved);
+	assert_int_equal(rc, 0);
+	size_t len;
+	snprintf(rec, sizeof rec, "%s/argv", dir);
+	char *t = file_read_all(rec, &len), want[700];
+	snprintf(want, sizeof want, "-c\n/dev/stdin\n%s\nL\n", dir);
+	assert_string_equal(t, want);
+	free(t);
+	snprintf(rec, sizeof rec, "%s/stdin", dir);
+	t = file_read_all(rec, &len);
+	assert_string_equal(t, bench_plot_script(BENCH_PLOT_SWITCHING));
+	free(t);
+	snprintf(rec, sizeof rec, "%s/sigblk", dir);
+	t = file_read_all(rec, &len);
+	assert_string_equal(t, "SigBlk:\t0000000000000000\n");
+	free(t);
+	struct stat st;
+	snprintf(gp, sizeof gp, "%s/switching.gp", dir);
+	assert_int_equal(lstat(gp, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644);
+	/* a symbolic link in place of the copy: refused, its target untouched */
+	snprintf(other, sizeof other, "%s/other", dir);
+	FILE *f = fopen(other, "w");
+	fputs("keep\n", f);
+	fclose(f);
+	unlink(gp);
+	assert_int_equal(symlink(other, gp), 0);
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_SWITCHING, dir, NULL, false), -1);
+	assert_non_null(strstr(err_get(), "switching.gp"));
+	t = file_read_all(other, &len);
+	assert_string_equal(t, "keep\n");
+	free(t);
+	/* a folder name too long for the script's path */
+	char *longdir = malloc(4300);
+	memset(longdir, 'd', 4299);
+	longdir[4299] = 0;
+	assert_int_equal(bench_plot_draw(BENCH_PLOT_SWITCHING, longdir, NULL, false), -1);
+	assert_non_null(strstr(err_get(), "the script's path is longer than"));
+	free(longdir);
+}
+
 /* ---- the switching goal ---- */
 
 static void test_switching_goal(void **state)
@@ -452,8 +660,13 @@ static void test_switching_goal(void **state)
 	assert_false(switching_goal(&c, &s, SWITCHING_ARM_ORACLE, &g));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const char *me = strrchr(argv[0], '/');
+	if (!strcmp(me ? me + 1 : argv[0], "gnuplot"))
+		return fake_gnuplot(argc, argv);
+	if (!strcmp(argv[0], "fd-probe"))
+		return fd_probe();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_membw_twins),
 		cmocka_unit_test(test_pool_runs_every_chunk_once),
@@ -466,8 +679,11 @@ int main(void)
 		cmocka_unit_test(test_decode_and_width),
 		cmocka_unit_test(test_burners_buckets),
 		cmocka_unit_test(test_child_serve_port),
+		cmocka_unit_test(test_child_spawn_descriptors),
+		cmocka_unit_test(test_child_stop_spares_a_non_child),
 		cmocka_unit_test(test_plot_scripts_built_in),
 		cmocka_unit_test(test_plot_draw),
+		cmocka_unit_test(test_plot_script_on_stdin),
 		cmocka_unit_test(test_switching_goal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

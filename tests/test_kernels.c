@@ -2,13 +2,15 @@
  * over halves), quantization error bounds, every SIMD level against its
  * generic twin (bit-exact where kernels_impl.h promises it, within a named
  * tolerance elsewhere), chunk-split invariance of matvec_rows, ragged sizes,
- * and rmsnorm / softmax / rope / swiglu against double-precision references.
+ * the messages of Q8_1 weights and of an absent kernel called, and
+ * rmsnorm / softmax / rope / swiglu against double-precision references.
  *
  * `test_kernels --isa` prints the level chosen by kernels_init (used to test
  * EGANG_ISA); `test_kernels --bench [rows cols reps] [--mb N] [--types L]
  * [--levels L]` runs the matvec microbenchmark instead of the tests
  * (bench_usage: --mb N reads from memory). */
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -195,6 +197,68 @@ static void test_tables_complete(void **state)
 	broken.type[DTYPE_F16].matmat_p16 = matmat_p16_stub; /* no packed matvec */
 	broken.type[DTYPE_Q6_K].matmat = matmat_absent;    /* optional: fine */
 	assert_int_equal(table_problems(&broken, true), 4);
+}
+
+/* fn's stderr, run in a child that must end by SIGABRT, into buf. */
+static void abort_message(void (*fn)(void), char *buf, size_t cap)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	fflush(stderr);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGABRT, SIG_DFL);
+		dup2(p[1], 2);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t k;
+	while (len < cap - 1 && (k = read(p[0], buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	buf[len] = 0;
+	close(p[0]);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+}
+
+static void dot_q8_1(void)
+{
+	static uint8_t w[256], xa[256];
+	vec_dot(DTYPE_Q8_1, w, xa, 32);
+}
+
+static void matvec_q8_1(void)
+{
+	static uint8_t w[256], xa[256];
+	float y[1];
+	matvec_rows(DTYPE_Q8_1, w, xa, y, 32, 0, 1);
+}
+
+static void matmat_absent_direct(void)
+{
+	matmat_absent(NULL, 0, NULL, 0, NULL, 0, 32, 0, 1, 1);
+}
+
+/* Q8_1 as weights is a caller's bug that the public entries name; an absent
+ * kernel called anyway names its entry (one function stands for it at
+ * every level, so no level). */
+static void test_absent_messages(void **state)
+{
+	(void)state;
+	char buf[1024];
+#ifndef NDEBUG
+	abort_message(dot_q8_1, buf, sizeof buf);
+	assert_non_null(strstr(buf, "Q8_1 is an activation type, never weights"));
+	abort_message(matvec_q8_1, buf, sizeof buf);
+	assert_non_null(strstr(buf, "Q8_1 is an activation type, never weights"));
+#endif
+	abort_message(matmat_absent_direct, buf, sizeof buf);
+	assert_string_equal(buf, "egang: matmat_absent called: a matmat that this level or "
+				 "type lacks (kernels_impl.h: callers check for it)\n");
 }
 
 /* EGANG_ISA forces a level in a fresh process; an unknown level or one this
@@ -1556,6 +1620,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_isa_names),
 		cmocka_unit_test(test_dtype_table),
 		cmocka_unit_test(test_tables_complete),
+		cmocka_unit_test(test_absent_messages),
 		cmocka_unit_test(test_isa_env),
 		cmocka_unit_test(test_fp16_exhaustive),
 		cmocka_unit_test(test_fp16_from_float),

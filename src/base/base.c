@@ -216,6 +216,20 @@ int cpumask_parse(const char *s, cpumask_t *out)
 	return 0;
 }
 
+int cpumask_from_set(cpumask_t *out, const cpu_set_t *set, size_t setsize)
+{
+	memset(out, 0, sizeof *out);
+	int above = 0;
+	for (size_t c = 0; c < setsize * 8; c++)
+		if (CPU_ISSET_S(c, setsize, set)) {
+			if (c < CPUMASK_MAX)
+				cpumask_set(out, (int)c);
+			else
+				above++;
+		}
+	return above;
+}
+
 char *cpumask_format(const cpumask_t *m, char *buf, size_t cap)
 {
 	static const char cut[] = "...";
@@ -323,21 +337,34 @@ void topo_order(topo_t *t, const cpumask_t *allowed)
 			topo_add(t, &placed, c, -1);
 }
 
+/* The most CPUs topo_load asks the kernel about (its mask's width). */
+#define TOPO_SET_MAX (1 << 22)
+
 int topo_load(topo_t *t)
 {
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) < 0) {
-		if (errno == EINVAL) /* the kernel's mask is wider than set */
-			return err_set("sched_getaffinity: this machine numbers "
-				       "CPUs beyond %d, egang's limit "
-				       "(CPUMASK_MAX)", CPUMASK_MAX - 1);
-		return err_sys("sched_getaffinity");
+	/* a set as wide as the kernel's mask: EINVAL says it is wider */
+	cpu_set_t *set = NULL;
+	size_t ncpu = CPUMASK_MAX, size = 0;
+	for (;;) {
+		if (!(set = CPU_ALLOC(ncpu)))
+			return err_set("sched_getaffinity: out of memory");
+		size = CPU_ALLOC_SIZE(ncpu);
+		if (sched_getaffinity(0, size, set) == 0)
+			break;
+		int e = errno;
+		CPU_FREE(set);
+		errno = e;
+		if (e != EINVAL || ncpu >= TOPO_SET_MAX)
+			return err_sys("sched_getaffinity");
+		ncpu *= 2;
 	}
-	cpumask_t allowed = {{0}};
-	for (int c = 0; c < CPUMASK_MAX; c++)
-		if (CPU_ISSET(c, &set))
-			cpumask_set(&allowed, c);
+	cpumask_t allowed;
+	t->n_above = cpumask_from_set(&allowed, set, size);
+	CPU_FREE(set);
 	topo_order(t, &allowed);
+	if (t->n == 0 && t->n_above)
+		return err_set("sched_getaffinity: no CPU allowed below %d "
+			       "(CPUMASK_MAX)", CPUMASK_MAX);
 	if (t->n == 0)
 		return err_set("sched_getaffinity: no CPU allowed");
 	return 0;
@@ -404,6 +431,11 @@ char *topo_notice(const topo_t *t, bool listed, const int *cpus, int n,
 		k = snprintf(buf, cap, "egang: using %d of the %d CPUs this process "
 			     "may run on (%s, physical cores first): %s; --cores "
 			     "picks others", n, t->n, used, limit);
+	if (!listed && t->n_above > 0 && k >= 0 && (size_t)k < cap)
+		k += snprintf(buf + k, cap - (size_t)k, "%segang: %d CPUs this "
+			      "process may run on are numbered above %d and left "
+			      "out (CPUMASK_MAX)", k ? "\n" : "", t->n_above,
+			      CPUMASK_MAX - 1);
 	if (nodes > 1 && k >= 0 && (size_t)k < cap)
 		snprintf(buf + k, cap - (size_t)k, "%segang: CPUs %s span %d NUMA "
 			 "nodes; egang places threads and memory without regard "

@@ -9,6 +9,7 @@
 #ifndef EGANG_BASE_H
 #define EGANG_BASE_H
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,9 +67,9 @@ static inline void cpu_relax(void)
  * (base.c asserts the two are equal). What the user sees at the limit:
  * a --cores list naming CPU 1024 or above is refused ("CPU 1024 is beyond
  * the limit of 1023 (CPUMASK_MAX)"), and on a kernel whose CPU mask is
- * wider than 1024 bits topo_load fails with a message naming CPUMASK_MAX.
- * To lift it: size the sets at run time (CPU_ALLOC) and make cpumask_t a
- * pointer to one.
+ * wider topo_load keeps CPUs 0..1023 and topo_notice says how many above
+ * are left out. To lift it: size the sets at run time (CPU_ALLOC, as
+ * topo_load's read already is) and make cpumask_t a pointer to one.
  * Not the gang's participant mask: that is 32 bits (the low half of the
  * latch word, one bit per slot, at most GANG_MAX_SLOTS = 32 slots,
  * gang.h). */
@@ -100,6 +101,10 @@ cpumask_t cpumask_of_cpus(const int *cpus, int n);
  * character on a malformed list, and naming CPUMASK_MAX on a CPU at or
  * above it. */
 int cpumask_parse(const char *s, cpumask_t *out);
+/* The CPUs 0..CPUMASK_MAX-1 of set (a kernel CPU set of setsize bytes,
+ * CPU_ALLOC_SIZE) into *out; returns how many CPUs of set are numbered
+ * CPUMASK_MAX or above (left out). */
+int cpumask_from_set(cpumask_t *out, const cpu_set_t *set, size_t setsize);
 /* Writes m as "0-3,6" into buf (always terminated when cap > 0; "" for an
  * empty set); a list longer than cap - 1 is cut after a whole item and
  * ends in "..." (given cap >= 4). Returns buf. */
@@ -123,10 +128,13 @@ typedef struct topo {
 	int n;                  /* allowed CPUs, 1..CPUMASK_MAX */
 	int cpu[CPUMASK_MAX];   /* the allowed CPUs in slot order */
 	int node[CPUMASK_MAX];  /* NUMA node (os index) of cpu[i]; -1 unknown */
+	int n_above;            /* allowed CPUs numbered CPUMASK_MAX or above:
+				   left out of cpu[] */
 } topo_t;
 
-/* Fills *t from sched_getaffinity and hwloc; -1 with a message when the
- * kernel's CPU mask is wider than CPUMASK_MAX or the call fails. */
+/* Fills *t from sched_getaffinity (a set as wide as the kernel's) and
+ * hwloc, CPUs 0..CPUMASK_MAX-1 only (t->n_above counts the rest); -1 with
+ * a message when the call fails or no allowed CPU is below CPUMASK_MAX. */
 int topo_load(topo_t *t);
 /* Orders the CPUs of allowed into *t as topo_load does, with hwloc's view
  * of this machine (CPUs hwloc does not know go last, node -1). */
@@ -146,8 +154,9 @@ int topo_numa_nodes(const topo_t *t, const int *cpus, int n);
 /* What a choice of cpus[0..n) from t leaves unsaid, as lines for stderr
  * into buf ("" when nothing): when egang picked them (listed false) and t
  * allows more, the count left out and why (limit, e.g. "the gang has 32
- * slots (GANG_MAX_SLOTS)"); when they span NUMA nodes, that egang ignores
- * NUMA. Lines end in '\n' except the last. Returns buf. */
+ * slots (GANG_MAX_SLOTS)"); when egang picked them and t left out CPUs
+ * numbered CPUMASK_MAX or above, how many; when they span NUMA nodes, that
+ * egang ignores NUMA. Lines end in '\n' except the last. Returns buf. */
 char *topo_notice(const topo_t *t, bool listed, const int *cpus, int n,
 		  const char *limit, char *buf, size_t cap);
 

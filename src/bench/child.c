@@ -37,9 +37,11 @@ pid_t child_spawn(char *const args[], int out_fd, int err_fd)
 	if (pid > 0)
 		return pid;
 	int dn = open("/dev/null", O_RDWR);
-	dup2(dn, 0);
-	dup2(out_fd >= 0 ? out_fd : dn, 1);
-	dup2(err_fd >= 0 ? err_fd : dn, 2);
+	if (dn < 0 || dup2(dn, 0) < 0 || dup2(out_fd >= 0 ? out_fd : dn, 1) < 0 ||
+	    dup2(err_fd >= 0 ? err_fd : dn, 2) < 0)
+		_exit(127);
+	if (dn > 2)
+		close(dn);
 	execv(self_exe, args);
 	_exit(127);
 }
@@ -48,11 +50,16 @@ void child_stop(pid_t pid, int sig, double wait_s)
 {
 	if (pid <= 0)
 		return;
+	/* signal only a child of ours that is not yet reaped: once reaped,
+	 * its pid may be another process's */
+	pid_t r = waitpid(pid, NULL, WNOHANG);
+	if (r == pid || (r < 0 && errno == ECHILD))
+		return;
 	if (sig)
 		kill(pid, sig);
 	uint64_t end = time_now_ns() + (uint64_t)(wait_s * 1e9);
 	while (time_now_ns() < end) {
-		pid_t r = waitpid(pid, NULL, WNOHANG);
+		r = waitpid(pid, NULL, WNOHANG);
 		if (r == pid || (r < 0 && errno == ECHILD)) /* ended, or reaped */
 			return;
 		usleep(10000);

@@ -3,9 +3,11 @@
  *
  * Each child is this egang, found once through /proc/self/exe, started by
  * fork + execv with an argv (no shell), stdin on /dev/null, stdout and
- * stderr on the descriptors given. It starts on the affinity the
- * experiment was started with (not a pinned thread's: fork copies the
- * calling thread's) and in the default scheduling class. */
+ * stderr on the descriptors given, no other descriptor added. It inherits
+ * the calling thread's CPU affinity and scheduling class (fork copies
+ * both), so callers spawn from a thread that is not pinned and runs in the
+ * class the children should start in (the experiments' main thread); a
+ * child that needs given CPUs gets --cores. */
 #ifndef EGANG_BENCH_CHILD_H
 #define EGANG_BENCH_CHILD_H
 
@@ -20,18 +22,23 @@ const char *child_exe(void);
 
 /* Starts this egang with args (args[0] is only its name) and its stdout and
  * stderr on out_fd and err_fd (-1: /dev/null); the pid, or -1 + err_get()
- * when fork fails. A failed exec exits the child with status 127. */
+ * when fork fails. A failed exec, or descriptors not set up, exits the
+ * child with status 127. */
 pid_t child_spawn(char *const args[], int out_fd, int err_fd);
 
 /* Sends sig (0: none) and waits up to wait_s for the child to end, then
- * kills it (SIGKILL) and reaps it. pid <= 0, or a child already reaped
- * (child_running saw it end), is ignored. */
+ * kills it (SIGKILL) and reaps it. pid <= 0, a child that has ended (it is
+ * reaped here) and a pid that is no child of this process (ECHILD) get no
+ * signal. A pid reaped before (child_running, child_wait_ok, child_stop) is
+ * spent: it may be a newer child's by now, so callers set it to -1. */
 void child_stop(pid_t pid, int sig, double wait_s);
 
-/* Waits for the child to end; true when it exited with status 0. */
+/* Waits for the child to end (it is reaped: pid is spent); true when it
+ * exited with status 0. */
 bool child_wait_ok(pid_t pid);
 
-/* True while the child runs (false once it has ended: it is reaped). */
+/* True while the child runs; false once it has ended (it is reaped: pid is
+ * spent, set it to -1). */
 bool child_running(pid_t pid);
 
 /* CPU seconds (user + system, all threads) of a child so far, from

@@ -43,12 +43,19 @@ int scx_first_write_cost(int reps, scx_first_write_t *w)
 	uint64_t *ns = calloc((size_t)reps, sizeof *ns);
 	if (!ns)
 		return err_sys("scx bench: calloc");
-	for (int i = 0; i < reps; i++)
-		if (scx_set_index((uint32_t)(i & 1 ? w->b : w->a), &ns[i]) < 0) {
-			free(ns);
-			return -1;
-		}
-	scx_set_index(c.index, NULL); /* the index in force before */
+	int rc = 0;
+	for (int i = 0; i < reps && !rc; i++)
+		rc = scx_set_index((uint32_t)(i & 1 ? w->b : w->a), &ns[i]);
+	/* the index in force before, back on every exit; a failed write's
+	 * message kept */
+	char why[512] = "";
+	if (rc < 0)
+		snprintf(why, sizeof why, "%s", err_get());
+	scx_set_index(c.index, NULL);
+	if (rc < 0) {
+		free(ns);
+		return err_set("%s", why);
+	}
 	w->p50 = stats_quantile_u64(ns, (size_t)reps, 0.5); /* sorts ns */
 	w->p99 = stats_quantile_u64(ns, (size_t)reps, 0.99);
 	w->min = ns[0];

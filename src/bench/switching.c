@@ -218,9 +218,12 @@ static int controller_start(run_t *u)
 	 * period; the bandit and the agent start the load at their first
 	 * write. seq_cst loads, stronger than needed: a value test only. */
 	uint64_t give_up = u->t0 + 60000000000ull;
+	bool alive = true;
 	while (atomic_load(u->cw->index) == UINT32_MAX &&
-	       time_now_ns() < give_up && child_running(u->ctl))
+	       time_now_ns() < give_up && (alive = child_running(u->ctl)))
 		usleep(500);
+	if (!alive)
+		u->ctl = -1; /* reaped: its pid is spent */
 	if (atomic_load(u->cw->index) == UINT32_MAX)
 		return err_set("the controller wrote no index (see %s)", u->ctl_log);
 	u->t0 = time_now_ns();

@@ -56,6 +56,9 @@ typedef struct cli_opt {
 	bool required;
 	bool off;          /* CLI_FLAG: store false (a --no-X flag) */
 	bool empty_ok;     /* CLI_STR: accept "" */
+	bool no_notice;    /* CLI_CPUS: the command runs no gang on the CPUs
+			      (they size its library): no notice of those
+			      left out or of NUMA (engine_cpus_parse) */
 } cli_opt_t;
 #define CLI_END {.arg = CLI_ARG_COUNT}
 /* Table entries; extra designated fields may follow (.required = true). */

@@ -24,8 +24,9 @@ static const char cosched_help[] =
 	"The knee arm caps the gang at the widest width whose core time per token\n"
 	"(width / tok/s, measured online) is within 1/T of the cheapest width's\n"
 	"(default T 0.95). The figure is drawn by gnuplot from the CSV\n"
-	"(tools/plot/coschedule.gp, copied to DIR/coschedule.gp); --no-plot writes\n"
-	"the script only (draw later: gnuplot -c DIR/coschedule.gp DIR).\n";
+	"(tools/plot/coschedule.gp, copied to DIR/coschedule.gp); without gnuplot\n"
+	"the run exits 1 after writing the CSV. --no-plot writes the script only\n"
+	"(draw later: gnuplot -c DIR/coschedule.gp DIR).\n";
 
 /* "0,25,100": percentages; the count, or -1 after a one-line error. */
 static int parse_duties(const char *s, int *duty, int max)

@@ -177,7 +177,7 @@ int cmd_control(int argc, char **argv)
 		OPT_STR("tenant-units", 0, &o.units),
 		OPT_INT("seed", 0, &o.seed, 0, INT64_MAX),
 		OPT_STR("policies", 0, &o.policies),
-		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS, .no_notice = true),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "control", .help = control_help, .opts = opts};

@@ -212,7 +212,7 @@ int cmd_policy(int argc, char **argv)
 	static policy_opts_t o;
 	const cli_opt_t opts[] = {
 		OPT_STR("policies", 0, &o.policies),
-		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS, .no_notice = true),
 		OPT_STR("control", 0, &o.control),
 		OPT_FLAG("force", 0, &o.force),
 		CLI_END,

@@ -1,7 +1,6 @@
 /* egang scx: the sched_ext backend (src/scx/scx.h, bpf/egang.bpf.c): load
  * the BPF scheduler, show its state and counters, switch the policy index
  * with one map update, detach; run a command in SCHED_EXT. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,8 +99,8 @@ static int do_progs(scx_opts_t *o)
 
 static int do_exec(scx_opts_t *o)
 {
-	scx_exec(o->cmd, o->gang); /* returns only when it failed */
-	return errno == ENOENT ? EXIT_INPUT : EXIT_FAIL;
+	/* returns only when it failed */
+	return scx_exec(o->cmd, o->gang) == SCX_EXEC_NOT_FOUND ? EXIT_INPUT : EXIT_FAIL;
 }
 
 static int do_load(scx_opts_t *o)
@@ -214,7 +213,8 @@ int cmd_scx(int argc, char **argv)
 		return EXIT_INPUT;
 	static scx_opts_t o = {.reps = 10000, .yielders = 2};
 	const cli_opt_t opts[] = {
-		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
+		/* the notice only where the CPUs are the gang's (load) */
+		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS, .no_notice = a->run != do_load),
 		OPT_STR("policies", 0, &o.policies),
 		OPT_STR("policy", 0, &o.policy),
 		OPT_FLAG("force", 0, &o.force),

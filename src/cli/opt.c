@@ -106,7 +106,7 @@ static int finish(const cli_cmd_t *c, const bool *seen)
 			cli_cpus_t *cc = o->dst;
 			int max = o->max > 0 && o->max < CPUMASK_MAX ? (int)o->max
 								     : CPUMASK_MAX;
-			cc->n = engine_cpus_parse(cc->list, cc->cpu, max);
+			cc->n = engine_cpus_parse(cc->list, cc->cpu, max, !o->no_notice);
 			if (cc->n < 0) {
 				log_error("%s", err_get());
 				return -1;

@@ -10,7 +10,7 @@
 
 /* ---- the CPUs ---- */
 
-int engine_cpus_parse(const char *list, int *cpus, int max)
+int engine_cpus_parse(const char *list, int *cpus, int max, bool notice)
 {
 	char lim[64], note[2 * CPUMASK_LIST_CAP + 256];
 	snprintf(lim, sizeof lim, max == GANG_MAX_SLOTS ? "the gang has %d slots "
@@ -27,7 +27,7 @@ int engine_cpus_parse(const char *list, int *cpus, int max)
 	int n = topo_choose(&t, list ? &want : NULL, max, cpus);
 	if (n < 0)
 		return err_wrap("--cores %s", list);
-	if (*topo_notice(&t, list != NULL, cpus, n, lim, note, sizeof note))
+	if (notice && *topo_notice(&t, list != NULL, cpus, n, lim, note, sizeof note))
 		log_info("%s", note); /* once: a command has one --cores */
 	return n;
 }

@@ -64,11 +64,12 @@ void engine_close(engine_t *e);
 
 /* The gang's CPUs for a --cores list, in slot order (the list's CPUs,
  * lowest first), every one inside this process's affinity mask; NULL
- * list: the first max allowed CPUs, physical cores first (topo_load). A
- * line on stderr says when that leaves allowed CPUs out, or when the CPUs
- * span NUMA nodes. The count, or -1 + err_get() naming --cores and the
- * limit (max, GANG_MAX_SLOTS). */
-int engine_cpus_parse(const char *list, int *cpus, int max);
+ * list: the first max allowed CPUs, physical cores first (topo_load).
+ * With notice (a command that runs work on them), a line on stderr says
+ * when that leaves allowed CPUs out, or when the CPUs span NUMA nodes. The
+ * count, or -1 + err_get() naming --cores and the limit (max,
+ * GANG_MAX_SLOTS). */
+int engine_cpus_parse(const char *list, int *cpus, int max, bool notice);
 /* e's CPUs as a mask (for messages: cpumask_format). */
 cpumask_t engine_cpumask(const engine_t *e);
 

@@ -558,40 +558,48 @@ const kernel_ops_t *kernels_ops(void) { return ops_get(); }
 /* ------------------------------------------------------- absent kernels */
 
 /* The value of an optional entry that a level lacks by contract
- * (kernels_impl.h); a call means a caller skipped its check. */
-_Noreturn static void absent_called(const char *kernel)
+ * (kernels_impl.h); a call means a caller skipped its check. One absent
+ * kernel stands for its entry in every table, so the message names the
+ * entry, not a level. */
+_Noreturn static void absent_called(const char *kernel, const char *entry)
 {
-	fprintf(stderr, "egang: %s called at level %s (kernels_impl.h: callers check for it)\n",
-		kernel, ops_get()->name);
+	fprintf(stderr, "egang: %s called: %s (kernels_impl.h: callers check for it)\n",
+		kernel, entry);
 	abort();
 }
 
-float dot_absent(const void *w, const void *xa, int64_t n) { absent_called("dot_absent"); }
+float dot_absent(const void *w, const void *xa, int64_t n)
+{
+	absent_called("dot_absent", "the vec_dot of Q8_1, an activation type no weight has");
+}
 
 void matvec_absent(const void *W, size_t rb, const void *xa, float *y, int64_t n, int64_t r0,
 		   int64_t r1)
 {
-	absent_called("matvec_absent");
+	absent_called("matvec_absent", "the matvec of Q8_1, an activation type no weight has");
 }
 
 void matvec_p16_absent(const void *P, const void *xa, float *y, int64_t n, int64_t ng)
 {
-	absent_called("matvec_p16_absent");
+	absent_called("matvec_p16_absent", "a packed matvec that this level or type lacks");
 }
 
 void matmat_absent(const void *W, size_t rb, const void *X, size_t xs, float *Y, int64_t ys,
 		   int64_t n, int64_t r0, int64_t r1, int64_t ntok)
 {
-	absent_called("matmat_absent");
+	absent_called("matmat_absent", "a matmat that this level or type lacks");
 }
 
 void matmat_p16_absent(const void *P, const void *X, size_t xs, float *Y, int64_t ys, int64_t n,
 		       int64_t ng, int64_t ntok)
 {
-	absent_called("matmat_p16_absent");
+	absent_called("matmat_p16_absent", "a packed matmat that this level or type lacks");
 }
 
-void gemm_quant_absent(GEMM_QUANT_ARGS) { absent_called("gemm_quant_absent"); }
+void gemm_quant_absent(GEMM_QUANT_ARGS)
+{
+	absent_called("gemm_quant_absent", "a quantized gemm that this level lacks");
+}
 
 /* ------------------------------------------------- public entry points */
 
@@ -676,14 +684,21 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 	}
 }
 
+/* Weights of an activation-only type are a caller's bug: its vec_dot and
+ * matvec are absent (kernels_impl.h). */
+#define ASSERT_WEIGHT_TYPE(wt)                                                   \
+	assert((wt) != DTYPE_Q8_1 && "Q8_1 is an activation type, never weights")
+
 float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n)
 {
+	ASSERT_WEIGHT_TYPE(wt);
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	return ops_get()->type[wt].vec_dot(w, xa, n);
 }
 
 float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n)
 {
+	ASSERT_WEIGHT_TYPE(wt);
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	return kops_generic.type[wt].vec_dot(w, xa, n);
 }
@@ -691,6 +706,7 @@ float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n)
 void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
 		 int64_t n, int64_t r0, int64_t r1)
 {
+	ASSERT_WEIGHT_TYPE(wt);
 	assert((unsigned)wt < DTYPE_COUNT && n % dtype_info[wt].block == 0);
 	if (r1 <= r0)
 		return;

@@ -112,7 +112,8 @@ void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n);
  * activations xa (n,); fixed reduction order for a given ISA level.
  * Q8_0 activations must come from act_prepare (quants in [-127, 127]).
  * Quantized weights give the same bits at every level; float weights agree
- * across levels within about n * 2^-23 * sum|w x|. */
+ * across levels within about n * 2^-23 * sum|w x|. wt is a weight type
+ * (not Q8_1, an activation type: an assert). */
 float vec_dot(dtype_t wt, const void *w, const void *xa, int64_t n);
 float vec_dot_generic(dtype_t wt, const void *w, const void *xa, int64_t n);
 

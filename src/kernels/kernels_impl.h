@@ -417,8 +417,10 @@ typedef struct kernel_ops {
  * by contract, where NULL would be an entry forgotten. The optional
  * entries: matvec_p16, matmat, matmat_p16, gemm_quant, and the vec_dot and
  * matvec of Q8_1, an activation type that no weight has. Callers check
- * for them (kernels.c pack16_used, gemm.c); called anyway, each names
- * itself on stderr and aborts. */
+ * for them (kernels.c pack16_used, gemm.c); the public vec_dot,
+ * vec_dot_generic and matvec_rows assert that the weight type is not Q8_1
+ * (a caller's bug). Called anyway, each names itself and its entry on
+ * stderr and aborts. */
 vec_dot_kernel_t dot_absent;
 matvec_kernel_t matvec_absent;
 matvec_p16_kernel_t matvec_p16_absent;

@@ -153,8 +153,7 @@ int scx_exec(char *const cmd[], bool gang)
 	execvp(cmd[0], cmd);
 	int e = errno;
 	err_set("%s: %s", cmd[0], strerror(e));
-	errno = e;
-	return -1;
+	return e == ENOENT ? SCX_EXEC_NOT_FOUND : -1;
 }
 
 /* enum scx_exit_kind (kernel/sched/ext.c, Linux 6.12) */

@@ -141,8 +141,11 @@ void scx_print_kguard(const struct egang_kguard *g, const policy_lib_t *lib,
 int scx_enter(pid_t tid);
 /* Runs cmd (cmd[0] looked up on PATH, NULL-terminated) in SCHED_EXT in
  * place of this process; with gang, its threads are the gang the policies
- * serve (scx_set_gang). Returns only when it failed: -1 + err_get() (errno
- * ENOENT when cmd[0] was not found). */
+ * serve (scx_set_gang). Returns only when it failed, with err_get() saying
+ * why: SCX_EXEC_NOT_FOUND when cmd[0] was not found (bad input), -1 when
+ * any other step failed (no sched_ext, no scheduler loaded for gang, an
+ * exec error other than ENOENT: a runtime failure). */
+#define SCX_EXEC_NOT_FOUND (-2)
 int scx_exec(char *const cmd[], bool gang);
 
 #endif

@@ -106,6 +106,12 @@ $GEN --logits-hash /tmp/ref.hash > /tmp/ref.txt 2>/tmp/ref.err
 check "reference generation (user-space backend)" test -s /tmp/ref.hash
 
 check "state disabled before load" [ "$(cat $STATE)" = disabled ]
+# exec's exit codes: a missing scheduler is a runtime failure (1), a
+# missing command bad input (2)
+egang scx exec --gang -- true 2>/dev/null; rc=$?
+check "exec --gang without the scheduler: exit 1 ($rc)" [ $rc -eq 1 ]
+egang scx exec -- /nonexistent/egang-cmd 2>/dev/null; rc=$?
+check "exec of a missing command: exit 2 ($rc)" [ $rc -eq 2 ]
 if ! egang scx load --policies $KG > /tmp/load.txt 2>&1; then
 	cat /tmp/load.txt
 	fail "egang scx load"
