@@ -71,7 +71,8 @@ int server_scx_attach(const engine_t *e, int index, bool *ours)
 		if (scx_load(&e->lib, e->cpus, e->n_cpus, (uint32_t)index) < 0)
 			return -1;
 		*ours = true;
-	} else if (scx_set_index((uint32_t)index, NULL) < 0) {
+	} else if (scx_check_cpus(e->cpus, e->n_cpus) < 0 ||
+		   scx_set_index((uint32_t)index, NULL) < 0) {
 		return -1;
 	}
 	if (scx_set_gang((uint32_t)getpid()) < 0 || scx_enter(0) < 0) {
