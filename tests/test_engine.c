@@ -3,8 +3,11 @@
  * vocabulary (<|endoftext|> BOS, <|im_start|>, <|im_end|> EOS, all
  * control tokens): end of sequence and BOS always end it, unkept; any
  * other control token ends it only with stop_at_control, as in
- * engine_generate; a normal token is kept. */
+ * engine_generate; a normal token is kept. Non-finite logits end it with
+ * an error naming the position. */
 #include "testutil.h"
+
+#include <math.h>
 
 #include "base/base.h"
 #include "engine/engine.h"
@@ -91,10 +94,66 @@ static void test_seq_end(void **state)
 	tokenizer_free(m.tok);
 }
 
+/* Logits with a NaN or an infinity anywhere, one sampler after another:
+ * engine_seq_accept refuses them (ENGINE_FAIL, the sequence done, nothing
+ * generated) with a message that names the position, the kind and the
+ * first bad id; finite logits as large as floats go are sampled. */
+static void test_seq_nonfinite(void **state)
+{
+	(void)state;
+	model_t m = {0};
+	m.tok = tokenizer_synth(TOKENIZER_GPT2, 512, 1);
+	assert_non_null(m.tok);
+	m.cfg.vocab_size = tokenizer_n_vocab(m.tok);
+	int32_t n = m.cfg.vocab_size, prompt[3];
+	prompt[0] = tokenizer_bos(m.tok);
+	prompt[1] = prompt[2] = tokenizer_find(m.tok, "a");
+	float *logits = malloc((size_t)n * sizeof *logits);
+	static const struct {
+		float v;
+		int32_t at;
+		float temp;
+		sampler_mode_t mode;
+		const char *want;
+	} cases[] = {
+		{NAN, 0, 1.0f, SAMPLER_EGANG, "position 2: the model produced non-finite "
+					    "logits (NaN at id 0; 1 of "},
+		{NAN, 300, 0.0f, SAMPLER_EGANG, "(NaN at id 300; 1 of "},
+		{INFINITY, 77, 0.8f, SAMPLER_LLAMA2C, "(+Inf at id 77; 1 of "},
+		{-INFINITY, 511, 0.0f, SAMPLER_LLAMA2C, "(-Inf at id 511; 1 of "},
+		{3.4e38f, 5, 1.0f, SAMPLER_EGANG, NULL},
+	};
+	for (size_t i = 0; i < EG_ARRAY_LEN(cases); i++) {
+		engine_params_t p = {.prompt_ids = prompt, .n_prompt_ids = 3, .n_predict = 4,
+				     .sampler = {.temp = cases[i].temp, .top_p = 0.9f,
+						 .mode = cases[i].mode}};
+		int rc = 0;
+		engine_seq_t *s = engine_seq_new(&m, CTX, &p, &rc);
+		assert_non_null(s);
+		logits_for(logits, n, prompt[1]);
+		logits[cases[i].at] = cases[i].v;
+		rc = engine_seq_accept(s, logits);
+		int64_t len;
+		engine_seq_ids(s, &len);
+		if (cases[i].want) {
+			if (rc != ENGINE_FAIL || !engine_seq_done(s) || len != 3 ||
+			    !strstr(err_get(), cases[i].want))
+				fail_msg("case %zu: rc %d, done %d, %lld ids, '%s'", i, rc,
+					 engine_seq_done(s), (long long)len, err_get());
+		} else if (rc != 0 || len != 4 || engine_seq_ids(s, &len)[3] != 5) {
+			fail_msg("case %zu: rc %d, %lld ids", i, rc, (long long)len);
+		}
+		engine_seq_free(s);
+	}
+	free(logits);
+	tokenizer_free(m.tok);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seq_end),
+		cmocka_unit_test(test_seq_nonfinite),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -182,10 +182,20 @@ static void test_out_of_range(void **state)
 {
 	(void)state;
 	server_t *s = server_for(chatml(), NULL, 0);
+	const char *m0;
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":-0.1}", "temperature", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":2.01}", "temperature", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":0}", "top_p", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":1.01}", "top_p", NULL);
+	/* above 0 as a double, 0 as the float the sampler gets */
+	m0 = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":1e-46}", "top_p", NULL);
+	assert_non_null(strstr(m0, "rounds to 0"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":7e-46}", "top_p", NULL);
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+		    "\"top_p\":1e-300}", "top_p", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_p\":1e39}", "top_p", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":1e39}", "temperature", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"temperature\":-1e-46}", "temperature", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_k\":-1}", "top_k", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"top_k\":513}", "top_k", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"seed\":-3}", "seed", NULL);
@@ -208,6 +218,15 @@ static void test_out_of_range(void **state)
 	assert_true(q->sp.temp == 2.0f && q->sp.top_p == 1.0f);
 	assert_int_equal(q->sp.top_k, 512);
 	assert_int_equal(q->max_tokens, CTX);
+	server_reply_free(&r);
+	/* the smallest float top_p; a temperature below the float range is 0
+	 * (greedy), one in the denormals stays (sampler.h: greedy's token) */
+	q = expect_job(s, "/v1/completions",
+		       "{\"prompt\":\"a\",\"top_p\":1.5e-45,\"temperature\":1e-46}", &r);
+	assert_true(q->sp.top_p > 0.0f && q->sp.temp == 0.0f);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"temperature\":1e-40}", &r);
+	assert_true(q->sp.temp > 0.0f && q->sp.temp < 1e-39f);
 	server_reply_free(&r);
 	server_free(s);
 }
@@ -441,8 +460,14 @@ static void test_fields(void **state)
 	assert_false(q->stream);
 	assert_string_equal(q->name, "chatcmpl-1");
 	server_reply_free(&r);
-	BAD_COMPLETION(s, "{\"model\":\"gpt-4\",\"prompt\":\"a\"}", "model",
-		       "model_not_found");
+	/* an unknown model: 404, as OpenAI answers it */
+	expect_error(s, "POST", "/v1/completions", NULL,
+		     "{\"model\":\"gpt-4\",\"prompt\":\"a\"}", 404,
+		     "invalid_request_error", "model", "model_not_found");
+	expect_error(s, "POST", "/v1/chat/completions", NULL,
+		     "{\"model\":\"gpt-4\",\"messages\":[{\"role\":\"user\","
+		     "\"content\":\"hi\"}]}", 404, "invalid_request_error", "model",
+		     "model_not_found");
 	server_free(s);
 }
 

@@ -60,6 +60,9 @@ static const char serve_help[] =
 	"      --prefill-chunk N   prompt tokens per step next to the running\n"
 	"                          sequences (default 64)\n"
 	"      --api-key KEY       require 'Authorization: Bearer KEY' (not on /health)\n"
+	"      --api-key-file FILE the key from FILE's first line (out of /proc/PID/\n"
+	"                          cmdline), else from $EGANG_API_KEY; a flag wins over\n"
+	"                          it, both flags or an empty key are refused\n"
 	"      --chat-template NAME  a built-in chat template instead of the model's\n"
 	"                          (chatml, llama2, llama3, zephyr, qwen3, gemma3);\n"
 	"                          without one an unrecognised template gets 400\n"
@@ -70,11 +73,12 @@ static const char serve_help[] =
 	"\n"
 	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad\n"
 	"request, 401 bad key, 404 unknown path or model, 405 wrong method,\n"
-	"413 body over 1 MiB, 429 queue full, 503 shutting down.\n";
+	"413 body over 1 MiB, 429 queue full, 500 non-finite logits, 503 shutting down.\n";
 
 typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
-		*chat_template;
+		*chat_template, *api_key_file;
+	char *key; /* from api_key, api_key_file or $EGANG_API_KEY */
 	int backend; /* 0 user, 1 scx */
 	int64_t port, ctx, max_queue, timeout, max_conns;
 	int64_t parallel, kv_mb, prefill_chunk;
@@ -83,8 +87,9 @@ typedef struct serve_opts {
 
 /* The checks that need no model: the backend, the host, the initial
  * policy (a library loaded for the lookup only; engine_open loads the one
- * the server keeps). The policy's index, or -1 with *status set. */
-static int check_opts(const serve_opts_t *o, int *status)
+ * the server keeps), then the API key into o->key. The policy's index,
+ * or -1 with *status set. */
+static int check_opts(serve_opts_t *o, int *status)
 {
 	*status = EXIT_INPUT;
 	if (o->backend && !scx_built()) {
@@ -106,6 +111,9 @@ static int check_opts(const serve_opts_t *o, int *status)
 	if (index < 0)
 		log_error("--policy: '%s' names no record (indices 0..%d; see "
 			  "`egang policy list`)", o->policy, lib.n - 1);
+	else if (server_config_api_key(o->api_key, o->api_key_file,
+				       getenv("EGANG_API_KEY"), &o->key) < 0)
+		return log_error("serve: %s", err_get()), -1;
 	return index;
 }
 
@@ -116,7 +124,7 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 	char *tmpl = server_chat_template(m, o->chat_template);
 	server_config_t cfg = {
 		.chat_template = tmpl, .max_queue = (int)o->max_queue,
-		.api_key = o->api_key, .policy_index = index, .host = o->host,
+		.api_key = o->key, .policy_index = index, .host = o->host,
 		.port = (int)o->port, .timeout_s = (int)o->timeout,
 		.max_conns = (int)o->max_conns,
 	};
@@ -183,6 +191,7 @@ int cmd_serve(int argc, char **argv)
 		OPT_CHOICE("backend", 0, &o.backend, backends),
 		OPT_INT("max-queue", 0, &o.max_queue, 0, 100000),
 		OPT_STR("api-key", 0, &o.api_key),
+		OPT_STR("api-key-file", 0, &o.api_key_file),
 		OPT_STR("chat-template", 0, &o.chat_template),
 		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
 		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
@@ -216,6 +225,7 @@ int cmd_serve(int argc, char **argv)
 	engine_t *e = engine_open(&ec, &status);
 	if (!e) {
 		log_error("%s", err_get());
+		server_config_api_key_free(o.key);
 		return status;
 	}
 	control_write_index(e->cw, (uint32_t)index);
@@ -234,5 +244,6 @@ int cmd_serve(int argc, char **argv)
 	if (scx_ours && scx_unload(NULL) < 0)
 		log_error("--backend scx: %s", err_get());
 	engine_close(e);
+	server_config_api_key_free(o.key);
 	return status;
 }

@@ -2,6 +2,7 @@
 #include "engine/engine.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,7 +321,29 @@ static void gen_prefill(gen_t *s, int32_t bmax)
 	s->pos = s->logits ? n_prompt - 1 : pos;
 }
 
-/* Samples the token after position pos from logits (hash line first). */
+/* The logits of sampled position pos, checked before the sampler sees
+ * them: a NaN or an infinity (corrupt weights, an overflow in the forward
+ * pass) ends the generation with an error that names the position, rather
+ * than a token drawn from garbage. One pass (sampler_find_nonfinite); the
+ * count and the message only when one is there. 0 or ENGINE_FAIL +
+ * err_get(). */
+static int logits_check(const float *logits, int32_t vocab, int32_t pos)
+{
+	int32_t bad = sampler_find_nonfinite(logits, vocab);
+	if (bad < 0)
+		return 0;
+	int32_t count = 0;
+	for (int32_t i = bad; i < vocab; i++)
+		count += !isfinite(logits[i]);
+	float v = logits[bad];
+	err_set("position %d: the model produced non-finite logits (%s at id %d; "
+		"%d of %d not finite): its weights may be corrupt", pos,
+		isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf", bad, count, vocab);
+	return ENGINE_FAIL;
+}
+
+/* Samples the token after position pos from logits (hash line first);
+ * ENGINE_FAIL + err_get() when they are not finite (logits_check). */
 static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 			  int32_t pos)
 {
@@ -332,6 +355,8 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 	if (p->logits_dump)
 		fwrite(logits, sizeof(float), (size_t)s->m->cfg.vocab_size,
 		       p->logits_dump);
+	if (logits_check(logits, s->m->cfg.vocab_size, pos) < 0)
+		return ENGINE_FAIL;
 	int32_t next = sampler_sample(smp, logits);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next,
@@ -430,6 +455,10 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 			if (pos + 1 == n_prompt && bmax == 0)
 				s.t_prefill = time_now_ns();
 			next = gen_sample(&s, smp, logits, pos);
+			if (next < 0) {
+				s.rc = ENGINE_FAIL;
+				break;
+			}
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
@@ -512,6 +541,10 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 	uint64_t h = p->logits_hash ? hash64(logits, (size_t)s->m->cfg.vocab_size *
 							     sizeof(float), HASH64_INIT)
 				    : 0;
+	if (logits_check(logits, s->m->cfg.vocab_size, pos) < 0) {
+		s->done = true; /* the caller fails the sequence */
+		return ENGINE_FAIL;
+	}
 	int32_t next = sampler_sample(s->smp, logits);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);

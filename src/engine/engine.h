@@ -71,14 +71,18 @@ typedef struct engine_result {
 	int32_t *ids;        /* (n_prompt + n_gen) all tokens, malloc'd */
 } engine_result_t;
 
-/* engine_generate's return when a resource failed (memory), as opposed to
- * -1 for a bad prompt or bad parameters. */
+/* engine_generate's return when the generation failed on the way, not for
+ * anything in the request: memory ran out, or the model produced a NaN or
+ * an infinity among a sampled position's logits (checked at every sampled
+ * position, before the sampler; err_get() names the position). As opposed
+ * to -1 for a bad prompt or bad parameters. */
 #define ENGINE_FAIL (-2)
 
 /* Runs one generation on f (its KV cache is overwritten from position 0);
  * g may be NULL (serial). 0; -1 + err_get() on a bad prompt or parameters;
- * ENGINE_FAIL + err_get() when memory runs out. After either failure r holds
- * nothing to free. */
+ * ENGINE_FAIL + err_get() when memory runs out or the logits are not
+ * finite (the text before that position was handed out). After either
+ * failure r holds nothing to free. */
 int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		    const engine_params_t *p, engine_result_t *r);
 void engine_result_free(engine_result_t *r);
@@ -107,7 +111,9 @@ const int32_t *engine_seq_ids(const engine_seq_t *s, int64_t *n);
 int64_t engine_seq_n_prompt(const engine_seq_t *s);
 /* Logits of the sequence's last token: samples the next one. 0 go on
  * (its token is the last of engine_seq_ids and needs running), 1 done,
- * ENGINE_FAIL + err_get() (memory). The sampler may change logits. */
+ * ENGINE_FAIL + err_get() (memory, or logits that are not finite: the
+ * sequence is then done, nothing sampled). The sampler may change
+ * logits. */
 int engine_seq_accept(engine_seq_t *s, float *logits);
 /* Whether the sequence needs no more positions. */
 bool engine_seq_done(const engine_seq_t *s);

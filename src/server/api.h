@@ -8,9 +8,11 @@
  * server_handle_json).
  *
  * Every error is {"error":{"message","type","param","code"}}: 400 bad
- * request, 401 missing/wrong bearer key, 404 unknown path, 405 wrong
- * method (with an Allow header), 413 body too large, 429 queue full, 503
- * shutting down.
+ * request, 401 missing/wrong bearer key, 404 unknown path or model
+ * (param "model", code "model_not_found", as OpenAI), 405 wrong method
+ * (with an Allow header), 413 body too large, 429 queue full, 500 a
+ * generation that failed (memory, or the model's logits not finite:
+ * engine.h), 503 shutting down.
  *
  * Synchronization: no lock of its own; every function may run on any
  * number of threads at once (the id counter is atomic). A job is used by

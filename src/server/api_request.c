@@ -1,6 +1,7 @@
 /* api_request: a generation request's JSON into a job: every field
  * checked, every bad one a 400 that names it. Pure: no network, no model
  * weights (only the tokenizer and the chat template). */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,8 @@ static int parse_limits(api_t *a, json_t *root, sched_request_t *q, bool chat,
 			REPLY_ERR(out, 400, "model", NULL, "'model' must be a string");
 			return -1;
 		}
-		if (!api_model_known(a, json_string_value(v))) {
-			REPLY_ERR(out, 400, "model", "model_not_found",
+		if (!api_model_known(a, json_string_value(v))) { /* OpenAI: 404 */
+			REPLY_ERR(out, 404, "model", "model_not_found",
 				  "the model '%.100s' does not exist; this server "
 				  "has '%.100s'", json_string_value(v), a->cfg.model_id);
 			return -1;
@@ -103,7 +104,13 @@ static int parse_limits(api_t *a, json_t *root, sched_request_t *q, bool chat,
 	return 0;
 }
 
-/* temperature, top_p, top_k, seed. */
+/* temperature, top_p, top_k, seed. The two real fields are checked as
+ * the JSON number and again as the float the sampler gets (sampler.h):
+ * a top_p of 1e-46 is above 0 but rounds to 0. A temperature below the
+ * float range rounds to 0, greedy, the limit it tends to anyway; one
+ * that rounds to a denormal is sampled as greedy too (sampler.h). JSON
+ * has no NaN or infinity, and jansson refuses a number past the double
+ * range (1e400) as malformed JSON. */
 static int parse_sampling(api_t *a, json_t *root, sched_request_t *q,
 			  server_reply_t *out)
 {
@@ -126,12 +133,19 @@ static int parse_sampling(api_t *a, json_t *root, sched_request_t *q,
 	}
 	if ((v = json_object_get(root, "top_p")) && !json_is_null(v)) {
 		double t = json_is_number(v) ? json_number_value(v) : -1;
+		float f = (float)t;
 		if (!json_is_number(v) || !(t > 0 && t <= 1)) {
 			REPLY_ERR(out, 400, "top_p", NULL,
 				  "'top_p' must be a number in (0, 1]");
 			return -1;
 		}
-		q->sp.top_p = (float)t;
+		if (!(f > 0.0f)) {
+			REPLY_ERR(out, 400, "top_p", NULL,
+				  "'top_p' %g rounds to 0 in single precision; it "
+				  "must be at least %g", t, (double)FLT_TRUE_MIN);
+			return -1;
+		}
+		q->sp.top_p = f;
 	}
 	if ((v = json_object_get(root, "top_k")) && !json_is_null(v)) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||

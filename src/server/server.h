@@ -110,6 +110,22 @@ void server_stop(server_t *s);
 
 /* ---- configuration for `egang serve` (server_config.c) ---- */
 
+#define SERVER_API_KEY_MAX 4096 /* bytes of an API key */
+
+/* The API key from at most one source: flag (--api-key), the first line
+ * of the file `file` (--api-key-file; its newline, and a CR before it,
+ * not part of the key) or env (the value of EGANG_API_KEY, NULL when
+ * unset). Either flag wins over env; both flags together are refused.
+ * The file's mode is not checked (README "The HTTP server"). *key:
+ * malloc'd (server_config_api_key_free), NULL when no source gives one.
+ * 0, or -1 + err_get() naming the source: both flags, a file that cannot
+ * be read or is empty, a key that is empty, over SERVER_API_KEY_MAX bytes
+ * or has a control byte. */
+int server_config_api_key(const char *flag, const char *file, const char *env,
+			  char **key);
+/* Zeroes and frees a key from server_config_api_key (NULL: nothing). */
+void server_config_api_key_free(char *key);
+
 /* The fields of cfg an open engine (engine_open.h) gives: the model, its
  * tokenizer and id, the file name of model_path, the context, the gang's
  * CPUs, the policy library and the control word. */

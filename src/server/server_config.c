@@ -1,7 +1,8 @@
 /* server_config: what `egang serve` (or any program that serves a model)
- * derives before server_new: the configuration from an open engine, the
- * batching defaults from the memory, the chat template, and the sched_ext
- * backend for the process. */
+ * derives before server_new: the API key from its sources, the
+ * configuration from an open engine, the batching defaults from the
+ * memory, the chat template, and the sched_ext backend for the process. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,88 @@
 #include "scx/scx.h"
 #include "server/http.h"
 #include "server/server.h"
+
+/* ---- the API key ---- */
+
+/* A key that is not empty, fits SERVER_API_KEY_MAX bytes and has no
+ * control byte (a bearer token in a header cannot carry one); 0 or -1 +
+ * err_get() naming the source `what`. */
+static int key_check(const char *key, size_t n, const char *what)
+{
+	if (n == 0)
+		return err_set("%s: the API key is empty", what);
+	if (n > SERVER_API_KEY_MAX)
+		return err_set("%s: the API key is over %d bytes", what,
+			       SERVER_API_KEY_MAX);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)key[i];
+		if (c < 0x20 || c == 0x7f)
+			return err_set("%s: the API key has the control byte 0x%02x "
+				       "at offset %zu", what, c, i);
+	}
+	return 0;
+}
+
+/* The first line of path without its newline (and a CR before it) into
+ * buf (SERVER_API_KEY_MAX + 2 bytes); reads no further than that, so a
+ * huge file or a device costs nothing. Its length, or -1 + err_get(). */
+static int64_t key_read_line(const char *path, char *buf)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return err_set("--api-key-file %s: %s", path, strerror(errno));
+	size_t n = 0;
+	int c = EOF;
+	while (n <= SERVER_API_KEY_MAX && (c = getc(f)) != EOF && c != '\n')
+		buf[n++] = (char)c;
+	int e = errno;
+	bool failed = ferror(f), empty = n == 0 && c == EOF;
+	fclose(f);
+	if (failed)
+		return err_set("--api-key-file %s: %s", path, strerror(e));
+	if (empty)
+		return err_set("--api-key-file %s: the file is empty", path);
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	buf[n] = '\0';
+	return (int64_t)n;
+}
+
+int server_config_api_key(const char *flag, const char *file, const char *env,
+			  char **key)
+{
+	*key = NULL;
+	if (flag && file)
+		return err_set("--api-key and --api-key-file both give the API key; "
+			       "pass one");
+	char buf[SERVER_API_KEY_MAX + 2];
+	const char *what = flag ? "--api-key" : file ? "--api-key-file" : "EGANG_API_KEY";
+	const char *k = flag ? flag : env;
+	int64_t n = k ? (int64_t)strlen(k) : 0;
+	if (file) {
+		n = key_read_line(file, buf);
+		if (n < 0)
+			return -1;
+		k = buf;
+	}
+	if (!k)
+		return 0; /* no key: no authentication */
+	if (key_check(k, (size_t)n, what) < 0)
+		return -1;
+	*key = strdup(k);
+	if (!*key)
+		return err_sys("strdup");
+	return 0;
+}
+
+void server_config_api_key_free(char *key)
+{
+	if (key)
+		explicit_bzero(key, strlen(key));
+	free(key);
+}
+
+/* ---- the engine, batching, the chat template, the backend ---- */
 
 void server_config_engine(server_config_t *cfg, const engine_t *e,
 			  const char *model_path)

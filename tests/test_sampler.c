@@ -1,0 +1,248 @@
+/* The sampler (model/sampler.h) on logits no model should produce: every
+ * input gives a token inside the vocabulary, read from inside the
+ * sampler's arrays (the ASan build of this test catches a read outside
+ * them). NaN logits, a one-token vocabulary (top-p's cutoff would divide
+ * by zero), infinities, and a temperature so small that the scaled logits
+ * overflow (greedy, the limit, is what comes out), in both modes, with
+ * top-k and top-p; then sampler_find_nonfinite against a plain loop. */
+#include "testutil.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "base/base.h"
+#include "model/sampler.h"
+
+/* One sample of logits x (n,) (copied: the sampler may change them). */
+static int32_t sample_once(const float *x, int32_t n, float temp, float top_p,
+			   int32_t top_k, sampler_mode_t mode)
+{
+	sampler_params_t p = {.temp = temp, .top_p = top_p, .top_k = top_k,
+			      .seed = 7, .mode = mode};
+	sampler_t *s = sampler_new(n, &p);
+	assert_non_null(s);
+	float *copy = malloc((size_t)n * sizeof *copy);
+	memcpy(copy, x, (size_t)n * sizeof *copy);
+	int32_t id = sampler_sample(s, copy);
+	free(copy);
+	sampler_free(s);
+	return id;
+}
+
+/* The parameter sets every case runs with: each mode, greedy, top-p below
+ * 1 (the cutoff path), top-k alone, top-k with top-p, and neither. */
+static const struct {
+	float temp, top_p;
+	int32_t top_k;
+	sampler_mode_t mode;
+} params[] = {
+	{1.0f, 0.9f, 0, SAMPLER_EGANG},   {1.0f, 0.9f, 0, SAMPLER_LLAMA2C},
+	{0.0f, 1.0f, 0, SAMPLER_EGANG},   {1.0f, 1.0f, 3, SAMPLER_EGANG},
+	{0.7f, 0.5f, 2, SAMPLER_EGANG},   {1.0f, 1.0f, 0, SAMPLER_EGANG},
+	{1.0f, 1.0f, 0, SAMPLER_LLAMA2C}, {1.0f, 1e-30f, 0, SAMPLER_EGANG},
+	{1.0f, 1e-30f, 0, SAMPLER_LLAMA2C},
+};
+
+/* Every parameter set on x (n,): the token is inside the vocabulary, and
+ * equal to want when want >= 0. */
+static void expect_all(const char *what, const float *x, int32_t n, int32_t want)
+{
+	for (size_t k = 0; k < EG_ARRAY_LEN(params); k++) {
+		int32_t id = sample_once(x, n, params[k].temp, params[k].top_p,
+					 params[k].top_k, params[k].mode);
+		if (id < 0 || id >= n || (want >= 0 && id != want))
+			fail_msg("%s, params %zu: token %d (vocab %d, want %d)", what,
+				 k, id, n, want);
+	}
+}
+
+/* No candidate passes top-p's cutoff when every probability is NaN. */
+static void test_all_nan(void **state)
+{
+	(void)state;
+	static const int32_t ns[] = {1, 2, 3, 8, 17, 512};
+	float x[512];
+	for (size_t k = 0; k < EG_ARRAY_LEN(ns); k++) {
+		for (int32_t i = 0; i < ns[k]; i++)
+			x[i] = NAN;
+		expect_all("all NaN", x, ns[k], -1);
+		x[ns[k] - 1] = 1.0f; /* NaN first, one number after */
+		expect_all("NaN then a number", x, ns[k], -1);
+	}
+}
+
+/* A one-token vocabulary: (1 - p) / (n - 1) is infinite; the token is 0. */
+static void test_one_token(void **state)
+{
+	(void)state;
+	const float vals[] = {0.0f, -3.0f, 12.5f, -INFINITY, INFINITY, NAN, FLT_MAX};
+	for (size_t k = 0; k < EG_ARRAY_LEN(vals); k++)
+		expect_all("one token", &vals[k], 1, 0);
+}
+
+/* An infinite logit is the token; all -inf gives the first; NaN anywhere
+ * still gives a token inside the vocabulary. */
+static void test_infinities(void **state)
+{
+	(void)state;
+	float x[64];
+	for (int32_t i = 0; i < 64; i++)
+		x[i] = (float)(i % 7) - 3.0f;
+	x[41] = INFINITY;
+	expect_all("one +inf", x, 64, 41);
+	x[9] = INFINITY;
+	expect_all("two +inf", x, 64, 9);
+	for (int32_t i = 0; i < 64; i++)
+		x[i] = -INFINITY;
+	expect_all("all -inf", x, 64, 0);
+	x[30] = 2.0f;
+	expect_all("-inf but one", x, 64, 30);
+	x[5] = NAN;
+	expect_all("NaN and -inf", x, 64, -1);
+}
+
+/* Temperatures that scale finite logits past the float range (positive
+ * logits to +inf, negative ones to -inf, all of them when every logit is
+ * negative): greedy's token. A temperature that overflows nothing samples
+ * as before (the one big logit takes all the probability). */
+static void test_tiny_temperature(void **state)
+{
+	(void)state;
+	float x[100];
+	for (int32_t i = 0; i < 100; i++)
+		x[i] = (float)((i * 37) % 100) / 10.0f - 5.0f;
+	int32_t best = sampler_argmax(x, 100);
+	const float temps[] = {1e-40f, 1e-44f, 1e-38f, 1e-30f};
+	for (size_t t = 0; t < EG_ARRAY_LEN(temps); t++)
+		for (int mode = 0; mode < SAMPLER_COUNT; mode++)
+			for (int k = 0; k < 3; k++) {
+				float top_p = k == 1 ? 0.9f : 1.0f;
+				int32_t id = sample_once(x, 100, temps[t], top_p,
+							 k == 2 ? 5 : 0, (sampler_mode_t)mode);
+				if (id != best)
+					fail_msg("temp %g mode %d case %d: token %d, greedy %d",
+						 (double)temps[t], mode, k, id, best);
+			}
+	for (int32_t i = 0; i < 100; i++)
+		x[i] = -1.0f - (float)i; /* all negative: all -inf when scaled */
+	assert_int_equal(sample_once(x, 100, 1e-40f, 0.9f, 0, SAMPLER_EGANG), 0);
+	assert_int_equal(sample_once(x, 100, 1e-40f, 0.9f, 0, SAMPLER_LLAMA2C), 0);
+}
+
+/* Random logits with NaNs, infinities, huge and tiny values, random
+ * vocabularies, temperatures and cutoffs: always a token inside. */
+static void test_random_garbage(void **state)
+{
+	(void)state;
+	rng_t r;
+	rng_seed(&r, 33);
+	float x[300];
+	for (int it = 0; it < 3000; it++) {
+		int32_t n = 1 + (int32_t)(rng_next(&r) % 300);
+		for (int32_t i = 0; i < n; i++) {
+			uint64_t u = rng_next(&r) % 16;
+			x[i] = u == 0   ? NAN
+			       : u == 1 ? INFINITY
+			       : u == 2 ? -INFINITY
+			       : u == 3 ? FLT_MAX
+			       : u == 4 ? -FLT_MAX
+			       : u == 5 ? 1e-45f
+					: rng_normal(&r) * 10.0f;
+		}
+		float temp = (rng_next(&r) & 1) ? rng_float(&r) * 2.0f : 1e-40f;
+		float top_p = (rng_next(&r) & 1) ? 1.0f : rng_float(&r) + 1e-6f;
+		if (top_p > 1.0f)
+			top_p = 1.0f;
+		int32_t top_k = (int32_t)(rng_next(&r) % 4);
+		sampler_mode_t mode = (sampler_mode_t)(rng_next(&r) % SAMPLER_COUNT);
+		int32_t id = sample_once(x, n, temp, top_p, top_k, mode);
+		if (id < 0 || id >= n)
+			fail_msg("iteration %d: token %d of vocab %d", it, id, n);
+	}
+}
+
+/* Parameters the sampler refuses, and a vocabulary with no token. */
+static void test_refused(void **state)
+{
+	(void)state;
+	sampler_params_t ok = {.temp = 1.0f, .top_p = 0.9f};
+	assert_null(sampler_new(0, &ok));
+	assert_non_null(strstr(err_get(), "0 tokens"));
+	assert_null(sampler_new(-1, &ok));
+	sampler_params_t bad = ok;
+	bad.top_p = 0.0f;
+	assert_null(sampler_new(8, &bad));
+	bad = ok;
+	bad.temp = NAN;
+	assert_null(sampler_new(8, &bad));
+	bad = ok;
+	bad.top_p = NAN;
+	assert_null(sampler_new(8, &bad));
+	bad = ok;
+	bad.top_k = -1;
+	assert_null(sampler_new(8, &bad));
+}
+
+/* The loop that defines sampler_find_nonfinite. */
+static int32_t nonfinite_ref(const float *x, int32_t n)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (isnan(x[i]) || isinf(x[i]))
+			return i;
+	return -1;
+}
+
+/* Every length up to 200 and 49152, the bad value at every offset of a
+ * 64-block and its tail, each kind of non-finite; the largest finite
+ * values, denormals and signed zeros are finite. */
+static void test_find_nonfinite(void **state)
+{
+	(void)state;
+	enum { N = 49152 };
+	float *x = malloc(N * sizeof *x);
+	rng_t r;
+	rng_seed(&r, 5);
+	const float finite[] = {FLT_MAX, -FLT_MAX, FLT_MIN, 1e-45f, -0.0f, 0.0f, 1.0f};
+	for (int32_t i = 0; i < N; i++)
+		x[i] = finite[rng_next(&r) % EG_ARRAY_LEN(finite)];
+	const float bad[] = {NAN, -NAN, INFINITY, -INFINITY};
+	assert_int_equal(sampler_find_nonfinite(x, N), -1);
+	assert_int_equal(sampler_find_nonfinite(x, 0), -1);
+	for (int32_t n = 1; n <= 200; n++)
+		for (int32_t at = 0; at < n; at++) {
+			float keep = x[at];
+			x[at] = bad[(size_t)(n + at) % EG_ARRAY_LEN(bad)];
+			int32_t got = sampler_find_nonfinite(x, n);
+			x[at] = keep;
+			if (got != at)
+				fail_msg("n %d, bad at %d: found %d", n, at, got);
+			assert_int_equal(sampler_find_nonfinite(x, n), -1);
+		}
+	for (int it = 0; it < 200; it++) { /* several, anywhere in a big one */
+		int32_t k = 1 + (int32_t)(rng_next(&r) % 3), at[3];
+		for (int j = 0; j < k; j++) {
+			at[j] = (int32_t)(rng_next(&r) % N);
+			x[at[j]] = bad[rng_next(&r) % EG_ARRAY_LEN(bad)];
+		}
+		int32_t want = nonfinite_ref(x, N), got = sampler_find_nonfinite(x, N);
+		if (got != want)
+			fail_msg("iteration %d: found %d, the loop says %d", it, got, want);
+		for (int j = 0; j < k; j++)
+			x[at[j]] = 1.0f;
+	}
+	free(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_all_nan),
+		cmocka_unit_test(test_one_token),
+		cmocka_unit_test(test_infinities),
+		cmocka_unit_test(test_tiny_temperature),
+		cmocka_unit_test(test_random_garbage),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_find_nonfinite),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
