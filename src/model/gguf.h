@@ -15,8 +15,11 @@
  * egang's reader also requires: keys and tensor names non-empty and unique,
  * bool values 0 or 1, arrays nested at most 8 deep, every ne[d] >= 1 (a
  * zero-size tensor is refused), ne[0] a multiple of the type's block size,
- * general.alignment a uint32 that is a nonzero power of two, and every
- * tensor's data inside the file.
+ * general.alignment a uint32 that is a nonzero power of two, every
+ * tensor's data inside the file, and the tensors' data tiling the data
+ * section as writers lay it out: sorted by offset, the first at 0, each
+ * at the end of the one before padded to the alignment, the file ending
+ * within the last one's padding (no shared and no unclaimed bytes).
  * A 2-D weight has ne = {in, out}: row r (an output) is ne[0] contiguous
  * elements. */
 #ifndef EGANG_GGUF_H
