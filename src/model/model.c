@@ -166,6 +166,17 @@ static model_t *load_llama2c(const char *path, const char *tok_path, int fd,
 			bad ? 0ull : (unsigned long long)(28 + 4 * n), size);
 		return NULL;
 	}
+	/* The header is the only description of the layout, and llama2.c's
+	 * export writes exactly what it describes: bytes beyond it mean a
+	 * header field that does not describe this file (every field is in
+	 * the size), whose weights would be read from the wrong offsets. */
+	if (28 + 4 * n != size) {
+		err_set("%s: llama2.c header at offset 0: the shapes need %llu bytes "
+			"but the file has %zu (%llu more: a header field that does not "
+			"describe the file)", file, (unsigned long long)(28 + 4 * n),
+			size, (unsigned long long)(size - 28 - 4 * n));
+		return NULL;
+	}
 	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED) {
 		err_sys("mmap");
