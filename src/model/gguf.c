@@ -960,6 +960,11 @@ void gguf_kv_raw(const gguf_t *g, int64_t i, const void **p, size_t *n)
 	*n = kv->val_n;
 }
 
+size_t gguf_kv_offset(const gguf_t *g, int64_t i)
+{
+	return (size_t)(kv_at(g, i)->val - g->base);
+}
+
 /* ---- tensors ---- */
 
 int64_t gguf_n_tensors(const gguf_t *g) { return g->n_tensors; }

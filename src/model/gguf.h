@@ -103,6 +103,8 @@ const void *gguf_arr_data(const gguf_t *g, const char *key);
 /* Raw bytes of value i as stored in the file (type + payload), for round
  * trips: *p and *n describe the value's encoding after the type field. */
 void gguf_kv_raw(const gguf_t *g, int64_t i, const void **p, size_t *n);
+/* File offset of value i (after its type field), for messages. */
+size_t gguf_kv_offset(const gguf_t *g, int64_t i);
 
 /* Tensors, by index 0..n_tensors-1. */
 int64_t gguf_n_tensors(const gguf_t *g);
