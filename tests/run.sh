@@ -22,8 +22,8 @@ jobs=${TEST_JOBS:-2}
 
 # the longest programs, longest first (a few minutes on two cores; the
 # rest take seconds)
-slow=(verify.sh cli_kquant.sh cli_serve_batch.sh cli_synth.sh cli_arch.sh cli_serve.sh
-	cli_switching.sh cli_errors.sh cli_prefill.sh cli_chat_template.sh)
+slow=(verify.sh cli_kquant.sh cli_serve_batch.sh cli_corrupt.sh cli_synth.sh cli_arch.sh
+	cli_serve.sh cli_switching.sh cli_errors.sh cli_prefill.sh cli_chat_template.sh)
 order=()
 for s in "${slow[@]}"; do
 	for t in "$@"; do [[ $(basename "$t") == "$s" ]] && order+=("$t"); done

@@ -834,6 +834,21 @@ MUT(m_offset_end)
 	put64(m, T(2).offset_off, (m->n - m->L->data_off) & ~31ull);
 }
 MUT(m_offset_misaligned) { put64(m, T(2).offset_off, T(2).offset + 1); }
+/* the data layout: tensors sharing bytes, bytes of no tensor */
+MUT(m_offsets_zero)
+{
+	for (int i = 0; i < m->L->n_t; i++)
+		put64(m, T(i).offset_off, 0);
+}
+MUT(m_offset_overlap) { put64(m, T(2).offset_off, T(1).offset); }
+MUT(m_offset_first) { put64(m, T(0).offset_off, 32); }
+/* a's F32 [8, 2] retagged F16: half its bytes, a gap before b */
+MUT(m_retype_smaller) { put32(m, T(0).type_off, 1); }
+MUT(m_trailing)
+{
+	static const uint8_t pad[64];
+	splice(m, m->n, 0, pad, sizeof pad);
+}
 MUT(m_empty) { m->n = 0; }
 MUT(m_data_cut) { m->n = m->L->data_off + T(2).offset + 1; }
 
@@ -890,6 +905,11 @@ static const struct mcase {
 	{ "offset_end", m_offset_end, "exceed file size" },
 	{ "offset_misaligned", m_offset_misaligned, "alignment" },
 	{ "data_cut", m_data_cut, "exceed file size" },
+	{ "offsets_zero", m_offsets_zero, "overlaps tensor 'a'" },
+	{ "offset_overlap", m_offset_overlap, "overlaps tensor 'b'" },
+	{ "offset_first", m_offset_first, "first 32 bytes belong to no tensor" },
+	{ "retype_smaller", m_retype_smaller, "the next tensor 'b' starts" },
+	{ "trailing", m_trailing, "disagrees with the data layout" },
 };
 
 /* Saves a malformed file for the CLI tests as <dir>/<name>.gguf, where dir

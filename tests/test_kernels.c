@@ -1488,8 +1488,8 @@ static int32_t argmax_ref(const float *x, int32_t n)
 }
 
 /* The K-quants' activations (act_prepare -> Q8_K) give the generic
- * quantizer's bytes at every level: random blocks, and blocks with a tie
- * of +amax and -amax (the first wins), NaNs (never the max), infinities,
+ * level's bytes at every level: random blocks, and blocks with a tie of
+ * +amax and -amax (the first wins), NaNs and infinities (a NaN scale),
  * zeros, values at x * 127 / amax = k + 0.5 (ties to even). */
 static void test_q8_K_levels(void **state)
 {
@@ -1519,10 +1519,13 @@ static void test_q8_K_levels(void **state)
 	for (int j = 0; j < QK_K; j++)
 		b[j] = (float)(j % 127) + 0.5f;
 	b[255] = -127.0f;
-	quantize_row(DTYPE_Q8_K, x, ref, N);
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
+	/* the reference: the generic level's (a block holding a NaN or an
+	 * infinity gets a NaN scale there too: test_act_prepare_nonfinite) */
+	assert_int_equal(kernels_set_isa("generic"), 0);
+	act_prepare(DTYPE_Q4_K, x, ref, N);
 	for (int l = 0; l < k; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
 		memset(q, 0xA5, dtype_row_bytes(DTYPE_Q8_K, N));
@@ -1554,6 +1557,65 @@ static void test_act_prepare_float(void **state)
 	assert_true(y[2] != x[2]);
 	act_prepare(DTYPE_F32, x, y, 4);
 	assert_memory_equal(y, x, sizeof x);
+}
+
+/* A NaN or an infinity in the activations of a quantized matrix makes
+ * every dot product that reads its block NaN, at every level, as it does
+ * with float activations (the engine reports non-finite logits; a
+ * quantizer that rounded NaN to an integer would hide them), and leaves
+ * the other blocks' quantization as it was. */
+static void test_act_prepare_nonfinite(void **state)
+{
+	(void)state;
+	enum { N = 512 };
+	static const dtype_t wts[] = {DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0,
+				      DTYPE_Q5_1, DTYPE_Q2_K, DTYPE_Q3_K, DTYPE_Q4_K,
+				      DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_IQ4_NL, DTYPE_IQ4_XS};
+	const float bad[2] = {NAN, INFINITY};
+	float x[N], w[N];
+	rng_t r;
+	rng_seed(&r, 33);
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)((int)(rng_next(&r) % 2001) - 1000) * 1e-3f;
+		w[i] = (float)((int)(rng_next(&r) % 2001) - 1000) * 1e-3f;
+	}
+	const char *lv[TEST_N_ISA_LEVELS];
+	int k = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	for (size_t t = 0; t < sizeof wts / sizeof wts[0]; t++) {
+		dtype_t wt = wts[t], a = dtype_info[wt].act;
+		size_t ab = dtype_row_bytes(a, N);
+		uint8_t *wq = malloc(dtype_row_bytes(wt, N));
+		uint8_t *xa = malloc(ab), *xg = malloc(ab);
+		assert_non_null(wq);
+		assert_non_null(xa);
+		assert_non_null(xg);
+		quantize_row(wt, w, wq, N);
+		for (int l = 0; l < k; l++) {
+			assert_int_equal(kernels_set_isa(lv[l]), 0);
+			act_prepare(wt, x, xg, N);
+			float good = vec_dot(wt, wq, xg, N);
+			assert_true(isfinite(good));
+			for (int v = 0; v < 2; v++) {
+				float y[N];
+				memcpy(y, x, sizeof y);
+				y[N - 3] = bad[v]; /* in the last block of every type */
+				act_prepare(wt, y, xa, N);
+				assert_true(isnan(vec_dot(wt, wq, xa, N)));
+				/* the blocks before it quantized as before */
+				size_t bb = dtype_info[a].block_bytes;
+				int64_t nb = N / dtype_info[a].block;
+				assert_memory_equal(xa, xg, (size_t)(nb - 1) * bb);
+				float o[1];
+				matvec_rows(wt, wq, xa, o, N, 0, 1);
+				assert_true(isnan(o[0]));
+			}
+		}
+		free(wq);
+		free(xa);
+		free(xg);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
 }
 
 static void test_argmax(void **state)
@@ -1641,6 +1703,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_q8_K_levels),
+		cmocka_unit_test(test_act_prepare_nonfinite),
 		cmocka_unit_test(test_argmax),
 	};
 	return test_run_group_levels(tests);

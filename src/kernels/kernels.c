@@ -655,10 +655,69 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n)
 	}
 }
 
+/* Quantizes x (n) to the activation type a (Q8_0, Q8_1, Q8_K) in xa. */
+static void act_quantize(dtype_t a, const float *x, void *xa, int64_t n)
+{
+	if (a == DTYPE_Q8_0)
+		ops_get()->quantize_q8_0(x, xa, n);
+	else if (a == DTYPE_Q8_K)
+		ops_get()->quantize_q8_K(x, xa, n);
+	else
+		kq_quantize(DTYPE_Q8_1, x, xa, n);
+}
+
+/* act_prepare's quantized types when x holds a NaN or an infinity: each
+ * block is quantized with those values read as 0, then a block that held
+ * one gets a NaN scale (Q8_1: its sum too), so that every dot product
+ * reading it is NaN, as with float activations. A quantizer would round
+ * NaN to some integer and its amax would pass over it, hiding a
+ * non-finite hidden state from the engine's check of the logits. */
+static void act_quantize_nonfinite(dtype_t a, const float *x, void *xa, int64_t n)
+{
+	int64_t bk = dtype_info[a].block;
+	size_t bb = dtype_info[a].block_bytes;
+	float tmp[QK_K];
+	assert(bk <= QK_K);
+	for (int64_t b = 0; b < n / bk; b++) {
+		bool bad = false;
+		for (int64_t i = 0; i < bk; i++) {
+			float v = x[b * bk + i];
+			bad |= !isfinite(v);
+			tmp[i] = isfinite(v) ? v : 0.0f;
+		}
+		uint8_t *y = (uint8_t *)xa + (size_t)b * bb;
+		act_quantize(a, tmp, y, bk);
+		if (!bad)
+			continue;
+		if (a == DTYPE_Q8_K) {
+			float nan = NAN;
+			memcpy(y, &nan, sizeof nan); /* block_q8_K.d */
+		} else {
+			st_u16(y, 0x7E00); /* f16 d (and Q8_1's s): a quiet NaN */
+			if (a == DTYPE_Q8_1)
+				st_u16(y + 2, 0x7E00);
+		}
+	}
+}
+
+/* Whether the n floats at x are all finite. */
+static bool all_finite(const float *x, int64_t n)
+{
+	bool ok = true;
+	for (int64_t i = 0; i < n; i++)
+		ok &= isfinite(x[i]) != 0;
+	return ok;
+}
+
 void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n)
 {
 	assert((unsigned)wt < DTYPE_COUNT);
-	if (dtype_info[wt].act == DTYPE_Q8_0) {
+	dtype_t a = dtype_info[wt].act;
+	if ((a == DTYPE_Q8_0 || a == DTYPE_Q8_1 || a == DTYPE_Q8_K) &&
+	    !all_finite(x, n)) {
+		assert(n % dtype_info[a].block == 0);
+		act_quantize_nonfinite(a, x, xa, n);
+	} else if (dtype_info[wt].act == DTYPE_Q8_0) {
 		assert(n % QK == 0);
 		ops_get()->quantize_q8_0(x, xa, n);
 	} else if (dtype_info[wt].act == DTYPE_Q8_K) {

@@ -105,7 +105,9 @@ void dequantize_row(dtype_t t, const void *x, float *y, int64_t n);
 /* Activations for a dot product against weights of type wt:
  * x (n,) float -> xa in dtype_info[wt].act (a plain copy for F32; for F16
  * and BF16 weights each value rounded to that type and kept as a float,
- * as ggml's CPU backend feeds its F16/BF16 dot products). */
+ * as ggml's CPU backend feeds its F16/BF16 dot products). A quantized
+ * block (Q8_0, Q8_1, Q8_K) whose floats hold a NaN or an infinity gets a
+ * NaN scale, so that every dot product reading it is NaN. */
 void act_prepare(dtype_t wt, const float *x, void *xa, int64_t n);
 
 /* Dot product of one weight row w (n,) of type wt with prepared

@@ -13,7 +13,10 @@
  *  - dimensions are >= 1 (a dimension of 0 is refused: no empty tensors),
  *    their product fits int64 and the byte size fits size_t;
  *  - tensor data lies inside the file, at an offset that is a multiple of
- *    general.alignment (a uint32, a nonzero power of two, default 32).
+ *    general.alignment (a uint32, a nonzero power of two, default 32);
+ *  - the tensors' data tile the data section (rd_layout): no two share a
+ *    byte and no byte between them, or after the last one's padding,
+ *    belongs to none.
  * Keys must be non-empty and unique; tensor names likewise (checked by
  * sorting, which also serves lookups by binary search). Strings may hold
  * any bytes; messages escape control bytes so they stay on one line.
@@ -654,6 +657,85 @@ static int rd_data(struct rd *r, gguf_t *g)
 	return 0;
 }
 
+/* A tensor's data span, for the layout check. */
+struct span {
+	uint64_t off; /* in the data section */
+	int64_t i;    /* the tensor's index */
+};
+
+static int span_cmp(const void *pa, const void *pb)
+{
+	const struct span *a = pa, *b = pb;
+	if (a->off != b->off)
+		return a->off < b->off ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Checks that the tensors' data tile the data section as writers lay it
+ * out (ggml's reader requires the same, in file order; egang accepts any
+ * order): sorted by offset, the first at 0, each where the one before
+ * ends padded to the alignment, and the file ending within the last one's
+ * padding. Two tensors that share bytes (equal or overlapping offsets), or
+ * bytes that belong to no tensor (a type or shape changed in a tensor
+ * info, so that its size disagrees with the layout) are refused: the data
+ * would be read as something it is not. */
+static int rd_layout(struct rd *r, gguf_t *g)
+{
+	size_t a = g->alignment, d = g->data_offset;
+	char esc[80], esc2[80];
+	struct span *sp = malloc((size_t)g->n_tensors * sizeof *sp);
+	if (!sp)
+		return rd_fail(r, d, "out of memory");
+	for (int64_t i = 0; i < g->n_tensors; i++)
+		sp[i] = (struct span){ g->t[i].offset, i };
+	qsort(sp, (size_t)g->n_tensors, sizeof *sp, span_cmp);
+	uint64_t next = 0; /* where the next tensor must start */
+	const gguf_tensor_t *prev = NULL;
+	int rc = 0;
+	for (int64_t k = 0; k < g->n_tensors && !rc; k++) {
+		const gguf_tensor_t *t = &g->t[sp[k].i];
+		str_escape(esc, sizeof esc, t->name.s, t->name.n);
+		if (prev)
+			str_escape(esc2, sizeof esc2, prev->name.s, prev->name.n);
+		if (!prev && t->offset != 0)
+			rc = err_set("%s: tensor '%s' data at offset %zu+%llu: the data "
+				     "section's first %llu bytes belong to no tensor",
+				     r->name, esc, d, (unsigned long long)t->offset,
+				     (unsigned long long)t->offset);
+		else if (prev && t->offset < next)
+			rc = err_set("%s: tensor '%s' data at offset %zu+%llu: overlaps "
+				     "tensor '%s' (%zu bytes at +%llu)", r->name, esc, d,
+				     (unsigned long long)t->offset, esc2, prev->nbytes,
+				     (unsigned long long)prev->offset);
+		else if (prev && t->offset > next)
+			rc = err_set("%s: tensor '%s' data at offset %zu+%llu: %zu bytes "
+				     "of %s end at +%llu, but the next tensor '%s' starts "
+				     "at +%llu (a type or shape that disagrees with the "
+				     "data layout)", r->name, esc2, d,
+				     (unsigned long long)prev->offset, prev->nbytes,
+				     dtype_info[prev->type].name,
+				     (unsigned long long)(prev->offset + prev->nbytes), esc,
+				     (unsigned long long)t->offset);
+		/* inside the file (rd_data): the padded end cannot overflow */
+		next = (t->offset + t->nbytes + a - 1) & ~(uint64_t)(a - 1);
+		prev = t;
+	}
+	free(sp);
+	if (rc)
+		return rc;
+	uint64_t end = prev->offset + prev->nbytes, have = r->size - d;
+	if (have > next) {
+		str_escape(esc, sizeof esc, prev->name.s, prev->name.n);
+		return err_set("%s: tensor '%s' data at offset %zu+%llu: %zu bytes of "
+			       "%s end at +%llu, but the file goes on to +%llu (a "
+			       "type or shape that disagrees with the data layout)",
+			       r->name, esc, d, (unsigned long long)prev->offset,
+			       prev->nbytes, dtype_info[prev->type].name,
+			       (unsigned long long)end, (unsigned long long)have);
+	}
+	return 0;
+}
+
 gguf_t *gguf_open_buffer(const void *buf, size_t len, const char *name)
 {
 	static const uint8_t empty[1];
@@ -668,7 +750,8 @@ gguf_t *gguf_open_buffer(const void *buf, size_t len, const char *name)
 	g->base = r.p;
 	g->size = r.size;
 	if (rd_header(&r, g) || rd_kvs(&r, g) || rd_alignment(&r, g) ||
-	    rd_tensors(&r, g) || rd_data(&r, g)) {
+	    rd_tensors(&r, g) || rd_data(&r, g) ||
+	    (g->n_tensors > 0 && rd_layout(&r, g))) {
 		gguf_close(g);
 		return NULL;
 	}
@@ -875,6 +958,11 @@ void gguf_kv_raw(const gguf_t *g, int64_t i, const void **p, size_t *n)
 	const struct kv *kv = kv_at(g, i);
 	*p = kv->val;
 	*n = kv->val_n;
+}
+
+size_t gguf_kv_offset(const gguf_t *g, int64_t i)
+{
+	return (size_t)(kv_at(g, i)->val - g->base);
 }
 
 /* ---- tensors ---- */

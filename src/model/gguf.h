@@ -15,8 +15,11 @@
  * egang's reader also requires: keys and tensor names non-empty and unique,
  * bool values 0 or 1, arrays nested at most 8 deep, every ne[d] >= 1 (a
  * zero-size tensor is refused), ne[0] a multiple of the type's block size,
- * general.alignment a uint32 that is a nonzero power of two, and every
- * tensor's data inside the file.
+ * general.alignment a uint32 that is a nonzero power of two, every
+ * tensor's data inside the file, and the tensors' data tiling the data
+ * section as writers lay it out: sorted by offset, the first at 0, each
+ * at the end of the one before padded to the alignment, the file ending
+ * within the last one's padding (no shared and no unclaimed bytes).
  * A 2-D weight has ne = {in, out}: row r (an output) is ne[0] contiguous
  * elements. */
 #ifndef EGANG_GGUF_H
@@ -100,6 +103,8 @@ const void *gguf_arr_data(const gguf_t *g, const char *key);
 /* Raw bytes of value i as stored in the file (type + payload), for round
  * trips: *p and *n describe the value's encoding after the type field. */
 void gguf_kv_raw(const gguf_t *g, int64_t i, const void **p, size_t *n);
+/* File offset of value i (after its type field), for messages. */
+size_t gguf_kv_offset(const gguf_t *g, int64_t i);
 
 /* Tensors, by index 0..n_tensors-1. */
 int64_t gguf_n_tensors(const gguf_t *g);

@@ -90,8 +90,10 @@ static int config_check(const char *file, const model_config_t *c)
 			c->rope_dim % 2 == 0,
 		"%s: rope dimension %d is out of range (head_dim %d)", file,
 		c->rope_dim, c->head_dim);
-	REQUIRE(c->rope_theta > 0 && c->rope_theta < 1e12f,
-		"%s: rope theta %g is out of range", file, c->rope_theta);
+	/* a base below 1 turns the frequencies 1 / theta^(i / rope_dim) up
+	 * with the dimension (gguf_config names the key) */
+	REQUIRE(c->rope_theta >= 1 && c->rope_theta < 1e12f,
+		"%s: rope theta %g is out of range [1, 1e12)", file, c->rope_theta);
 	REQUIRE(c->rms_eps > 0 && c->rms_eps < 1,
 		"%s: rms epsilon %g is out of range", file, c->rms_eps);
 #undef REQUIRE
@@ -164,6 +166,17 @@ static model_t *load_llama2c(const char *path, const char *tok_path, int fd,
 		err_set("%s: llama2.c weights: the header's shapes need %llu "
 			"bytes but the file has %zu", file,
 			bad ? 0ull : (unsigned long long)(28 + 4 * n), size);
+		return NULL;
+	}
+	/* The header is the only description of the layout, and llama2.c's
+	 * export writes exactly what it describes: bytes beyond it mean a
+	 * header field that does not describe this file (every field is in
+	 * the size), whose weights would be read from the wrong offsets. */
+	if (28 + 4 * n != size) {
+		err_set("%s: llama2.c header at offset 0: the shapes need %llu bytes "
+			"but the file has %zu (%llu more: a header field that does not "
+			"describe the file)", file, (unsigned long long)(28 + 4 * n),
+			size, (unsigned long long)(size - 28 - 4 * n));
 		return NULL;
 	}
 	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -328,6 +341,21 @@ static int get_f32_key(gguf_loader_t *ld, const char *arch, const char *key,
 	return 0;
 }
 
+/* "file: key 'arch.key' at offset N = v is out of range R" (N: the offset
+ * of the value; a default out of range names no offset); returns -1. */
+static int key_range_err(gguf_loader_t *ld, const char *arch, const char *key,
+			 double v, const char *range)
+{
+	char full[128];
+	snprintf(full, sizeof full, "%s.%s", arch, key);
+	int64_t i = gguf_find_key(ld->g, full);
+	if (i < 0)
+		return err_set("%s: key '%s' (default) = %g is out of range %s", ld->file,
+			       full, v, range);
+	return err_set("%s: key '%s' at offset %zu = %g is out of range %s", ld->file,
+		       full, gguf_kv_offset(ld->g, i), v, range);
+}
+
 /* attention.sliding_window_pattern into *out when present: an integer
  * 0..INT32_MAX (0: every layer slides); llama.cpp's per-layer array form
  * (other architectures) is refused; -1 + err_get(). */
@@ -396,9 +424,9 @@ static int gguf_rope_keys(gguf_loader_t *ld, const char *arch)
 		     get_f32_key(ld, arch, "rope.freq_base_swa", &c->rope_theta_swa, 10000.0) < 0 ||
 		     swa_pattern_key(ld, arch, &c->swa_pattern) < 0))
 			return -1;
-		if (!(c->rope_theta_swa > 0 && c->rope_theta_swa < 1e12f))
-			return err_set("%s: key '%s.rope.freq_base_swa' = %g is out of range",
-				       ld->file, arch, c->rope_theta_swa);
+		if (!(c->rope_theta_swa >= 1 && c->rope_theta_swa < 1e12f))
+			return key_range_err(ld, arch, "rope.freq_base_swa", c->rope_theta_swa,
+					     "[1, 1e12)");
 	}
 	return 0;
 }
@@ -464,6 +492,14 @@ static int gguf_config(gguf_loader_t *ld)
 	if (get_u32_key(ld, arch, "rope.dimension_count", &c->rope_dim,
 			c->head_dim) < 0 || gguf_rope_keys(ld, arch) < 0)
 		return -1;
+	/* RoPE frequencies are 1 / theta^(i / rope_dim): a base below 1
+	 * turns them up with the dimension, and near 0 they overflow float
+	 * (a NaN rotation at position 0) */
+	if (!(c->rope_theta >= 1 && c->rope_theta < 1e12f))
+		return key_range_err(ld, arch, "rope.freq_base", c->rope_theta, "[1, 1e12)");
+	if (!(c->rms_eps > 0 && c->rms_eps < 1))
+		return key_range_err(ld, arch, "attention.layer_norm_rms_epsilon", c->rms_eps,
+				     "(0, 1)");
 	if (!(c->logit_softcap >= 0.0f && c->logit_softcap < 1e6f))
 		return err_set("%s: key '%s.final_logit_softcapping' = %g is out of range",
 			       file, arch, c->logit_softcap);
