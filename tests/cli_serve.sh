@@ -42,6 +42,9 @@ PY
 # ---- the command line ----
 "$EGANG" serve --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q usage "$TMP/help"; then pass "serve --help"; else fail "serve --help"; fi
+if grep -q '^  top_k .*both' "$TMP/help" && grep -q '^  tools .*chat' "$TMP/help" &&
+	grep -q 'unsupported_parameter' "$TMP/help"; then pass "serve --help lists the request fields, the refused ones too"
+else fail "serve --help lists the request fields"; fi
 expect_exit "serve without -m" 2 "-m/--model is required" "$EGANG" serve
 expect_exit "serve --policy bogus" 2 "--policy: 'bogus' names no record" "$EGANG" serve -m x --policy bogus
 expect_exit "serve --policy static:0" 2 "--policy: 'static:0' names no record" "$EGANG" serve -m x --policy static:0
@@ -266,6 +269,17 @@ PY
 	[[ $(grep -c '^PASS' "$TMP/bad.out") -ge 30 ]] && pass "at least 30 hostile requests answered" || fail "hostile request count"
 	st=$(post /v1/completions '{"prompt":"Once","max_tokens":4}')
 	[[ $st == 200 ]] && pass "a good request after the hostile ones" || fail "good request after hostile ones" "$st"
+	# fields egang does not implement: 400 unsupported_parameter naming
+	# each; their no-op defaults are fine
+	for f in '"grammar":"root ::= \"a\""' '"suffix":"x"' '"best_of":2' '"frobnicate":1' '"tools":[]'; do
+		name=${f%%\":*}; name=${name#\"}
+		st=$(post /v1/completions "{\"prompt\":\"a\",\"max_tokens\":2,$f}")
+		got=$(json_get "$TMP/r.json" 'j["error"]["code"]+"|"+j["error"]["param"]')
+		[[ $st == 400 && $got == "unsupported_parameter|$name" ]] && pass "unsupported field $name -> 400 naming it" ||
+			fail "unsupported field $name" "$st $got"
+	done
+	st=$(post /v1/completions '{"prompt":"a","max_tokens":2,"n":1,"echo":false,"best_of":1,"suffix":"","stream_options":{"include_usage":true},"user":"u","seed":null}')
+	[[ $st == 200 ]] && pass "no-op defaults and null fields accepted" || fail "no-op defaults" "$st $(head -c 200 "$TMP/r.json")"
 
 	# ---- load ----
 	"$EGANG" bench serve --url "$URL" --clients 8 --seconds 3 --max-tokens 8 >"$TMP/bench.out" 2>"$TMP/bench.err"
@@ -321,6 +335,13 @@ if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 	if [[ $first == *'"role":"assistant"'* && "$(sse_text "$TMP/c.txt" chat)" == "$want" && $(grep '^data: ' "$TMP/c.txt" | tail -1) == "data: [DONE]" ]]; then
 		pass "streaming chat: role delta, content deltas = the same text, [DONE]"
 	else fail "streaming chat" "$(head -c 300 "$TMP/c.txt")"; fi
+	for f in '"tools":[{"type":"function","function":{"name":"f"}}]' '"response_format":{"type":"json_object"}' '"tool_choice":"auto"' '"logprobs":true'; do
+		name=${f%%\":*}; name=${name#\"}
+		st=$(post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":2,$f}")
+		got=$(json_get "$TMP/r.json" 'j["error"]["code"]+"|"+j["error"]["param"]')
+		[[ $st == 400 && $got == "unsupported_parameter|$name" ]] && pass "chat: unsupported field $name -> 400 naming it" ||
+			fail "chat: unsupported field $name" "$st $got"
+	done
 	st=$(post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}')
 	[[ $st == 400 ]] && pass "chat with an unknown role -> 400" || fail "chat unknown role" "$st"
 	st=$(post /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}')

@@ -161,8 +161,10 @@ static void test_wrong_types(void **state)
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stream\":1}", "stream", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":5}", "stop", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":[\"x\",2]}", "stop", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", NULL);
+	/* fields taken only at their default: any other value, of any type,
+	 * is a field egang does not implement */
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":\"3\"}", "max_completion_tokens", NULL);
 	BAD_CHAT(s, "{\"messages\":{\"role\":\"user\"}}", "messages", NULL);
@@ -204,9 +206,9 @@ static void test_out_of_range(void **state)
 	const char *m = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":129}",
 				       "max_tokens", NULL);
 	assert_non_null(strstr(m, "[1, 128]"));
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":0}", "max_completion_tokens", NULL);
 	/* the edges themselves are fine */
@@ -241,7 +243,8 @@ static void test_missing(void **state)
 	assert_non_null(strstr(m, "required"));
 	BAD_COMPLETION(s, "{\"prompt\":null}", "prompt", NULL);
 	BAD_COMPLETION(s, "{}", "prompt", NULL);
-	BAD_CHAT(s, "{\"prompt\":\"a\"}", "messages", NULL);
+	BAD_CHAT(s, "{\"prompt\":\"a\"}", "prompt", "unsupported_parameter");
+	BAD_CHAT(s, "{\"max_tokens\":2}", "messages", NULL);
 	BAD_CHAT(s, "{\"messages\":null}", "messages", NULL);
 	m = BAD_CHAT(s, "{\"messages\":[]}", "messages", NULL);
 	assert_non_null(strstr(m, "non-empty"));
@@ -471,6 +474,171 @@ static void test_fields(void **state)
 	server_free(s);
 }
 
+/* ---- fields egang does not implement: refused, naming them ---- */
+
+/* One OpenAI request field with a value that is not its no-op default,
+ * and what egang does with it: implemented (the request is a job) or
+ * refused (400 unsupported_parameter naming it). */
+typedef struct field_case {
+	const char *name, *value;
+	bool implemented;
+} field_case_t;
+
+/* Every field of OpenAI's chat completions request, besides messages. */
+static const field_case_t chat_fields[] = {
+	{"audio", "{\"voice\":\"alloy\",\"format\":\"wav\"}", false},
+	{"frequency_penalty", "0.5", false},
+	{"function_call", "\"auto\"", false},
+	{"functions", "[{\"name\":\"f\"}]", false},
+	{"logit_bias", "{\"5\":10}", false},
+	{"logprobs", "true", false},
+	{"max_completion_tokens", "3", true},
+	{"max_tokens", "3", true},
+	{"metadata", "{\"k\":\"v\"}", false},
+	{"modalities", "[\"text\",\"audio\"]", false},
+	{"model", "\"stories260K\"", true},
+	{"n", "2", false},
+	{"parallel_tool_calls", "true", false},
+	{"prediction", "{\"type\":\"content\",\"content\":\"x\"}", false},
+	{"presence_penalty", "0.5", false},
+	{"prompt_cache_key", "\"k\"", false},
+	{"reasoning_effort", "\"low\"", false},
+	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"safety_identifier", "\"u\"", false},
+	{"seed", "3", true},
+	{"service_tier", "\"auto\"", false},
+	{"stop", "\"x\"", true},
+	{"store", "true", false},
+	{"stream", "true", true},
+	{"stream_options", "{\"include_usage\":true}", true},
+	{"temperature", "0.5", true},
+	{"tool_choice", "\"auto\"", false},
+	{"tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", false},
+	{"top_logprobs", "2", false},
+	{"top_p", "0.5", true},
+	{"user", "\"u\"", true},
+	{"verbosity", "\"low\"", false},
+	{"web_search_options", "{}", false},
+	/* llama.cpp's extensions */
+	{"top_k", "5", true},
+	{"min_p", "0.1", false},
+	{"repetition_penalty", "1.1", false},
+	{"grammar", "\"root ::= \\\"a\\\"\"", false},
+	{"json_schema", "{\"type\":\"object\"}", false},
+};
+
+/* Every field of OpenAI's (legacy) completions request, besides prompt. */
+static const field_case_t cmpl_fields[] = {
+	{"best_of", "2", false},
+	{"echo", "true", false},
+	{"frequency_penalty", "0.5", false},
+	{"logit_bias", "{\"5\":10}", false},
+	{"logprobs", "2", false},
+	{"max_tokens", "3", true},
+	{"model", "\"stories260K\"", true},
+	{"n", "2", false},
+	{"presence_penalty", "0.5", false},
+	{"seed", "3", true},
+	{"stop", "[\"x\"]", true},
+	{"stream", "true", true},
+	{"stream_options", "{\"include_usage\":false}", true},
+	{"suffix", "\"end\"", false},
+	{"temperature", "0.5", true},
+	{"top_p", "0.5", true},
+	{"user", "\"u\"", true},
+	{"top_k", "5", true},
+	{"min_p", "0.1", false},
+	{"repetition_penalty", "1.1", false},
+	{"grammar", "\"root ::= \\\"a\\\"\"", false},
+	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"tools", "[]", false},
+};
+
+/* Each field alone in a request that is otherwise good (base: the body
+ * up to where the field goes): a job when egang implements it, else a
+ * 400 unsupported_parameter whose param and message name it. */
+static void expect_fields(server_t *s, const char *path, const char *base,
+			  const field_case_t *fc, size_t n)
+{
+	char body[512];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(body, sizeof body, "%s,\"%s\":%s}", base, fc[i].name, fc[i].value);
+		server_reply_t r;
+		if (fc[i].implemented) {
+			expect_job(s, path, body, &r);
+			server_reply_free(&r);
+			continue;
+		}
+		const char *m = expect_error(s, "POST", path, NULL, body, 400,
+					     "invalid_request_error", fc[i].name,
+					     "unsupported_parameter");
+		if (!strstr(m, fc[i].name))
+			fail_msg("%s: the message '%s' does not name the field", body, m);
+	}
+}
+
+#define CHAT_BASE "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+
+static void test_unsupported_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	expect_fields(s, "/v1/chat/completions", CHAT_BASE, chat_fields,
+		      EG_ARRAY_LEN(chat_fields));
+	expect_fields(s, "/v1/completions", "{\"prompt\":\"a\"", cmpl_fields,
+		      EG_ARRAY_LEN(cmpl_fields));
+	/* a field egang does not know at all, whatever its value; one that
+	 * belongs to the other endpoint */
+	const char *m = BAD_CHAT(s, CHAT_BASE ",\"frobnicate\":1}", "frobnicate",
+				 "unsupported_parameter");
+	assert_non_null(strstr(m, "'frobnicate'"));
+	BAD_CHAT(s, CHAT_BASE ",\"frobnicate\":null}", "frobnicate", "unsupported_parameter");
+	BAD_CHAT(s, CHAT_BASE ",\"echo\":false}", "echo", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"messages\":[]}", "messages",
+		       "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_completion_tokens\":3}",
+		       "max_completion_tokens", "unsupported_parameter");
+	/* the no-op defaults, and null for any field egang knows, are fine */
+	server_reply_t r;
+	expect_job(s, "/v1/chat/completions", CHAT_BASE
+		   ",\"n\":1,\"logprobs\":false,\"top_logprobs\":0,\"presence_penalty\":0,"
+		   "\"frequency_penalty\":0.0,\"logit_bias\":{},\"tool_choice\":\"none\","
+		   "\"response_format\":{\"type\":\"text\"},\"modalities\":[\"text\"],"
+		   "\"store\":false,\"stream_options\":{}}", &r);
+	server_reply_free(&r);
+	expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"n\":1,\"echo\":false,"
+		   "\"best_of\":1,\"suffix\":\"\",\"presence_penalty\":0,"
+		   "\"frequency_penalty\":0,\"logit_bias\":{},\"logprobs\":null}", &r);
+	server_reply_free(&r);
+	expect_job(s, "/v1/chat/completions", CHAT_BASE
+		   ",\"tools\":null,\"response_format\":null,\"grammar\":null,"
+		   "\"audio\":null,\"n\":null,\"user\":null}", &r);
+	server_reply_free(&r);
+	/* stream_options with anything but include_usage */
+	BAD_CHAT(s, CHAT_BASE ",\"stream_options\":{\"include_usage\":1}}",
+		 "stream_options", "unsupported_parameter");
+	BAD_CHAT(s, CHAT_BASE ",\"stream_options\":{\"x\":true}}",
+		 "stream_options", "unsupported_parameter");
+	/* a message's fields: role and content, the rest only as null */
+	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\","
+		     "\"name\":\"bob\"}]}", "messages", "unsupported_parameter");
+	assert_non_null(strstr(m, "messages[0].name"));
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+		 "{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}",
+		 "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"x\":null}]}",
+		 "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+		 "\"text\":\"hi\",\"cache_control\":{}}]}]}", "messages", NULL);
+	expect_job(s, "/v1/chat/completions",
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"name\":null},"
+		   "{\"role\":\"assistant\",\"content\":\"a\",\"refusal\":null,"
+		   "\"tool_calls\":null,\"audio\":null,\"function_call\":null},"
+		   "{\"role\":\"user\",\"content\":\"b\"}]}", &r);
+	server_reply_free(&r);
+	server_free(s);
+}
+
 /* ---- the error body, byte for byte ---- */
 
 static void test_error_body(void **state)
@@ -666,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_stop_lists),
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_unsupported_fields),
 		cmocka_unit_test(test_error_body),
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),

@@ -175,6 +175,10 @@ void api_handle(api_t *a, const char *method, const char *path,
 		json_decref(root);
 		return;
 	}
+	if (api_fields_check(ep, root, out) < 0) {
+		json_decref(root);
+		return;
+	}
 	server_job_t *j = api_job_new(a, ep);
 	if (ep == EP_CHAT)
 		api_parse_chat(a, root, j, out);

@@ -8,7 +8,8 @@
  * server_handle_json).
  *
  * Every error is {"error":{"message","type","param","code"}}: 400 bad
- * request, 401 missing/wrong bearer key, 404 unknown path or model
+ * request (code "unsupported_parameter", param the field, for a field
+ * egang does not implement: api_fields.c), 401 missing/wrong bearer key, 404 unknown path or model
  * (param "model", code "model_not_found", as OpenAI), 405 wrong method
  * (with an Allow header), 413 body too large, 429 queue full, 500 a
  * generation that failed (memory, or the model's logits not finite:
@@ -23,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/tokenizer.h"
 #include "server/metrics.h"
@@ -78,6 +80,11 @@ void api_job_free(server_job_t *j);
 sched_job_t *api_job_work(server_job_t *j);
 /* True when the client asked for server-sent events. */
 bool api_job_stream(const server_job_t *j);
+
+/* The request fields of both generation endpoints, what each does, which
+ * are accepted only at their no-op default and which are refused, as
+ * `egang serve --help` prints them (api_fields.c). */
+void api_fields_help(FILE *out);
 
 /* ---- responses (api_format.c) ---- */
 

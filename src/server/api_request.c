@@ -217,18 +217,8 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 		}
 		q->stream = json_is_true(v);
 	}
-	if ((v = json_object_get(root, "n")) && !json_is_null(v)) {
-		if (!json_is_integer(v) || json_integer_value(v) != 1) {
-			REPLY_ERR(out, 400, "n", NULL, "only 'n': 1 is supported");
-			return -1;
-		}
-	}
-	if ((v = json_object_get(root, "echo")) && !json_is_null(v)) {
-		if (!json_is_boolean(v) || json_is_true(v)) {
-			REPLY_ERR(out, 400, "echo", NULL, "only 'echo': false is supported");
-			return -1;
-		}
-	}
+	/* n, echo and the other fields taken only at their default:
+	 * api_fields.c, before this */
 	if ((v = json_object_get(root, "stop")) && !json_is_null(v))
 		return parse_stop(v, q, out);
 	return 0;
@@ -310,6 +300,33 @@ void api_parse_completion(api_t *a, json_t *root, server_job_t *j,
 	finish_prompt(a, j, ids, n, out);
 }
 
+/* Refuses a key of messages[i] other than role and content, except the
+ * OpenAI message fields egang does not render when they are null (a
+ * client that sends back the assistant message it was given sends them
+ * so). 0 or -1 with the 400 in out. */
+static int message_keys_check(json_t *m, size_t i, server_reply_t *out)
+{
+	static const char *const null_ok[] = {"name", "tool_calls", "tool_call_id",
+					      "refusal", "audio", "function_call"};
+	const char *key;
+	json_t *v;
+	json_object_foreach(m, key, v) {
+		if (!strcmp(key, "role") || !strcmp(key, "content"))
+			continue;
+		bool known = false;
+		for (size_t k = 0; k < sizeof null_ok / sizeof null_ok[0]; k++)
+			known |= !strcmp(key, null_ok[k]);
+		if (known && json_is_null(v))
+			continue;
+		REPLY_ERR(out, 400, "messages", "unsupported_parameter",
+			  "messages[%zu].%.40s %s: egang renders a message's role "
+			  "and content only", i, key,
+			  known ? "is not supported" : "is not a message field egang knows");
+		return -1;
+	}
+	return 0;
+}
+
 /* messages[i] into msg[i]; array contents are concatenated into parts
  * (their offsets + 1 in part_off, fixed up by the caller). */
 static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
@@ -322,6 +339,8 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 			  "messages[%zu] must be an object with a string 'role'", i);
 		return -1;
 	}
+	if (message_keys_check(m, i, out) < 0)
+		return -1;
 	const char *r = json_string_value(role);
 	if (!strcmp(r, "developer"))
 		r = "system";
@@ -345,7 +364,7 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 			json_t *tx = json_object_get(pt, "text");
 			if (!json_is_string(type) ||
 			    strcmp(json_string_value(type), "text") ||
-			    !json_is_string(tx)) {
+			    !json_is_string(tx) || json_object_size(pt) != 2) {
 				REPLY_ERR(out, 400, "messages", NULL,
 					  "messages[%zu].content[%zu] must be "
 					  "{\"type\":\"text\",\"text\":STRING}", i, k);
