@@ -417,6 +417,8 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		free(s.ids);
 		return -1;
 	}
+	for (int64_t i = 0; i < s.n_prompt; i++) /* the penalties' window */
+		sampler_accept(smp, s.ids[i], false);
 	int64_t n_prompt = s.n_prompt, n = n_prompt;
 	r->n_prompt = n_prompt;
 	r->stop = STOP_LENGTH;
@@ -459,6 +461,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 				s.rc = ENGINE_FAIL;
 				break;
 			}
+			sampler_accept(smp, next, true);
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
@@ -516,6 +519,8 @@ engine_seq_t *engine_seq_new(const model_t *m, int32_t ctx, const engine_params_
 		free(s);
 		return NULL;
 	}
+	for (int64_t i = 0; i < s->n_prompt; i++) /* the penalties' window */
+		sampler_accept(s->smp, s->ids[i], false);
 	s->n = s->n_prompt;
 	s->stop = STOP_LENGTH;
 	s->out.generated = true;
@@ -546,6 +551,7 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		return ENGINE_FAIL;
 	}
 	int32_t next = sampler_sample(s->smp, logits);
+	sampler_accept(s->smp, next, true);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);
 	if (gen_is_end(s->m, p, next)) {
