@@ -90,6 +90,28 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 	a=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
 	b=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
 	[[ "$a" == "$b" && ${#a} -gt 3 ]] && pass "same seed, same sample" || fail "seeded sampling" "'$a' vs '$b'"
+	# the logits processing fields, each seen to change greedy's text:
+	# +100 forces one token (8 times the same piece), -100 bans (the
+	# greedy text's tokens banned, another text), the penalties change
+	# it, min_p 1 at temperature 2 leaves greedy's token only
+	ctext() { post /v1/completions "$1" >/dev/null; json_get "$TMP/r.json" 'j["choices"][0]["text"]'; }
+	t8=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":8,\"temperature\":0,\"logit_bias\":{\"428\":100}}")
+	[[ -n $t8 && $(( ${#t8} % 8 )) == 0 && $t8 == $(printf "${t8:0:$(( ${#t8} / 8 ))}%.0s" 1 2 3 4 5 6 7 8) ]] &&
+		pass "logit_bias 100 forces the token ('$t8')" || fail "logit_bias 100" "'$t8'"
+	ids=$("$EGANG" tokenize -m "$MODEL" --no-bos "$want" 2>/dev/null | tr ' ' '\n' | sort -u | awk '{printf "%s\"%s\":-100", (NR > 1 ? "," : ""), $1}')
+	t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"logit_bias\":{$ids}}")
+	[[ -n $ids && -n $t && $t != "$want" ]] && pass "logit_bias -100 bans greedy's tokens ('$t')" || fail "logit_bias -100" "'$t' vs '$want'"
+	# (60 tokens: the penalties need a token generated twice)
+	w60=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":60,\"temperature\":0}")
+	for f in '"presence_penalty":2' '"frequency_penalty":2' '"repetition_penalty":2'; do
+		t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":60,\"temperature\":0,$f}")
+		[[ -n $t && $t != "$w60" ]] && pass "$f changes greedy's text" || fail "$f" "'$t' equals greedy's"
+	done
+	t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":2,\"seed\":3,\"min_p\":1}")
+	t0=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":2,\"seed\":3}")
+	[[ $t == "$want" && $t0 != "$want" ]] && pass "min_p 1 at temperature 2 is greedy" || fail "min_p" "'$t' / '$t0' vs '$want'"
+	st=$(post /v1/completions '{"prompt":"a","min_p":2}')
+	[[ $st == 400 && $(json_get "$TMP/r.json" 'j["error"]["param"]') == min_p ]] && pass "min_p out of range -> 400" || fail "min_p 2" "$st"
 	# models, health, model name
 	curl -s --max-time 10 -o "$TMP/m.json" "$URL/v1/models"
 	id=$(json_get "$TMP/m.json" 'j["data"][0]["id"]')

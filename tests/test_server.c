@@ -487,10 +487,10 @@ typedef struct field_case {
 /* Every field of OpenAI's chat completions request, besides messages. */
 static const field_case_t chat_fields[] = {
 	{"audio", "{\"voice\":\"alloy\",\"format\":\"wav\"}", false},
-	{"frequency_penalty", "0.5", false},
+	{"frequency_penalty", "0.5", true},
 	{"function_call", "\"auto\"", false},
 	{"functions", "[{\"name\":\"f\"}]", false},
-	{"logit_bias", "{\"5\":10}", false},
+	{"logit_bias", "{\"5\":10}", true},
 	{"logprobs", "true", false},
 	{"max_completion_tokens", "3", true},
 	{"max_tokens", "3", true},
@@ -500,7 +500,7 @@ static const field_case_t chat_fields[] = {
 	{"n", "2", false},
 	{"parallel_tool_calls", "true", false},
 	{"prediction", "{\"type\":\"content\",\"content\":\"x\"}", false},
-	{"presence_penalty", "0.5", false},
+	{"presence_penalty", "0.5", true},
 	{"prompt_cache_key", "\"k\"", false},
 	{"reasoning_effort", "\"low\"", false},
 	{"response_format", "{\"type\":\"json_object\"}", false},
@@ -521,8 +521,9 @@ static const field_case_t chat_fields[] = {
 	{"web_search_options", "{}", false},
 	/* llama.cpp's extensions */
 	{"top_k", "5", true},
-	{"min_p", "0.1", false},
-	{"repetition_penalty", "1.1", false},
+	{"min_p", "0.1", true},
+	{"repetition_penalty", "1.1", true},
+	{"repeat_last_n", "32", true},
 	{"grammar", "\"root ::= \\\"a\\\"\"", false},
 	{"json_schema", "{\"type\":\"object\"}", false},
 };
@@ -531,13 +532,13 @@ static const field_case_t chat_fields[] = {
 static const field_case_t cmpl_fields[] = {
 	{"best_of", "2", false},
 	{"echo", "true", false},
-	{"frequency_penalty", "0.5", false},
-	{"logit_bias", "{\"5\":10}", false},
+	{"frequency_penalty", "0.5", true},
+	{"logit_bias", "{\"5\":10}", true},
 	{"logprobs", "2", false},
 	{"max_tokens", "3", true},
 	{"model", "\"stories260K\"", true},
 	{"n", "2", false},
-	{"presence_penalty", "0.5", false},
+	{"presence_penalty", "0.5", true},
 	{"seed", "3", true},
 	{"stop", "[\"x\"]", true},
 	{"stream", "true", true},
@@ -547,8 +548,9 @@ static const field_case_t cmpl_fields[] = {
 	{"top_p", "0.5", true},
 	{"user", "\"u\"", true},
 	{"top_k", "5", true},
-	{"min_p", "0.1", false},
-	{"repetition_penalty", "1.1", false},
+	{"min_p", "0.1", true},
+	{"repetition_penalty", "1.1", true},
+	{"repeat_last_n", "32", true},
 	{"grammar", "\"root ::= \\\"a\\\"\"", false},
 	{"response_format", "{\"type\":\"json_object\"}", false},
 	{"tools", "[]", false},
@@ -636,6 +638,76 @@ static void test_unsupported_fields(void **state)
 		   "\"tool_calls\":null,\"audio\":null,\"function_call\":null},"
 		   "{\"role\":\"user\",\"content\":\"b\"}]}", &r);
 	server_reply_free(&r);
+	server_free(s);
+}
+
+/* ---- the logits processing fields (sampler.h) ---- */
+
+static void test_processing_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/completions",
+		"{\"prompt\":\"a\",\"presence_penalty\":-2,\"frequency_penalty\":1.5,"
+		"\"repetition_penalty\":1.3,\"repeat_last_n\":-1,\"min_p\":0.05,"
+		"\"logit_bias\":{\"5\":100,\"511\":-100,\"0\":-0.5}}", &r);
+	assert_true(q->sp.presence_penalty == -2.0f && q->sp.frequency_penalty == 1.5f);
+	assert_true(q->sp.repeat_penalty == 1.3f && q->sp.min_p == 0.05f);
+	assert_int_equal(q->sp.repeat_last_n, CTX);
+	assert_int_equal(q->sp.n_bias, 3);
+	assert_int_equal(q->sp.bias[0].id, 5);
+	assert_true(q->sp.bias[0].bias == 100.0f);
+	assert_int_equal(q->sp.bias[1].id, 511);
+	assert_true(q->sp.bias[2].bias == -0.5f);
+	server_reply_free(&r);
+	/* repeat_last_n 0 turns the penalty off, as llama.cpp */
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE
+		       ",\"repetition_penalty\":1.3,\"repeat_last_n\":0}", &r);
+	assert_true(q->sp.repeat_penalty == 0.0f);
+	server_reply_free(&r);
+	static const struct {
+		const char *field, *body;
+	} bad[] = {
+		{"presence_penalty", "\"presence_penalty\":2.01"},
+		{"presence_penalty", "\"presence_penalty\":\"1\""},
+		{"frequency_penalty", "\"frequency_penalty\":-3"},
+		{"min_p", "\"min_p\":1.5"},
+		{"min_p", "\"min_p\":-0.1"},
+		{"repetition_penalty", "\"repetition_penalty\":0"},
+		{"repetition_penalty", "\"repetition_penalty\":101"},
+		{"repeat_last_n", "\"repeat_last_n\":-2"},
+		{"repeat_last_n", "\"repeat_last_n\":129"},
+		{"repeat_last_n", "\"repeat_last_n\":1.5"},
+		{"logit_bias", "\"logit_bias\":[1,2]"},
+		{"logit_bias", "\"logit_bias\":{\"x\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"-1\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"512\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"5 \":1}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":100.5}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":\"1\"}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":false}"},
+	};
+	char body[256];
+	for (size_t k = 0; k < EG_ARRAY_LEN(bad); k++) {
+		snprintf(body, sizeof body, "{\"prompt\":\"a\",%s}", bad[k].body);
+		BAD_COMPLETION(s, body, bad[k].field, NULL);
+		snprintf(body, sizeof body, CHAT_BASE ",%s}", bad[k].body);
+		BAD_CHAT(s, body, bad[k].field, NULL);
+	}
+	/* a bias that bans the whole vocabulary of 512 */
+	sbuf_t all = {0};
+	sbuf_str(&all, "{\"prompt\":\"a\",\"logit_bias\":{");
+	for (int i = 0; i < 512; i++) {
+		snprintf(body, sizeof body, "%s\"%d\":-100", i ? "," : "", i);
+		sbuf_str(&all, body);
+	}
+	sbuf_str(&all, "}}");
+	const char *m = BAD_COMPLETION(s, all.p, "logit_bias", NULL);
+	assert_non_null(strstr(m, "bans all"));
+	sbuf_free(&all);
 	server_free(s);
 }
 
@@ -835,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_unsupported_fields),
+		cmocka_unit_test(test_processing_fields),
 		cmocka_unit_test(test_error_body),
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),

@@ -45,11 +45,6 @@ static bool is_zero(const json_t *v)
 	return json_is_number(v) && json_number_value(v) == 0;
 }
 
-static bool is_empty_object(const json_t *v)
-{
-	return json_is_object(v) && json_object_size(v) == 0;
-}
-
 static bool is_empty_string(const json_t *v)
 {
 	return json_is_string(v) && json_string_length(v) == 0;
@@ -113,6 +108,28 @@ static const api_field_t fields[] = {
 	 "ends before the first, finish_reason \"stop\""},
 	{"stream", F_BOTH, FIELD_USED, 0, 0,
 	 "true: server-sent events, usage in the last chunk"},
+	{"logit_bias", F_BOTH, FIELD_USED, 0, 0,
+	 "{\"TOKEN_ID\": BIAS}, -100..100, added to the logit\n"
+	 "before sampling and greedy alike; 100 forces the\n"
+	 "token (only such tokens), -100 bans it"},
+	{"presence_penalty", F_BOTH, FIELD_USED, 0, 0,
+	 "-2..2 (0: off), OpenAI's: subtracted once from the\n"
+	 "logit of each token generated so far"},
+	{"frequency_penalty", F_BOTH, FIELD_USED, 0, 0,
+	 "-2..2 (0: off), OpenAI's: subtracted per time a\n"
+	 "token was generated so far"},
+	{"repetition_penalty", F_BOTH, FIELD_USED, 0, 0,
+	 "(0, 100] (1: off), llama.cpp's repeat_penalty: the\n"
+	 "logit of each token among the last repeat_last_n\n"
+	 "(prompt included) divided by it (multiplied when\n"
+	 "negative)"},
+	{"repeat_last_n", F_BOTH, FIELD_USED, 0, 0,
+	 "its window, -1..ctx (default 64, -1: the context,\n"
+	 "0: off), llama.cpp's"},
+	{"min_p", F_BOTH, FIELD_USED, 0, 0,
+	 "0..1 (0: off), llama.cpp's: after top_k and top_p,\n"
+	 "drops tokens whose probability at temperature 1 is\n"
+	 "under min_p times the likeliest's"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
@@ -126,9 +143,6 @@ static const api_field_t fields[] = {
 	 "usage is in the last chunk whatever include_usage"},
 	{"logprobs", F_CHAT, FIELD_DEFAULT, is_false, "false", "not implemented yet"},
 	{"top_logprobs", F_CHAT, FIELD_DEFAULT, is_zero, "0", "not implemented yet"},
-	{"presence_penalty", F_BOTH, FIELD_DEFAULT, is_zero, "0", "not implemented yet"},
-	{"frequency_penalty", F_BOTH, FIELD_DEFAULT, is_zero, "0", "not implemented yet"},
-	{"logit_bias", F_BOTH, FIELD_DEFAULT, is_empty_object, "{}", "not implemented yet"},
 	{"tool_choice", F_CHAT, FIELD_DEFAULT, is_none, "\"none\"", "no tools (see tools)"},
 	{"response_format", F_CHAT, FIELD_DEFAULT, is_text_format, "{\"type\": \"text\"}",
 	 "plain text; json_object and json_schema are\n"
@@ -147,8 +161,6 @@ static const api_field_t fields[] = {
 	 "built yet"},
 	{"json_schema", F_BOTH, FIELD_REFUSED, 0, 0,
 	 "llama.cpp's: constrained decoding is not built yet"},
-	{"min_p", F_BOTH, FIELD_REFUSED, 0, 0, "not implemented yet"},
-	{"repetition_penalty", F_BOTH, FIELD_REFUSED, 0, 0, "not implemented yet"},
 	{"audio", F_CHAT, FIELD_REFUSED, 0, 0, "text only"},
 	{"prediction", F_CHAT, FIELD_REFUSED, 0, 0, "no predicted outputs"},
 	{"reasoning_effort", F_CHAT, FIELD_REFUSED, 0, 0, "no reasoning control"},

@@ -72,7 +72,7 @@ typedef struct sched_config {
 } sched_config_t;
 
 /* What a job asks for: filled in by its creator before sched_enqueue,
- * immutable afterwards. The job owns ids and stop[]. */
+ * immutable afterwards. The job owns ids, stop[] and sp.bias. */
 typedef struct sched_request {
 	int32_t *ids;      /* (n_ids) prompt tokens, BOS included; malloc'd */
 	int64_t n_ids;

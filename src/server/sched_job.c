@@ -28,6 +28,7 @@ sched_request_t *sched_job_request(sched_job_t *j) { return &j->req; }
 static void job_destroy(sched_job_t *j)
 {
 	free(j->req.ids);
+	free((void *)j->req.sp.bias); /* the request's own (api_request.c) */
 	for (int i = 0; i < j->req.n_stop; i++)
 		free(j->req.stop[i]);
 	sbuf_free(&j->text);
