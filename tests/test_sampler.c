@@ -377,6 +377,108 @@ static void test_refused_more(void **state)
 	sampler_free(s);
 }
 
+/* log-softmax of x (NV,) in double, the reference. */
+static void log_softmax_ref(const float *x, double *out)
+{
+	double m = -INFINITY, sum = 0;
+	for (int i = 0; i < NV; i++)
+		m = x[i] > m ? x[i] : m;
+	for (int i = 0; i < NV; i++)
+		sum += exp((double)x[i] - m);
+	for (int i = 0; i < NV; i++)
+		out[i] = (double)x[i] - m - log(sum);
+}
+
+/* The log-probabilities reported with a sample: greedy's token has the
+ * largest, the top list is sorted and sums to at most 1 (to 1 over the
+ * whole vocabulary), every value is the log-softmax at temperature 1
+ * whatever the temperature; after the bias: a banned token is not
+ * listed, a forced one alone has log-probability 0. */
+static void test_logprobs(void **state)
+{
+	(void)state;
+	float x[NV];
+	double ref[NV];
+	close_logits(x);
+	log_softmax_ref(x, ref);
+	const float temps[] = {0.0f, 0.7f, 2.0f};
+	for (size_t k = 0; k < EG_ARRAY_LEN(temps); k++) {
+		sampler_params_t p = {.temp = temps[k], .top_p = 1.0f, .seed = 9,
+				      .logprobs = true, .top_logprobs = 20};
+		sampler_t *s = sampler_new(NV, &p);
+		assert_non_null(s);
+		sampler_logprobs_t lp;
+		assert_int_equal(sampler_logprobs(s, 0, &lp), -1); /* nothing yet */
+		for (int it = 0; it < 50; it++) {
+			float y[NV];
+			close_logits(y);
+			int32_t id = sampler_sample(s, y);
+			assert_int_equal(sampler_logprobs(s, id, &lp), 0);
+			assert_int_equal(lp.n_top, NV); /* fewer tokens than asked */
+			double sum = 0;
+			for (int32_t i = 0; i < lp.n_top; i++) {
+				sum += exp(lp.top_logprob[i]);
+				assert_true(fabs(lp.top_logprob[i] - ref[lp.top_id[i]]) < 1e-6);
+				if (i)
+					assert_true(lp.top_logprob[i] <= lp.top_logprob[i - 1]);
+			}
+			assert_true(sum <= 1 + 1e-6 && sum > 1 - 1e-5);
+			assert_true(fabs(lp.logprob - ref[id]) < 1e-6);
+			if (temps[k] == 0.0f) {
+				assert_int_equal(id, lp.top_id[0]);
+				assert_true(lp.logprob == lp.top_logprob[0]);
+			}
+		}
+		sampler_free(s);
+	}
+	/* 3 alternatives: the likeliest three, summing under 1 */
+	sampler_params_t p = {.top_p = 1.0f, .logprobs = true, .top_logprobs = 3};
+	sampler_t *s = sampler_new(NV, &p);
+	close_logits(x);
+	int32_t id = sampler_sample(s, x);
+	sampler_logprobs_t lp;
+	assert_int_equal(sampler_logprobs(s, id, &lp), 0);
+	assert_int_equal(lp.n_top, 3);
+	assert_int_equal(lp.top_id[0], 0);
+	assert_int_equal(lp.top_id[1], 1);
+	assert_int_equal(lp.top_id[2], 2);
+	assert_true(exp(lp.top_logprob[0]) + exp(lp.top_logprob[1]) +
+		    exp(lp.top_logprob[2]) < 1);
+	sampler_free(s);
+	/* after the bias */
+	sampler_bias_t ban[] = {{0, -100.0f}, {5, -100.0f}};
+	p = (sampler_params_t){.top_p = 1.0f, .logprobs = true, .top_logprobs = 20,
+			       .bias = ban, .n_bias = 2};
+	s = sampler_new(NV, &p);
+	close_logits(x);
+	id = sampler_sample(s, x);
+	assert_int_equal(sampler_logprobs(s, id, &lp), 0);
+	assert_int_equal(id, 1);
+	assert_int_equal(lp.n_top, NV - 2);
+	assert_int_equal(lp.top_id[0], 1);
+	assert_true(lp.logprob == lp.top_logprob[0]);
+	sampler_free(s);
+	sampler_bias_t force = {6, 100.0f};
+	p.bias = &force;
+	p.n_bias = 1;
+	s = sampler_new(NV, &p);
+	close_logits(x);
+	id = sampler_sample(s, x);
+	assert_int_equal(sampler_logprobs(s, id, &lp), 0);
+	assert_int_equal(id, 6);
+	assert_int_equal(lp.n_top, 1);
+	assert_true(lp.logprob == 0.0f);
+	sampler_free(s);
+	/* off: nothing */
+	s = sampler_new(NV, &(sampler_params_t){.top_p = 1.0f});
+	close_logits(x);
+	id = sampler_sample(s, x);
+	assert_int_equal(sampler_logprobs(s, id, &lp), -1);
+	sampler_free(s);
+	p = (sampler_params_t){.top_p = 1.0f, .logprobs = true, .top_logprobs = 21};
+	assert_null(sampler_new(NV, &p));
+}
+
 /* The loop that defines sampler_find_nonfinite. */
 static int32_t nonfinite_ref(const float *x, int32_t n)
 {
@@ -442,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_repetition),
 		cmocka_unit_test(test_min_p),
 		cmocka_unit_test(test_refused_more),
+		cmocka_unit_test(test_logprobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

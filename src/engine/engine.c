@@ -364,6 +364,17 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 	return next;
 }
 
+/* Hands token id, sampled after prev by smp, to p->on_token. */
+static void token_report(const engine_params_t *p, const sampler_t *smp,
+			 int32_t prev, int32_t id)
+{
+	if (!p->on_token)
+		return;
+	engine_token_t t = {.id = id, .prev = prev};
+	sampler_logprobs(smp, id, &t.lp); /* leaves lp 0 without logprobs */
+	p->on_token(p->user, &t);
+}
+
 /* After the token loop (n tokens in s->ids): the held-back text, the
  * times and counts into r; s->rc set when memory ran out. */
 static void gen_finish(gen_t *s, int64_t n)
@@ -470,6 +481,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 				n--; /* the end marker is not part of the text */
 				break;
 			}
+			token_report(p, smp, s.ids[pos], next);
 		}
 		logits = NULL;
 		if ((pos + 1 >= n_prompt || p->echo_prompt) && gen_emit(&s, pos, next))
@@ -560,6 +572,7 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		return 1;
 	}
 	s->ids[s->n++] = next;
+	token_report(p, s->smp, s->ids[pos], next);
 	int k = tokenizer_decode(s->m->tok, s->ids[pos], next, s->piece, sizeof s->piece);
 	size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
 	int why = text_add(&s->out, p, s->piece, len);

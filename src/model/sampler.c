@@ -35,6 +35,9 @@ struct sampler {
 	sampler_bias_t *bias; /* (p.n_bias) the caller's, copied */
 	bool force;           /* some bias is SAMPLER_BIAS_FORCE */
 	sampler_history_t h;
+	float *kept;       /* (vocab) with p.logprobs: the processed logits of
+			      the last sample, before temperature */
+	bool have_kept;
 	uint64_t xorshift; /* llama2c mode */
 	rng_t rng;         /* egang mode */
 	prob_index_t *cand; /* (vocab) */
@@ -55,6 +58,9 @@ static int params_check_more(int32_t vocab, const sampler_params_t *p)
 		return err_set("presence penalty %g or frequency penalty %g is out of "
 			       "range [-2, 2]", p->presence_penalty,
 			       p->frequency_penalty);
+	if (p->top_logprobs < 0 || p->top_logprobs > SAMPLER_MAX_LOGPROBS)
+		return err_set("top logprobs %d is out of range [0, %d]",
+			       p->top_logprobs, SAMPLER_MAX_LOGPROBS);
 	if (p->n_bias < 0 || (p->n_bias && !p->bias))
 		return err_set("%d logit biases without an array", p->n_bias);
 	int32_t banned = 0;
@@ -154,8 +160,10 @@ sampler_t *sampler_new(int32_t vocab, const sampler_params_t *p)
 		s->vocab = vocab;
 		s->p = *p;
 	}
+	if (s && p->logprobs)
+		s->kept = malloc((size_t)vocab * sizeof *s->kept);
 	if (!s || !s->cand || sampler_bias_copy(s, p) < 0 ||
-	    history_alloc(&s->h, vocab, p) < 0) {
+	    history_alloc(&s->h, vocab, p) < 0 || (p->logprobs && !s->kept)) {
 		sampler_free(s);
 		err_sys("cannot allocate the sampler");
 		return NULL;
@@ -174,6 +182,7 @@ void sampler_free(sampler_t *s)
 	free(s->h.count);
 	free(s->h.distinct);
 	free(s->bias);
+	free(s->kept);
 	free(s->cand);
 	free(s);
 }
@@ -461,12 +470,66 @@ static int32_t sample_egang(sampler_t *s, float *logits)
 	return s->cand[last].i;
 }
 
+/* ---- log-probabilities (sampler_logprobs_t) ---- */
+
+/* log(sum(exp(x))) over x (n,), in double: the sum runs from the largest
+ * term's exponent, so it cannot overflow. -inf when every x is -inf. */
+static double logsumexp(const float *x, int32_t n)
+{
+	float m = logits_max(x, n);
+	if (!isfinite(m))
+		return m;
+	double sum = 0;
+	for (int32_t i = 0; i < n; i++)
+		sum += exp((double)x[i] - m);
+	return m + log(sum);
+}
+
+/* Whether (la, a) ranks before (lb, b): larger logit, then lower id. */
+static bool ranks_before(float la, int32_t a, float lb, int32_t b)
+{
+	return la > lb || (la == lb && a < b);
+}
+
+int sampler_logprobs(const sampler_t *s, int32_t id, sampler_logprobs_t *out)
+{
+	if (!s->kept || !s->have_kept || id < 0 || id >= s->vocab)
+		return -1;
+	const float *x = s->kept;
+	double lse = logsumexp(x, s->vocab);
+	out->logprob = (float)(x[id] - lse);
+	/* the k likeliest finite logits by insertion: a logit below the
+	 * k-th so far costs one comparison */
+	int32_t k = s->p.top_logprobs, n = 0;
+	for (int32_t i = 0; i < s->vocab && k > 0; i++) {
+		if (!isfinite(x[i]) ||
+		    (n == k && !ranks_before(x[i], i, x[out->top_id[n - 1]],
+					     out->top_id[n - 1])))
+			continue;
+		int32_t at = n < k ? n++ : k - 1;
+		while (at > 0 && ranks_before(x[i], i, x[out->top_id[at - 1]],
+					      out->top_id[at - 1])) {
+			out->top_id[at] = out->top_id[at - 1];
+			at--;
+		}
+		out->top_id[at] = i;
+	}
+	out->n_top = n;
+	for (int32_t j = 0; j < n; j++)
+		out->top_logprob[j] = (float)(x[out->top_id[j]] - lse);
+	return 0;
+}
+
 int32_t sampler_sample(sampler_t *s, float *logits)
 {
 	if (s->p.n_bias)
 		logits_bias(s, logits);
 	if (s->h.ring || s->h.n_distinct)
 		logits_penalise(s, logits);
+	if (s->kept) { /* what sampler_logprobs reports */
+		memcpy(s->kept, logits, (size_t)s->vocab * sizeof *logits);
+		s->have_kept = true;
+	}
 	if (s->p.temp == 0.0f)
 		return sampler_argmax(logits, s->vocab);
 	/* A largest logit that is infinite, or that the temperature scales

@@ -69,9 +69,24 @@ typedef struct sampler_params {
 	const sampler_bias_t *bias; /* (n_bias) copied by sampler_new; an id
 				       given twice: the last bias counts */
 	int32_t n_bias;
+	bool logprobs;          /* keep what sampler_logprobs reports */
+	int32_t top_logprobs;   /* [0, SAMPLER_MAX_LOGPROBS] alternatives */
 	uint64_t seed;
 	sampler_mode_t mode;
 } sampler_params_t;
+
+#define SAMPLER_MAX_LOGPROBS 20
+
+/* The log-probabilities of a sampled position: of the distribution the
+ * model's logits give after the logit bias and the penalties, at
+ * temperature 1, before temperature, top-k, top-p and min-p (so greedy's
+ * token has the largest, and a banned token is -inf). */
+typedef struct sampler_logprobs {
+	float logprob;   /* of the sampled token */
+	int32_t n_top;   /* top_logprobs, fewer when fewer tokens are possible */
+	int32_t top_id[SAMPLER_MAX_LOGPROBS];  /* likeliest first, ties by id */
+	float top_logprob[SAMPLER_MAX_LOGPROBS];
+} sampler_logprobs_t;
 
 typedef struct sampler sampler_t; /* opaque */
 
@@ -86,6 +101,10 @@ int32_t sampler_sample(sampler_t *s, float *logits);
  * (generated true). The penalties count these; without penalties it
  * does nothing. */
 void sampler_accept(sampler_t *s, int32_t id, bool generated);
+/* The log-probabilities of the last sampler_sample's token (id) into out,
+ * with p.logprobs; 0, or -1 when p.logprobs was off or nothing was
+ * sampled yet. One pass over the vocabulary, more with alternatives. */
+int sampler_logprobs(const sampler_t *s, int32_t id, sampler_logprobs_t *out);
 /* Index of the largest value (lowest index on ties); 0 when n <= 1. */
 int32_t sampler_argmax(const float *x, int32_t n);
 /* Index of the first NaN or infinity in x (n,), or -1 when all are
