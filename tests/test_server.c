@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <time.h>
 
 #include "base/base.h"
@@ -491,7 +492,7 @@ static const field_case_t chat_fields[] = {
 	{"function_call", "\"auto\"", false},
 	{"functions", "[{\"name\":\"f\"}]", false},
 	{"logit_bias", "{\"5\":10}", true},
-	{"logprobs", "true", false},
+	{"logprobs", "true", true},
 	{"max_completion_tokens", "3", true},
 	{"max_tokens", "3", true},
 	{"metadata", "{\"k\":\"v\"}", false},
@@ -514,7 +515,7 @@ static const field_case_t chat_fields[] = {
 	{"temperature", "0.5", true},
 	{"tool_choice", "\"auto\"", false},
 	{"tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", false},
-	{"top_logprobs", "2", false},
+	{"top_logprobs", "2,\"logprobs\":true", true},
 	{"top_p", "0.5", true},
 	{"user", "\"u\"", true},
 	{"verbosity", "\"low\"", false},
@@ -534,7 +535,7 @@ static const field_case_t cmpl_fields[] = {
 	{"echo", "true", false},
 	{"frequency_penalty", "0.5", true},
 	{"logit_bias", "{\"5\":10}", true},
-	{"logprobs", "2", false},
+	{"logprobs", "2", true},
 	{"max_tokens", "3", true},
 	{"model", "\"stories260K\"", true},
 	{"n", "2", false},
@@ -751,7 +752,7 @@ static server_job_t *format_job(server_t *s, const char *path, const char *body,
 
 /* Asserts that ev formats as want (printf format of the job's creation
  * time; NULL: nothing at all). */
-static void expect_event(const server_job_t *j, const sched_event_t *ev,
+static void expect_event(server_job_t *j, const sched_event_t *ev,
 			 const char *want, long long created)
 {
 	sbuf_t out = {0};
@@ -884,6 +885,123 @@ static void test_format_reply(void **state)
 	server_free(s);
 }
 
+/* ---- log-probabilities: the fields, then their shapes ---- */
+
+static void test_logprobs_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/chat/completions", CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":20}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 20);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"logprobs\":false,"
+		       "\"top_logprobs\":0}", &r);
+	assert_false(q->sp.logprobs);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"logprobs\":0}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 0);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"logprobs\":5}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 5);
+	server_reply_free(&r);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":1}", "logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":21}", "top_logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":-1}", "top_logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":\"2\"}", "top_logprobs", NULL);
+	const char *m = BAD_CHAT(s, CHAT_BASE ",\"top_logprobs\":2}", "top_logprobs", NULL);
+	assert_non_null(strstr(m, "logprobs"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":21}", "logprobs", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":true}", "logprobs", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":-1}", "logprobs", NULL);
+	server_free(s);
+}
+
+/* The logprobs of an event of two tokens (ids 300 and 301 of the stories
+ * tokenizer, after BOS) formatted in both shapes: each token's text as
+ * it follows the one before, an alternative's as it would in the
+ * token's place. */
+static void test_format_logprobs(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t rc, rk;
+	long long t;
+	server_job_t *jc = format_job(s, "/v1/chat/completions", CHAT_BASE
+				      ",\"stream\":true,\"logprobs\":true,\"top_logprobs\":2}",
+				      &rc, &t);
+	server_job_t *jk = format_job(s, "/v1/completions", "{\"prompt\":\"a\","
+				      "\"stream\":true,\"logprobs\":2}", &rk, &t);
+	engine_token_t tk[2] = {
+		{.id = 300, .prev = 1, .lp = {.logprob = -0.25f, .n_top = 2,
+					     .top_id = {300, 301},
+					     .top_logprob = {-0.25f, -2.0f}}},
+		{.id = 301, .prev = 300, .lp = {.logprob = -INFINITY, .n_top = 0}},
+	};
+	char p0[64], p1[64], alt[64]; /* alt: 301 in 300's place, after BOS */
+	int n0 = tokenizer_decode(tok, 1, 300, p0, sizeof p0);
+	int n1 = tokenizer_decode(tok, 300, 301, p1, sizeof p1);
+	int na = tokenizer_decode(tok, 1, 301, alt, sizeof alt);
+	assert_true(n0 > 0 && n1 > 0 && na > 0);
+	p0[n0] = p1[n1] = alt[na] = 0;
+	sched_event_t ev = {.kind = SCHED_EVENT_TEXT, .text = "x", .n = 1,
+			    .tokens = tk, .n_tokens = 2};
+	/* chat: content entries with token, logprob, bytes, top_logprobs */
+	sbuf_t out = {0};
+	api_format_event(jc, &ev, &out);
+	json_t *root = json_loads(out.p + 6, 0, NULL); /* after "data: " */
+	assert_non_null(root);
+	json_t *c = json_object_get(json_object_get(json_array_get(
+		json_object_get(root, "choices"), 0), "logprobs"), "content");
+	assert_int_equal(json_array_size(c), 2);
+	json_t *e0 = json_array_get(c, 0);
+	assert_string_equal(json_string_value(json_object_get(e0, "token")), p0);
+	assert_true(json_real_value(json_object_get(e0, "logprob")) == -0.25);
+	assert_int_equal(json_array_size(json_object_get(e0, "bytes")), n0);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(e0, "bytes"), 0)),
+			 (unsigned char)p0[0]);
+	json_t *top = json_object_get(e0, "top_logprobs");
+	assert_int_equal(json_array_size(top), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(top, 1), "token")), alt);
+	assert_true(json_real_value(json_object_get(json_array_get(top, 1), "logprob")) == -2.0);
+	/* -inf as OpenAI's floor */
+	assert_true(json_real_value(json_object_get(json_array_get(c, 1), "logprob")) == -9999.0);
+	json_decref(root);
+	sbuf_free(&out);
+	/* completions: tokens, token_logprobs, top_logprobs, text_offset that
+	 * runs on from one chunk to the next */
+	for (int rep = 0; rep < 2; rep++) {
+		api_format_event(jk, &ev, &out);
+		root = json_loads(out.p + 6, 0, NULL);
+		assert_non_null(root);
+		json_t *lp = json_object_get(json_array_get(json_object_get(root, "choices"), 0),
+					     "logprobs");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(lp, "tokens"), 1)), p1);
+		assert_true(json_real_value(json_array_get(json_object_get(lp, "token_logprobs"), 0)) == -0.25);
+		json_t *t0 = json_array_get(json_object_get(lp, "top_logprobs"), 0);
+		assert_true(json_real_value(json_object_get(t0, alt)) == -2.0);
+		json_t *off = json_object_get(lp, "text_offset");
+		assert_int_equal(json_integer_value(json_array_get(off, 0)), rep * (n0 + n1));
+		assert_int_equal(json_integer_value(json_array_get(off, 1)), rep * (n0 + n1) + n0);
+		json_decref(root);
+		sbuf_free(&out);
+	}
+	/* the end chunk carries tokens that no text chunk did; without
+	 * logprobs asked, null */
+	sched_event_t end = {.kind = SCHED_EVENT_END, .stop = STOP_STRING, .tokens = tk,
+			     .n_tokens = 1};
+	api_format_event(jc, &end, &out);
+	assert_non_null(strstr(out.p, "\"content\":[{\"token\""));
+	sbuf_free(&out);
+	server_reply_free(&rc);
+	server_reply_free(&rk);
+	server_free(s);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -908,6 +1026,8 @@ int main(void)
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_unsupported_fields),
 		cmocka_unit_test(test_processing_fields),
+		cmocka_unit_test(test_logprobs_fields),
+		cmocka_unit_test(test_format_logprobs),
 		cmocka_unit_test(test_error_body),
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),

@@ -94,9 +94,10 @@ char *api_error_body(int status, const char *param, const char *code,
 /* Appends the SSE bytes of one event of j ("data: JSON\n\n"; the end
  * and an error add "data: [DONE]\n\n"; a completion's start adds
  * nothing). */
-void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *out);
+void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out);
 /* The reply to a finished non-streaming job: its status and body
- * (malloc'd). */
-char *api_format_reply(const server_job_t *j, int *status);
+ * (malloc'd). Both keep a running offset in j (completions' logprobs):
+ * one thread at a time. */
+char *api_format_reply(server_job_t *j, int *status);
 
 #endif

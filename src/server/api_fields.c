@@ -7,7 +7,6 @@
  * the two cannot disagree. A field not in the table is refused too: the
  * OpenAI API answers an unknown parameter with a 400 naming it, and so
  * does egang, rather than ignore a field a client thought mattered. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +38,6 @@ static bool is_one(const json_t *v)
 }
 
 static bool is_false(const json_t *v) { return json_is_false(v); }
-
-static bool is_zero(const json_t *v)
-{
-	return json_is_number(v) && json_number_value(v) == 0;
-}
 
 static bool is_empty_string(const json_t *v)
 {
@@ -130,6 +124,20 @@ static const api_field_t fields[] = {
 	 "0..1 (0: off), llama.cpp's: after top_k and top_p,\n"
 	 "drops tokens whose probability at temperature 1 is\n"
 	 "under min_p times the likeliest's"},
+	{"logprobs", F_CHAT, FIELD_USED, 0, 0,
+	 "true: each token's log-probability in choices[].\n"
+	 "logprobs.content (streamed: in each chunk), of the\n"
+	 "model's distribution after logit_bias and the\n"
+	 "penalties, at temperature 1, before temperature,\n"
+	 "top_k, top_p and min_p (greedy's token is the most\n"
+	 "likely; llama.cpp's n_probs without post-sampling)"},
+	{"top_logprobs", F_CHAT, FIELD_USED, 0, 0,
+	 "0..20 alternatives per token, likeliest first (with\n"
+	 "logprobs: true)"},
+	{"logprobs", F_CMPL, FIELD_USED, 0, 0,
+	 "0..20: tokens, token_logprobs, that many top_logprobs\n"
+	 "and text_offset (bytes into the completion) in\n"
+	 "choices[].logprobs, the same distribution as chat's"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
@@ -141,8 +149,6 @@ static const api_field_t fields[] = {
 	{"stream_options", F_BOTH, FIELD_DEFAULT, is_stream_options,
 	 "{} or {\"include_usage\": true|false}",
 	 "usage is in the last chunk whatever include_usage"},
-	{"logprobs", F_CHAT, FIELD_DEFAULT, is_false, "false", "not implemented yet"},
-	{"top_logprobs", F_CHAT, FIELD_DEFAULT, is_zero, "0", "not implemented yet"},
 	{"tool_choice", F_CHAT, FIELD_DEFAULT, is_none, "\"none\"", "no tools (see tools)"},
 	{"response_format", F_CHAT, FIELD_DEFAULT, is_text_format, "{\"type\": \"text\"}",
 	 "plain text; json_object and json_schema are\n"
@@ -150,7 +156,6 @@ static const api_field_t fields[] = {
 	{"modalities", F_CHAT, FIELD_DEFAULT, is_text_modality, "[\"text\"]", "text out"},
 	{"store", F_CHAT, FIELD_DEFAULT, is_false, "false", "nothing is stored"},
 	/* ---- refused ---- */
-	{"logprobs", F_CMPL, FIELD_REFUSED, 0, 0, "not implemented yet"},
 	{"tools", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
 	{"functions", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
 	{"function_call", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},

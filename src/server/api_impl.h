@@ -36,6 +36,9 @@ struct server_job {
 	char id[48];          /* the response id, also the work's name */
 	int64_t created;
 	const char *model;
+	const tokenizer_t *tok; /* the tokens' text (logprobs) */
+	size_t text_offset;   /* completions' logprobs: bytes of the tokens
+				 formatted so far (api_format_event) */
 	sched_job_t *work;    /* one reference */
 };
 

@@ -20,6 +20,7 @@ server_job_t *api_job_new(api_t *a, server_endpoint_t ep)
 		abort(); /* out of memory */
 	j->ep = ep;
 	j->model = a->cfg.model_id;
+	j->tok = a->cfg.tok;
 	j->created = (int64_t)time(NULL);
 	/* relaxed: the ids need only be unique */
 	snprintf(j->id, sizeof j->id, "%s-%llu",
@@ -274,6 +275,39 @@ static int parse_processing(api_t *a, json_t *root, sched_request_t *q,
 	return 0;
 }
 
+/* Chat's "logprobs" (a boolean) and "top_logprobs" (0..20, only with
+ * logprobs true unless 0); completions' "logprobs" (0..20: the
+ * alternatives, with the sampled token's log-probability always). */
+static int parse_logprobs(json_t *root, sched_request_t *q, bool chat,
+			  server_reply_t *out)
+{
+	json_t *v = json_object_get(root, "logprobs");
+	json_t *top = chat ? json_object_get(root, "top_logprobs") : v;
+	if (json_is_null(v))
+		v = NULL;
+	if (json_is_null(top))
+		top = NULL;
+	if (chat && v && !json_is_boolean(v)) {
+		REPLY_ERR(out, 400, "logprobs", NULL, "'logprobs' must be a boolean");
+		return -1;
+	}
+	const char *tname = chat ? "top_logprobs" : "logprobs";
+	json_int_t n = top && json_is_integer(top) ? json_integer_value(top) : -1;
+	if (top && !(n >= 0 && n <= SAMPLER_MAX_LOGPROBS)) {
+		REPLY_ERR(out, 400, tname, NULL, "'%s' must be an integer in [0, %d]",
+			  tname, SAMPLER_MAX_LOGPROBS);
+		return -1;
+	}
+	q->sp.logprobs = chat ? v && json_is_true(v) : top != NULL;
+	if (chat && n > 0 && !q->sp.logprobs) {
+		REPLY_ERR(out, 400, "top_logprobs", NULL,
+			  "'top_logprobs' needs 'logprobs': true");
+		return -1;
+	}
+	q->sp.top_logprobs = n > 0 ? (int32_t)n : 0;
+	return 0;
+}
+
 /* "stop": a string or an array of at most SCHED_MAX_STOP strings. */
 static int parse_stop(json_t *v, sched_request_t *q, server_reply_t *out)
 {
@@ -315,7 +349,8 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 	json_t *v;
 	if (parse_limits(a, root, q, chat, out) < 0 ||
 	    parse_sampling(a, root, q, out) < 0 ||
-	    parse_processing(a, root, q, out) < 0)
+	    parse_processing(a, root, q, out) < 0 ||
+	    parse_logprobs(root, q, chat, out) < 0)
 		return -1;
 	if ((v = json_object_get(root, "stream")) && !json_is_null(v)) {
 		if (!json_is_boolean(v)) {
