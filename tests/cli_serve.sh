@@ -176,6 +176,15 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 	post /v1/completions "$PENREQ" >/dev/null
 	LP_BATCHED=$(logprobs_check "$TMP/r.json" cmpl)
 	[[ $LP_BATCHED == ok* ]] && pass "logprobs after the penalties and logit_bias ($LP_BATCHED)" || fail "logprobs after the penalties" "$LP_BATCHED"
+	# /tokenize = egang tokenize; /detokenize gives the text back
+	want_ids=$("$EGANG" tokenize -m "$MODEL" --no-bos "$PROMPT" 2>/dev/null)
+	post /tokenize "{\"content\":\"$PROMPT\"}" >/dev/null
+	got_ids=$(json_get "$TMP/r.json" '" ".join(str(i) for i in j["tokens"])')
+	[[ -n $want_ids && $got_ids == "$want_ids" ]] && pass "/tokenize = egang tokenize ($got_ids)" || fail "/tokenize" "'$got_ids' vs '$want_ids'"
+	post /tokenize "{\"content\":\"$PROMPT\",\"add_special\":true}" >/dev/null
+	post /detokenize "{\"tokens\":$(json_get "$TMP/r.json" 'json.dumps(j["tokens"])')}" >/dev/null
+	t=$(json_get "$TMP/r.json" 'j["content"]')
+	[[ $t == "$PROMPT" ]] && pass "/detokenize of /tokenize's ids is the text" || fail "/detokenize" "'$t'"
 	# models, health, model name
 	curl -s --max-time 10 -o "$TMP/m.json" "$URL/v1/models"
 	id=$(json_get "$TMP/m.json" 'j["data"][0]["id"]')

@@ -1002,6 +1002,87 @@ static void test_format_logprobs(void **state)
 	server_free(s);
 }
 
+/* ---- /tokenize and /detokenize ---- */
+
+/* The 200 body of a POST to path (parsed; the caller decrefs). */
+static json_t *post_ok(server_t *s, const char *path, const char *body)
+{
+	server_reply_t r;
+	request(s, "POST", path, NULL, body, &r);
+	if (r.status != 200 || r.job)
+		fail_msg("POST %s %s: %d %s", path, body, r.status, r.body ? r.body : "");
+	json_t *root = json_loads(r.body, 0, NULL);
+	assert_non_null(root);
+	server_reply_free(&r);
+	return root;
+}
+
+static void test_tokens(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	int32_t want[16];
+	int64_t n = tokenizer_tokenize(tok, "Once upon a time", 16, false, true, want, 16);
+	assert_true(n > 1 && n < 16);
+	json_t *r = post_ok(s, "/tokenize", "{\"content\":\"Once upon a time\"}");
+	json_t *t = json_object_get(r, "tokens");
+	assert_int_equal(json_array_size(t), n);
+	for (int64_t i = 0; i < n; i++)
+		assert_int_equal(json_integer_value(json_array_get(t, (size_t)i)), want[i]);
+	json_decref(r);
+	/* add_special: BOS first */
+	r = post_ok(s, "/tokenize", "{\"content\":\"Once\",\"add_special\":true}");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(r, "tokens"), 0)),
+			 tokenizer_bos(tok));
+	json_decref(r);
+	/* with_pieces: ids and their text, which put together is the text
+	 * (the SentencePiece space in front included) */
+	r = post_ok(s, "/tokenize", "{\"content\":\"Once upon a time\",\"with_pieces\":true}");
+	t = json_object_get(r, "tokens");
+	char joined[64] = "";
+	for (size_t i = 0; i < json_array_size(t); i++) {
+		json_t *e = json_array_get(t, i);
+		assert_int_equal(json_integer_value(json_object_get(e, "id")), want[i]);
+		strcat(joined, json_string_value(json_object_get(e, "piece")));
+	}
+	assert_string_equal(joined, " Once upon a time");
+	json_decref(r);
+	/* detokenize: the text back, BOS adding nothing */
+	char body[256];
+	int k = snprintf(body, sizeof body, "{\"tokens\":[%d", tokenizer_bos(tok));
+	for (int64_t i = 0; i < n; i++)
+		k += snprintf(body + k, sizeof body - (size_t)k, ",%d", want[i]);
+	snprintf(body + k, sizeof body - (size_t)k, "]}");
+	r = post_ok(s, "/detokenize", body);
+	assert_string_equal(json_string_value(json_object_get(r, "content")), "Once upon a time");
+	json_decref(r);
+	r = post_ok(s, "/detokenize", "{\"tokens\":[]}");
+	assert_string_equal(json_string_value(json_object_get(r, "content")), "");
+	json_decref(r);
+	/* bad requests */
+	expect_error(s, "POST", "/tokenize", NULL, "{}", 400, "invalid_request_error",
+		     "content", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":5}", 400,
+		     "invalid_request_error", "content", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":\"a\",\"add_special\":1}",
+		     400, "invalid_request_error", "add_special", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":\"a\",\"x\":1}", 400,
+		     "invalid_request_error", "x", "unsupported_parameter");
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[1,512]}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[-1]}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":\"1 2\"}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[1],\"content\":\"a\"}",
+		     400, "invalid_request_error", "content", "unsupported_parameter");
+	expect_error(s, "GET", "/tokenize", NULL, NULL, 405, "invalid_request_error",
+		     NULL, "method_not_allowed");
+	expect_error(s, "POST", "/detokenize", NULL, "[1]", 400, "invalid_request_error",
+		     NULL, NULL);
+	server_free(s);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -1028,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_processing_fields),
 		cmocka_unit_test(test_logprobs_fields),
 		cmocka_unit_test(test_format_logprobs),
+		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_error_body),
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),

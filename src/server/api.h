@@ -2,7 +2,8 @@
  * scheduler (sched.h). It routes and authenticates a request, parses and
  * validates a generation request into a job (every 400 is decided here),
  * and formats every response: final JSON bodies, SSE chunk events, usage,
- * error bodies, /v1/models, /health and /metrics through the metrics leaf.
+ * error bodies, /v1/models, /tokenize and /detokenize (api_tokens.c),
+ * /health and /metrics through the metrics leaf.
  * api_handle is pure with respect to the network: no socket, no model
  * weights (the fuzzer and tests/test_server.c call it through
  * server_handle_json).

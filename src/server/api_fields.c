@@ -276,6 +276,11 @@ void api_fields_help(FILE *out)
 	}
 	fputs("Any other field is refused the same way, naming it: egang never\n"
 	      "ignores a field a client thought mattered. A message takes role and\n"
-	      "content only (name, tool_calls, tool_call_id, refusal, audio: null).\n",
+	      "content only (name, tool_calls, tool_call_id, refusal, audio: null).\n"
+	      "\n"
+	      "POST /tokenize {\"content\": TEXT, \"add_special\": false, \"parse_special\":\n"
+	      "true, \"with_pieces\": false} -> {\"tokens\": [ID...]} (with_pieces: [{\"id\",\n"
+	      "\"piece\"}]) and POST /detokenize {\"tokens\": [ID...]} -> {\"content\": TEXT},\n"
+	      "in llama.cpp server's shapes; the ids are `egang tokenize`'s.\n",
 	      out);
 }

@@ -4,6 +4,7 @@
  *  api.c          the object, routing, authentication, the GET endpoints,
  *                 api_handle;
  *  api_request.c  a generation request's fields into a job (the 400s);
+ *  api_tokens.c   /tokenize and /detokenize;
  *  api_fields.c   the table of request fields: which are implemented,
  *                 accepted at their default only, or refused;
  *  api_format.c   every response body: errors, final bodies, SSE events. */
@@ -49,6 +50,13 @@ struct server_job {
 		(out)->content_type = "application/json";                     \
 		(out)->body = api_error_body((st), (param), (code), __VA_ARGS__); \
 	} while (0)
+
+/* ---- api_tokens.c ---- */
+
+/* The reply to a POST /tokenize or /detokenize (ep) with JSON object
+ * body: 200 or a 400 naming the field. */
+void api_handle_tokens(const api_t *a, server_endpoint_t ep, json_t *body,
+		       server_reply_t *out);
 
 /* ---- api_fields.c ---- */
 
