@@ -94,7 +94,9 @@ PY
 "$EGANG" serve --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q usage "$TMP/help"; then pass "serve --help"; else fail "serve --help"; fi
 if grep -q '^  top_k .*both' "$TMP/help" && grep -q '^  tools .*chat' "$TMP/help" &&
-	grep -q 'unsupported_parameter' "$TMP/help"; then pass "serve --help lists the request fields, the refused ones too"
+	grep -q 'unsupported_parameter' "$TMP/help" &&
+	awk 'length > 80 {bad = 1} END {exit bad}' "$TMP/help"; then
+	pass "serve --help lists the request fields, the refused ones too"
 else fail "serve --help lists the request fields"; fi
 expect_exit "serve without -m" 2 "-m/--model is required" "$EGANG" serve
 expect_exit "serve --policy bogus" 2 "--policy: 'bogus' names no record" "$EGANG" serve -m x --policy bogus

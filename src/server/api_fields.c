@@ -29,7 +29,7 @@ typedef struct api_field {
 	bool (*is_default)(const json_t *v); /* FIELD_DEFAULT: the values taken */
 	const char *only;     /* FIELD_DEFAULT: those values, in words */
 	const char *help;     /* what it does (or why refused); lines of at
-				 most 52 characters */
+				 most 50 characters */
 } api_field_t;
 
 static bool is_one(const json_t *v)
@@ -90,7 +90,8 @@ static const api_field_t fields[] = {
 	{"temperature", F_BOTH, FIELD_USED, 0, 0,
 	 "0..2 (default 1); 0 is greedy"},
 	{"top_p", F_BOTH, FIELD_USED, 0, 0,
-	 "nucleus, (0, 1] (default 1: off), after temperature"},
+	 "nucleus, (0, 1] (default 1: off), after\n"
+	 "temperature"},
 	{"top_k", F_BOTH, FIELD_USED, 0, 0,
 	 "the k likeliest tokens, 0..vocab (0: off);\n"
 	 "llama.cpp's extension"},
@@ -132,12 +133,13 @@ static const api_field_t fields[] = {
 	 "top_k, top_p and min_p (greedy's token is the most\n"
 	 "likely; llama.cpp's n_probs without post-sampling)"},
 	{"top_logprobs", F_CHAT, FIELD_USED, 0, 0,
-	 "0..20 alternatives per token, likeliest first (with\n"
-	 "logprobs: true)"},
+	 "0..20 alternatives per token, likeliest first\n"
+	 "(with logprobs: true)"},
 	{"logprobs", F_CMPL, FIELD_USED, 0, 0,
-	 "0..20: tokens, token_logprobs, that many top_logprobs\n"
-	 "and text_offset (bytes into the completion) in\n"
-	 "choices[].logprobs, the same distribution as chat's"},
+	 "0..20: tokens, token_logprobs, that many\n"
+	 "top_logprobs and text_offset (bytes into the\n"
+	 "completion) in choices[].logprobs; the same\n"
+	 "distribution as chat's"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
