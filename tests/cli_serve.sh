@@ -39,9 +39,65 @@ sys.stdout.write("".join(out))
 PY
 }
 
+# logprobs_check FILE SHAPE [STREAM]: the logprobs of a greedy reply (or
+# of the SSE file's chunks put together) are consistent: a token per
+# completion token, the sampled token the likeliest of its top list, each
+# list sorted, its probabilities summing to at most 1, the tokens making
+# the text. Prints "ok N DIGEST" (DIGEST: of the tokens and their
+# values) or what is wrong.
+logprobs_check() {
+	/usr/bin/python3 - "$@" <<'PY'
+import hashlib, json, math, sys
+path, shape = sys.argv[1], sys.argv[2]
+stream = len(sys.argv) > 3
+if stream:
+    chunks = [json.loads(l[6:]) for l in open(path, encoding="utf-8")
+              if l.startswith("data: {")]
+    usage = chunks[-1]["usage"]
+    cs = [c["choices"][0] for c in chunks]
+else:
+    j = json.load(open(path, encoding="utf-8"))
+    usage, cs = j["usage"], [j["choices"][0]]
+toks, text = [], ""
+for c in cs:
+    lp = c["logprobs"]
+    if shape == "chat":
+        text += (c["delta"] if stream else c["message"]).get("content") or ""
+        if lp is None:
+            continue
+        for e in lp["content"]:
+            top = [(t["logprob"], t["token"]) for t in e["top_logprobs"]]
+            toks.append((e["token"], e["logprob"], top))
+    else:
+        text += c["text"]
+        if lp is None:
+            continue
+        for t, l, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+            toks.append((t, l, [(v, k) for k, v in top.items()]))
+bad = []
+if len(toks) != usage["completion_tokens"]:
+    bad.append("%d tokens, usage says %d" % (len(toks), usage["completion_tokens"]))
+if "".join(t[0] for t in toks) != text:
+    bad.append("the tokens do not make the text")
+for i, (t, l, top) in enumerate(toks):
+    ps = [v for v, _ in top]
+    if not top or abs(l - max(ps)) > 1e-6 or ps != sorted(ps, reverse=True):
+        bad.append("token %d: %r %g is not the top of %r" % (i, t, l, top))
+    if sum(math.exp(v) for v in ps) > 1 + 1e-6 or l > 0:
+        bad.append("token %d: probabilities over 1" % i)
+digest = hashlib.sha256(json.dumps(toks).encode()).hexdigest()[:12]
+print("ok %d %s" % (len(toks), digest) if not bad and toks else "; ".join(bad[:3]) or "no tokens")
+PY
+}
+
 # ---- the command line ----
 "$EGANG" serve --help >"$TMP/help" 2>&1
 if [[ $? -eq 0 ]] && grep -q usage "$TMP/help"; then pass "serve --help"; else fail "serve --help"; fi
+if grep -q '^  top_k .*both' "$TMP/help" && grep -q '^  tools .*chat' "$TMP/help" &&
+	grep -q 'unsupported_parameter' "$TMP/help" &&
+	awk 'length > 80 {bad = 1} END {exit bad}' "$TMP/help"; then
+	pass "serve --help lists the request fields, the refused ones too"
+else fail "serve --help lists the request fields"; fi
 expect_exit "serve without -m" 2 "-m/--model is required" "$EGANG" serve
 expect_exit "serve --policy bogus" 2 "--policy: 'bogus' names no record" "$EGANG" serve -m x --policy bogus
 expect_exit "serve --policy static:0" 2 "--policy: 'static:0' names no record" "$EGANG" serve -m x --policy static:0
@@ -87,6 +143,50 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 	a=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
 	b=$(post /v1/completions '{"prompt":"Once","max_tokens":16,"temperature":0.9,"top_p":0.9,"seed":7}'; json_get "$TMP/r.json" 'j["choices"][0]["text"]')
 	[[ "$a" == "$b" && ${#a} -gt 3 ]] && pass "same seed, same sample" || fail "seeded sampling" "'$a' vs '$b'"
+	# the logits processing fields, each seen to change greedy's text:
+	# +100 forces one token (8 times the same piece), -100 bans (the
+	# greedy text's tokens banned, another text), the penalties change
+	# it, min_p 1 at temperature 2 leaves greedy's token only
+	ctext() { post /v1/completions "$1" >/dev/null; json_get "$TMP/r.json" 'j["choices"][0]["text"]'; }
+	t8=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":8,\"temperature\":0,\"logit_bias\":{\"428\":100}}")
+	[[ -n $t8 && $(( ${#t8} % 8 )) == 0 && $t8 == $(printf "${t8:0:$(( ${#t8} / 8 ))}%.0s" 1 2 3 4 5 6 7 8) ]] &&
+		pass "logit_bias 100 forces the token ('$t8')" || fail "logit_bias 100" "'$t8'"
+	ids=$("$EGANG" tokenize -m "$MODEL" --no-bos "$want" 2>/dev/null | tr ' ' '\n' | sort -u | awk '{printf "%s\"%s\":-100", (NR > 1 ? "," : ""), $1}')
+	t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"logit_bias\":{$ids}}")
+	[[ -n $ids && -n $t && $t != "$want" ]] && pass "logit_bias -100 bans greedy's tokens ('$t')" || fail "logit_bias -100" "'$t' vs '$want'"
+	# (60 tokens: the penalties need a token generated twice)
+	w60=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":60,\"temperature\":0}")
+	for f in '"presence_penalty":2' '"frequency_penalty":2' '"repetition_penalty":2'; do
+		t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":60,\"temperature\":0,$f}")
+		[[ -n $t && $t != "$w60" ]] && pass "$f changes greedy's text" || fail "$f" "'$t' equals greedy's"
+	done
+	t=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":2,\"seed\":3,\"min_p\":1}")
+	t0=$(ctext "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":2,\"seed\":3}")
+	[[ $t == "$want" && $t0 != "$want" ]] && pass "min_p 1 at temperature 2 is greedy" || fail "min_p" "'$t' / '$t0' vs '$want'"
+	st=$(post /v1/completions '{"prompt":"a","min_p":2}')
+	[[ $st == 400 && $(json_get "$TMP/r.json" 'j["error"]["param"]') == min_p ]] && pass "min_p out of range -> 400" || fail "min_p 2" "$st"
+	# logprobs: greedy's token is the likeliest, streamed or not
+	post /v1/completions "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"logprobs\":5}" >/dev/null
+	r=$(logprobs_check "$TMP/r.json" cmpl)
+	[[ $r == ok* ]] && pass "completions logprobs: greedy's token on top, sums <= 1 ($r)" || fail "completions logprobs" "$r"
+	curl -sN --max-time 60 -o "$TMP/lp.txt" -d "{\"prompt\":\"$PROMPT\",\"max_tokens\":24,\"temperature\":0,\"logprobs\":5,\"stream\":true}" "$URL/v1/completions"
+	r2=$(logprobs_check "$TMP/lp.txt" cmpl stream)
+	[[ $r2 == "$r" ]] && pass "completions logprobs streamed: the same tokens ($r2)" || fail "completions logprobs streamed" "$r2 vs $r"
+	# with the penalties and a ban, greedy's token is still the top one:
+	# the logprobs are those after them
+	PENREQ="{\"prompt\":\"$PROMPT\",\"max_tokens\":40,\"temperature\":0,\"logprobs\":3,\"frequency_penalty\":1,\"repetition_penalty\":1.3,\"logit_bias\":{\"261\":-100}}"
+	post /v1/completions "$PENREQ" >/dev/null
+	LP_BATCHED=$(logprobs_check "$TMP/r.json" cmpl)
+	[[ $LP_BATCHED == ok* ]] && pass "logprobs after the penalties and logit_bias ($LP_BATCHED)" || fail "logprobs after the penalties" "$LP_BATCHED"
+	# /tokenize = egang tokenize; /detokenize gives the text back
+	want_ids=$("$EGANG" tokenize -m "$MODEL" --no-bos "$PROMPT" 2>/dev/null)
+	post /tokenize "{\"content\":\"$PROMPT\"}" >/dev/null
+	got_ids=$(json_get "$TMP/r.json" '" ".join(str(i) for i in j["tokens"])')
+	[[ -n $want_ids && $got_ids == "$want_ids" ]] && pass "/tokenize = egang tokenize ($got_ids)" || fail "/tokenize" "'$got_ids' vs '$want_ids'"
+	post /tokenize "{\"content\":\"$PROMPT\",\"add_special\":true}" >/dev/null
+	post /detokenize "{\"tokens\":$(json_get "$TMP/r.json" 'json.dumps(j["tokens"])')}" >/dev/null
+	t=$(json_get "$TMP/r.json" 'j["content"]')
+	[[ $t == "$PROMPT" ]] && pass "/detokenize of /tokenize's ids is the text" || fail "/detokenize" "'$t'"
 	# models, health, model name
 	curl -s --max-time 10 -o "$TMP/m.json" "$URL/v1/models"
 	id=$(json_get "$TMP/m.json" 'j["data"][0]["id"]')
@@ -266,6 +366,17 @@ PY
 	[[ $(grep -c '^PASS' "$TMP/bad.out") -ge 30 ]] && pass "at least 30 hostile requests answered" || fail "hostile request count"
 	st=$(post /v1/completions '{"prompt":"Once","max_tokens":4}')
 	[[ $st == 200 ]] && pass "a good request after the hostile ones" || fail "good request after hostile ones" "$st"
+	# fields egang does not implement: 400 unsupported_parameter naming
+	# each; their no-op defaults are fine
+	for f in '"grammar":"root ::= \"a\""' '"suffix":"x"' '"best_of":2' '"frobnicate":1' '"tools":[]'; do
+		name=${f%%\":*}; name=${name#\"}
+		st=$(post /v1/completions "{\"prompt\":\"a\",\"max_tokens\":2,$f}")
+		got=$(json_get "$TMP/r.json" 'j["error"]["code"]+"|"+j["error"]["param"]')
+		[[ $st == 400 && $got == "unsupported_parameter|$name" ]] && pass "unsupported field $name -> 400 naming it" ||
+			fail "unsupported field $name" "$st $got"
+	done
+	st=$(post /v1/completions '{"prompt":"a","max_tokens":2,"n":1,"echo":false,"best_of":1,"suffix":"","stream_options":{"include_usage":true},"user":"u","seed":null}')
+	[[ $st == 200 ]] && pass "no-op defaults and null fields accepted" || fail "no-op defaults" "$st $(head -c 200 "$TMP/r.json")"
 
 	# ---- load ----
 	"$EGANG" bench serve --url "$URL" --clients 8 --seconds 3 --max-tokens 8 >"$TMP/bench.out" 2>"$TMP/bench.err"
@@ -283,6 +394,15 @@ PY
 	expect_exit "bench serve --ramp not shorter than --seconds" 2 "--ramp 5 is not shorter than --seconds 2" \
 		"$EGANG" bench serve --url "$URL" --ramp 5 --seconds 2
 	stop_server main
+fi
+
+# ---- one request at a time (engine_generate, not the batch loop) ----
+if start_server serial -m "$MODEL" --ctx 64 --parallel 1 -q; then
+	post /v1/completions "$PENREQ" >/dev/null
+	r=$(logprobs_check "$TMP/r.json" cmpl)
+	[[ $r == ok* && $r == "${LP_BATCHED:-}" ]] && pass "--parallel 1: the same tokens and logprobs with the penalties ($r)" ||
+		fail "--parallel 1 logprobs" "$r vs ${LP_BATCHED:-}"
+	stop_server serial
 fi
 
 # ---- API key ----
@@ -321,6 +441,20 @@ if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 	if [[ $first == *'"role":"assistant"'* && "$(sse_text "$TMP/c.txt" chat)" == "$want" && $(grep '^data: ' "$TMP/c.txt" | tail -1) == "data: [DONE]" ]]; then
 		pass "streaming chat: role delta, content deltas = the same text, [DONE]"
 	else fail "streaming chat" "$(head -c 300 "$TMP/c.txt")"; fi
+	for f in '"tools":[{"type":"function","function":{"name":"f"}}]' '"response_format":{"type":"json_object"}' '"tool_choice":"auto"'; do
+		name=${f%%\":*}; name=${name#\"}
+		st=$(post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":2,$f}")
+		got=$(json_get "$TMP/r.json" 'j["error"]["code"]+"|"+j["error"]["param"]')
+		[[ $st == 400 && $got == "unsupported_parameter|$name" ]] && pass "chat: unsupported field $name -> 400 naming it" ||
+			fail "chat: unsupported field $name" "$st $got"
+	done
+	lpreq='{"messages":[{"role":"user","content":"Hello"}],"max_tokens":12,"temperature":0,"logprobs":true,"top_logprobs":3'
+	post /v1/chat/completions "$lpreq}" >/dev/null
+	r=$(logprobs_check "$TMP/r.json" chat)
+	[[ $r == ok* ]] && pass "chat logprobs: greedy's token on top, sums <= 1 ($r)" || fail "chat logprobs" "$r"
+	curl -sN --max-time 60 -o "$TMP/clp.txt" -d "$lpreq,\"stream\":true}" "$URL/v1/chat/completions"
+	r2=$(logprobs_check "$TMP/clp.txt" chat stream)
+	[[ $r2 == "$r" ]] && pass "chat logprobs streamed: the same tokens ($r2)" || fail "chat logprobs streamed" "$r2 vs $r"
 	st=$(post /v1/chat/completions '{"messages":[{"role":"wizard","content":"x"}]}')
 	[[ $st == 400 ]] && pass "chat with an unknown role -> 400" || fail "chat unknown role" "$st"
 	st=$(post /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}')

@@ -5,7 +5,8 @@
 #    (EGANG_SERVE_LOGITS_DIR) are the same bits when it runs alone and when
 #    it runs with up to 7 others that join and leave at random steps, on
 #    synthetic f32, q8_0, q4_0 and q4_k_m models, on 2 cores (the gang's
-#    membership changes as it goes); the prefix cache serves the repeats;
+#    membership changes as it goes), half of them with logit_bias, the
+#    penalties and min_p; the prefix cache serves the repeats;
 #  - the lone request equals `egang generate` (greedy);
 #  - the KV budget: requests that do not fit wait and complete, a prompt
 #    over the budget gets 400; /metrics has the batch families;
@@ -18,7 +19,8 @@ cd "$(dirname "$0")/.."
 
 # clients.py URL OUTDIR [--serial] SPEC...: one thread per SPEC
 # "name:delay_s:max_tokens:seed:prompt" posting a completion after delay
-# (--serial: one after the other, in one thread); OUTDIR/name.json gets the
+# (a name ending in "s" adds logit_bias, the penalties and min_p) (--serial:
+# one after the other, in one thread); OUTDIR/name.json gets the
 # reply, OUTDIR/name.status the status, OUTDIR/name.id the completion's id.
 # (One python for many requests: a python start costs more than a request.)
 cat >"$TMP/clients.py" <<'PY'
@@ -27,8 +29,11 @@ url, out = sys.argv[1], sys.argv[2]
 def run(spec):
     name, delay, mt, seed, prompt = spec.split(":", 4)
     time.sleep(float(delay))
-    body = json.dumps({"prompt": prompt, "max_tokens": int(mt), "temperature": 0.9,
-                       "seed": int(seed)}).encode()
+    req = {"prompt": prompt, "max_tokens": int(mt), "temperature": 0.9, "seed": int(seed)}
+    if name.endswith("s"): # the logits processing fields too (sampler.h)
+        req.update(presence_penalty=0.7, frequency_penalty=0.4, repetition_penalty=1.3,
+                   repeat_last_n=16, min_p=0.02, logit_bias={"7": 3, "11": -100, "400": -2.5})
+    body = json.dumps(req).encode()
     req = urllib.request.Request(url + "/v1/completions", body,
                                  {"Content-Type": "application/json"})
     try:
@@ -68,10 +73,14 @@ PROMPTS=("Once upon a time" "the quick brown fox jumps over the lazy dog and"
 NP=${#PROMPTS[@]}
 COMPARED=0
 
+# pname I: request I's name; the odd ones carry the logits processing
+# fields, so their sampled tokens (in the hash files) go through them
+pname() { if (( $1 % 2 )); then echo "p$1s"; else echo "p$1"; fi; }
+
 # invariance TYPE: the per-request hashes alone vs in random batches
 invariance() {
-	local type=$1 m=$TMP/inv-$type.gguf
-	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type "$type" --seed 9 -o "$m" -q
+	local type=$1 m=${2:-$TMP/inv-$1.gguf}
+	[[ -n ${2:-} ]] || "$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type "$type" --seed 9 -o "$m" -q
 	HDIR=$TMP/h-$type; mkdir -p "$HDIR"
 	EGANG_SERVE_LOGITS_DIR=$HDIR start_server "inv-$type" -m "$m" --ctx 256 --cores 0-1 \
 		--parallel 4 --prefill-chunk 8 -q || return
@@ -79,19 +88,19 @@ invariance() {
 	mkdir -p "$TMP/alone-$type"
 	specs=()
 	for ((i = 0; i < NP; i++)); do # alone, one after the other
-		specs+=("p$i:0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
+		specs+=("$(pname $i):0:$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
 	done
 	/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/alone-$type" --serial "${specs[@]}"
 	for r in 1 2; do # together, joining at random times
 		mkdir -p "$TMP/b$r-$type"
 		specs=()
 		for ((i = 0; i < NP; i++)); do
-			specs+=("p$i:0.$((RANDOM % 30)):$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
+			specs+=("$(pname $i):0.$((RANDOM % 30)):$((8 + i * 3)):$((i + 1)):${PROMPTS[$i]}")
 		done
 		/usr/bin/python3 "$TMP/clients.py" "$URL" "$TMP/b$r-$type" "${specs[@]}"
 		for ((i = 0; i < NP; i++)); do
 			local a b
-			a=$(hash_of "$TMP/alone-$type" p$i); b=$(hash_of "$TMP/b$r-$type" p$i)
+			a=$(hash_of "$TMP/alone-$type" "$(pname $i)"); b=$(hash_of "$TMP/b$r-$type" "$(pname $i)")
 			if [[ -s $a && -s $b ]] && cmp -s "$a" "$b"; then
 				n=$((n + $(wc -l <"$a")))
 			else
@@ -110,6 +119,11 @@ invariance() {
 }
 
 for type in ${INV_TYPES-f32 q8_0 q4_0 q4_k_m}; do invariance $type; done
+# a real model too: the random weights' logits are so far apart that the
+# penalties and min_p change no token there; stories260K's are not
+if have_models "batch invariance with the sampler's fields on stories260K"; then
+	invariance stories260K "$MODELS/stories260K.gguf"
+fi
 echo "batch invariance: $COMPARED logits positions compared"
 
 # ---- the lone request is `egang generate`'s, the metrics ----

@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <time.h>
 
 #include "base/base.h"
@@ -161,8 +162,10 @@ static void test_wrong_types(void **state)
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stream\":1}", "stream", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":5}", "stop", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":[\"x\",2]}", "stop", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", NULL);
+	/* fields taken only at their default: any other value, of any type,
+	 * is a field egang does not implement */
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":\"3\"}", "max_completion_tokens", NULL);
 	BAD_CHAT(s, "{\"messages\":{\"role\":\"user\"}}", "messages", NULL);
@@ -204,9 +207,9 @@ static void test_out_of_range(void **state)
 	const char *m = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":129}",
 				       "max_tokens", NULL);
 	assert_non_null(strstr(m, "[1, 128]"));
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", NULL);
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":0}", "max_completion_tokens", NULL);
 	/* the edges themselves are fine */
@@ -241,7 +244,8 @@ static void test_missing(void **state)
 	assert_non_null(strstr(m, "required"));
 	BAD_COMPLETION(s, "{\"prompt\":null}", "prompt", NULL);
 	BAD_COMPLETION(s, "{}", "prompt", NULL);
-	BAD_CHAT(s, "{\"prompt\":\"a\"}", "messages", NULL);
+	BAD_CHAT(s, "{\"prompt\":\"a\"}", "prompt", "unsupported_parameter");
+	BAD_CHAT(s, "{\"max_tokens\":2}", "messages", NULL);
 	BAD_CHAT(s, "{\"messages\":null}", "messages", NULL);
 	m = BAD_CHAT(s, "{\"messages\":[]}", "messages", NULL);
 	assert_non_null(strstr(m, "non-empty"));
@@ -471,6 +475,243 @@ static void test_fields(void **state)
 	server_free(s);
 }
 
+/* ---- fields egang does not implement: refused, naming them ---- */
+
+/* One OpenAI request field with a value that is not its no-op default,
+ * and what egang does with it: implemented (the request is a job) or
+ * refused (400 unsupported_parameter naming it). */
+typedef struct field_case {
+	const char *name, *value;
+	bool implemented;
+} field_case_t;
+
+/* Every field of OpenAI's chat completions request, besides messages. */
+static const field_case_t chat_fields[] = {
+	{"audio", "{\"voice\":\"alloy\",\"format\":\"wav\"}", false},
+	{"frequency_penalty", "0.5", true},
+	{"function_call", "\"auto\"", false},
+	{"functions", "[{\"name\":\"f\"}]", false},
+	{"logit_bias", "{\"5\":10}", true},
+	{"logprobs", "true", true},
+	{"max_completion_tokens", "3", true},
+	{"max_tokens", "3", true},
+	{"metadata", "{\"k\":\"v\"}", false},
+	{"modalities", "[\"text\",\"audio\"]", false},
+	{"model", "\"stories260K\"", true},
+	{"n", "2", false},
+	{"parallel_tool_calls", "true", false},
+	{"prediction", "{\"type\":\"content\",\"content\":\"x\"}", false},
+	{"presence_penalty", "0.5", true},
+	{"prompt_cache_key", "\"k\"", false},
+	{"reasoning_effort", "\"low\"", false},
+	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"safety_identifier", "\"u\"", false},
+	{"seed", "3", true},
+	{"service_tier", "\"auto\"", false},
+	{"stop", "\"x\"", true},
+	{"store", "true", false},
+	{"stream", "true", true},
+	{"stream_options", "{\"include_usage\":true}", true},
+	{"temperature", "0.5", true},
+	{"tool_choice", "\"auto\"", false},
+	{"tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", false},
+	{"top_logprobs", "2,\"logprobs\":true", true},
+	{"top_p", "0.5", true},
+	{"user", "\"u\"", true},
+	{"verbosity", "\"low\"", false},
+	{"web_search_options", "{}", false},
+	/* llama.cpp's extensions */
+	{"top_k", "5", true},
+	{"min_p", "0.1", true},
+	{"repetition_penalty", "1.1", true},
+	{"repeat_last_n", "32", true},
+	{"grammar", "\"root ::= \\\"a\\\"\"", false},
+	{"json_schema", "{\"type\":\"object\"}", false},
+};
+
+/* Every field of OpenAI's (legacy) completions request, besides prompt. */
+static const field_case_t cmpl_fields[] = {
+	{"best_of", "2", false},
+	{"echo", "true", false},
+	{"frequency_penalty", "0.5", true},
+	{"logit_bias", "{\"5\":10}", true},
+	{"logprobs", "2", true},
+	{"max_tokens", "3", true},
+	{"model", "\"stories260K\"", true},
+	{"n", "2", false},
+	{"presence_penalty", "0.5", true},
+	{"seed", "3", true},
+	{"stop", "[\"x\"]", true},
+	{"stream", "true", true},
+	{"stream_options", "{\"include_usage\":false}", true},
+	{"suffix", "\"end\"", false},
+	{"temperature", "0.5", true},
+	{"top_p", "0.5", true},
+	{"user", "\"u\"", true},
+	{"top_k", "5", true},
+	{"min_p", "0.1", true},
+	{"repetition_penalty", "1.1", true},
+	{"repeat_last_n", "32", true},
+	{"grammar", "\"root ::= \\\"a\\\"\"", false},
+	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"tools", "[]", false},
+};
+
+/* Each field alone in a request that is otherwise good (base: the body
+ * up to where the field goes): a job when egang implements it, else a
+ * 400 unsupported_parameter whose param and message name it. */
+static void expect_fields(server_t *s, const char *path, const char *base,
+			  const field_case_t *fc, size_t n)
+{
+	char body[512];
+	for (size_t i = 0; i < n; i++) {
+		snprintf(body, sizeof body, "%s,\"%s\":%s}", base, fc[i].name, fc[i].value);
+		server_reply_t r;
+		if (fc[i].implemented) {
+			expect_job(s, path, body, &r);
+			server_reply_free(&r);
+			continue;
+		}
+		const char *m = expect_error(s, "POST", path, NULL, body, 400,
+					     "invalid_request_error", fc[i].name,
+					     "unsupported_parameter");
+		if (!strstr(m, fc[i].name))
+			fail_msg("%s: the message '%s' does not name the field", body, m);
+	}
+}
+
+#define CHAT_BASE "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+
+static void test_unsupported_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	expect_fields(s, "/v1/chat/completions", CHAT_BASE, chat_fields,
+		      EG_ARRAY_LEN(chat_fields));
+	expect_fields(s, "/v1/completions", "{\"prompt\":\"a\"", cmpl_fields,
+		      EG_ARRAY_LEN(cmpl_fields));
+	/* a field egang does not know at all, whatever its value; one that
+	 * belongs to the other endpoint */
+	const char *m = BAD_CHAT(s, CHAT_BASE ",\"frobnicate\":1}", "frobnicate",
+				 "unsupported_parameter");
+	assert_non_null(strstr(m, "'frobnicate'"));
+	BAD_CHAT(s, CHAT_BASE ",\"frobnicate\":null}", "frobnicate", "unsupported_parameter");
+	BAD_CHAT(s, CHAT_BASE ",\"echo\":false}", "echo", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"messages\":[]}", "messages",
+		       "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_completion_tokens\":3}",
+		       "max_completion_tokens", "unsupported_parameter");
+	/* the no-op defaults, and null for any field egang knows, are fine */
+	server_reply_t r;
+	expect_job(s, "/v1/chat/completions", CHAT_BASE
+		   ",\"n\":1,\"logprobs\":false,\"top_logprobs\":0,\"presence_penalty\":0,"
+		   "\"frequency_penalty\":0.0,\"logit_bias\":{},\"tool_choice\":\"none\","
+		   "\"response_format\":{\"type\":\"text\"},\"modalities\":[\"text\"],"
+		   "\"store\":false,\"stream_options\":{}}", &r);
+	server_reply_free(&r);
+	expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"n\":1,\"echo\":false,"
+		   "\"best_of\":1,\"suffix\":\"\",\"presence_penalty\":0,"
+		   "\"frequency_penalty\":0,\"logit_bias\":{},\"logprobs\":null}", &r);
+	server_reply_free(&r);
+	expect_job(s, "/v1/chat/completions", CHAT_BASE
+		   ",\"tools\":null,\"response_format\":null,\"grammar\":null,"
+		   "\"audio\":null,\"n\":null,\"user\":null}", &r);
+	server_reply_free(&r);
+	/* stream_options with anything but include_usage */
+	BAD_CHAT(s, CHAT_BASE ",\"stream_options\":{\"include_usage\":1}}",
+		 "stream_options", "unsupported_parameter");
+	BAD_CHAT(s, CHAT_BASE ",\"stream_options\":{\"x\":true}}",
+		 "stream_options", "unsupported_parameter");
+	/* a message's fields: role and content, the rest only as null */
+	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\","
+		     "\"name\":\"bob\"}]}", "messages", "unsupported_parameter");
+	assert_non_null(strstr(m, "messages[0].name"));
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+		 "{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}",
+		 "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"x\":null}]}",
+		 "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+		 "\"text\":\"hi\",\"cache_control\":{}}]}]}", "messages", NULL);
+	expect_job(s, "/v1/chat/completions",
+		   "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"name\":null},"
+		   "{\"role\":\"assistant\",\"content\":\"a\",\"refusal\":null,"
+		   "\"tool_calls\":null,\"audio\":null,\"function_call\":null},"
+		   "{\"role\":\"user\",\"content\":\"b\"}]}", &r);
+	server_reply_free(&r);
+	server_free(s);
+}
+
+/* ---- the logits processing fields (sampler.h) ---- */
+
+static void test_processing_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/completions",
+		"{\"prompt\":\"a\",\"presence_penalty\":-2,\"frequency_penalty\":1.5,"
+		"\"repetition_penalty\":1.3,\"repeat_last_n\":-1,\"min_p\":0.05,"
+		"\"logit_bias\":{\"5\":100,\"511\":-100,\"0\":-0.5}}", &r);
+	assert_true(q->sp.presence_penalty == -2.0f && q->sp.frequency_penalty == 1.5f);
+	assert_true(q->sp.repeat_penalty == 1.3f && q->sp.min_p == 0.05f);
+	assert_int_equal(q->sp.repeat_last_n, CTX);
+	assert_int_equal(q->sp.n_bias, 3);
+	assert_int_equal(q->sp.bias[0].id, 5);
+	assert_true(q->sp.bias[0].bias == 100.0f);
+	assert_int_equal(q->sp.bias[1].id, 511);
+	assert_true(q->sp.bias[2].bias == -0.5f);
+	server_reply_free(&r);
+	/* repeat_last_n 0 turns the penalty off, as llama.cpp */
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE
+		       ",\"repetition_penalty\":1.3,\"repeat_last_n\":0}", &r);
+	assert_true(q->sp.repeat_penalty == 0.0f);
+	server_reply_free(&r);
+	static const struct {
+		const char *field, *body;
+	} bad[] = {
+		{"presence_penalty", "\"presence_penalty\":2.01"},
+		{"presence_penalty", "\"presence_penalty\":\"1\""},
+		{"frequency_penalty", "\"frequency_penalty\":-3"},
+		{"min_p", "\"min_p\":1.5"},
+		{"min_p", "\"min_p\":-0.1"},
+		{"repetition_penalty", "\"repetition_penalty\":0"},
+		{"repetition_penalty", "\"repetition_penalty\":101"},
+		{"repeat_last_n", "\"repeat_last_n\":-2"},
+		{"repeat_last_n", "\"repeat_last_n\":129"},
+		{"repeat_last_n", "\"repeat_last_n\":1.5"},
+		{"logit_bias", "\"logit_bias\":[1,2]"},
+		{"logit_bias", "\"logit_bias\":{\"x\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"-1\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"512\":1}"},
+		{"logit_bias", "\"logit_bias\":{\"5 \":1}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":100.5}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":\"1\"}"},
+		{"logit_bias", "\"logit_bias\":{\"5\":false}"},
+	};
+	char body[256];
+	for (size_t k = 0; k < EG_ARRAY_LEN(bad); k++) {
+		snprintf(body, sizeof body, "{\"prompt\":\"a\",%s}", bad[k].body);
+		BAD_COMPLETION(s, body, bad[k].field, NULL);
+		snprintf(body, sizeof body, CHAT_BASE ",%s}", bad[k].body);
+		BAD_CHAT(s, body, bad[k].field, NULL);
+	}
+	/* a bias that bans the whole vocabulary of 512 */
+	sbuf_t all = {0};
+	sbuf_str(&all, "{\"prompt\":\"a\",\"logit_bias\":{");
+	for (int i = 0; i < 512; i++) {
+		snprintf(body, sizeof body, "%s\"%d\":-100", i ? "," : "", i);
+		sbuf_str(&all, body);
+	}
+	sbuf_str(&all, "}}");
+	const char *m = BAD_COMPLETION(s, all.p, "logit_bias", NULL);
+	assert_non_null(strstr(m, "bans all"));
+	sbuf_free(&all);
+	server_free(s);
+}
+
 /* ---- the error body, byte for byte ---- */
 
 static void test_error_body(void **state)
@@ -511,7 +752,7 @@ static server_job_t *format_job(server_t *s, const char *path, const char *body,
 
 /* Asserts that ev formats as want (printf format of the job's creation
  * time; NULL: nothing at all). */
-static void expect_event(const server_job_t *j, const sched_event_t *ev,
+static void expect_event(server_job_t *j, const sched_event_t *ev,
 			 const char *want, long long created)
 {
 	sbuf_t out = {0};
@@ -644,6 +885,204 @@ static void test_format_reply(void **state)
 	server_free(s);
 }
 
+/* ---- log-probabilities: the fields, then their shapes ---- */
+
+static void test_logprobs_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(
+		s, "/v1/chat/completions", CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":20}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 20);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"logprobs\":false,"
+		       "\"top_logprobs\":0}", &r);
+	assert_false(q->sp.logprobs);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"logprobs\":0}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 0);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"logprobs\":5}", &r);
+	assert_true(q->sp.logprobs);
+	assert_int_equal(q->sp.top_logprobs, 5);
+	server_reply_free(&r);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":1}", "logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":21}", "top_logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":-1}", "top_logprobs", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"logprobs\":true,\"top_logprobs\":\"2\"}", "top_logprobs", NULL);
+	const char *m = BAD_CHAT(s, CHAT_BASE ",\"top_logprobs\":2}", "top_logprobs", NULL);
+	assert_non_null(strstr(m, "logprobs"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":21}", "logprobs", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":true}", "logprobs", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"logprobs\":-1}", "logprobs", NULL);
+	server_free(s);
+}
+
+/* The logprobs of an event of two tokens (ids 300 and 301 of the stories
+ * tokenizer, after BOS) formatted in both shapes: each token's text as
+ * it follows the one before, an alternative's as it would in the
+ * token's place. */
+static void test_format_logprobs(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t rc, rk;
+	long long t;
+	server_job_t *jc = format_job(s, "/v1/chat/completions", CHAT_BASE
+				      ",\"stream\":true,\"logprobs\":true,\"top_logprobs\":2}",
+				      &rc, &t);
+	server_job_t *jk = format_job(s, "/v1/completions", "{\"prompt\":\"a\","
+				      "\"stream\":true,\"logprobs\":2}", &rk, &t);
+	engine_token_t tk[2] = {
+		{.id = 300, .prev = 1, .lp = {.logprob = -0.25f, .n_top = 2,
+					     .top_id = {300, 301},
+					     .top_logprob = {-0.25f, -2.0f}}},
+		{.id = 301, .prev = 300, .lp = {.logprob = -INFINITY, .n_top = 0}},
+	};
+	char p0[64], p1[64], alt[64]; /* alt: 301 in 300's place, after BOS */
+	int n0 = tokenizer_decode(tok, 1, 300, p0, sizeof p0);
+	int n1 = tokenizer_decode(tok, 300, 301, p1, sizeof p1);
+	int na = tokenizer_decode(tok, 1, 301, alt, sizeof alt);
+	assert_true(n0 > 0 && n1 > 0 && na > 0);
+	p0[n0] = p1[n1] = alt[na] = 0;
+	sched_event_t ev = {.kind = SCHED_EVENT_TEXT, .text = "x", .n = 1,
+			    .tokens = tk, .n_tokens = 2};
+	/* chat: content entries with token, logprob, bytes, top_logprobs */
+	sbuf_t out = {0};
+	api_format_event(jc, &ev, &out);
+	json_t *root = json_loads(out.p + 6, 0, NULL); /* after "data: " */
+	assert_non_null(root);
+	json_t *c = json_object_get(json_object_get(json_array_get(
+		json_object_get(root, "choices"), 0), "logprobs"), "content");
+	assert_int_equal(json_array_size(c), 2);
+	json_t *e0 = json_array_get(c, 0);
+	assert_string_equal(json_string_value(json_object_get(e0, "token")), p0);
+	assert_true(json_real_value(json_object_get(e0, "logprob")) == -0.25);
+	assert_int_equal(json_array_size(json_object_get(e0, "bytes")), n0);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(e0, "bytes"), 0)),
+			 (unsigned char)p0[0]);
+	json_t *top = json_object_get(e0, "top_logprobs");
+	assert_int_equal(json_array_size(top), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(top, 1), "token")), alt);
+	assert_true(json_real_value(json_object_get(json_array_get(top, 1), "logprob")) == -2.0);
+	/* -inf as OpenAI's floor */
+	assert_true(json_real_value(json_object_get(json_array_get(c, 1), "logprob")) == -9999.0);
+	json_decref(root);
+	sbuf_free(&out);
+	/* completions: tokens, token_logprobs, top_logprobs, text_offset that
+	 * runs on from one chunk to the next */
+	for (int rep = 0; rep < 2; rep++) {
+		api_format_event(jk, &ev, &out);
+		root = json_loads(out.p + 6, 0, NULL);
+		assert_non_null(root);
+		json_t *lp = json_object_get(json_array_get(json_object_get(root, "choices"), 0),
+					     "logprobs");
+		assert_string_equal(json_string_value(json_array_get(json_object_get(lp, "tokens"), 1)), p1);
+		assert_true(json_real_value(json_array_get(json_object_get(lp, "token_logprobs"), 0)) == -0.25);
+		json_t *t0 = json_array_get(json_object_get(lp, "top_logprobs"), 0);
+		assert_true(json_real_value(json_object_get(t0, alt)) == -2.0);
+		json_t *off = json_object_get(lp, "text_offset");
+		assert_int_equal(json_integer_value(json_array_get(off, 0)), rep * (n0 + n1));
+		assert_int_equal(json_integer_value(json_array_get(off, 1)), rep * (n0 + n1) + n0);
+		json_decref(root);
+		sbuf_free(&out);
+	}
+	/* the end chunk carries tokens that no text chunk did; without
+	 * logprobs asked, null */
+	sched_event_t end = {.kind = SCHED_EVENT_END, .stop = STOP_STRING, .tokens = tk,
+			     .n_tokens = 1};
+	api_format_event(jc, &end, &out);
+	assert_non_null(strstr(out.p, "\"content\":[{\"token\""));
+	sbuf_free(&out);
+	server_reply_free(&rc);
+	server_reply_free(&rk);
+	server_free(s);
+}
+
+/* ---- /tokenize and /detokenize ---- */
+
+/* The 200 body of a POST to path (parsed; the caller decrefs). */
+static json_t *post_ok(server_t *s, const char *path, const char *body)
+{
+	server_reply_t r;
+	request(s, "POST", path, NULL, body, &r);
+	if (r.status != 200 || r.job)
+		fail_msg("POST %s %s: %d %s", path, body, r.status, r.body ? r.body : "");
+	json_t *root = json_loads(r.body, 0, NULL);
+	assert_non_null(root);
+	server_reply_free(&r);
+	return root;
+}
+
+static void test_tokens(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	int32_t want[16];
+	int64_t n = tokenizer_tokenize(tok, "Once upon a time", 16, false, true, want, 16);
+	assert_true(n > 1 && n < 16);
+	json_t *r = post_ok(s, "/tokenize", "{\"content\":\"Once upon a time\"}");
+	json_t *t = json_object_get(r, "tokens");
+	assert_int_equal(json_array_size(t), n);
+	for (int64_t i = 0; i < n; i++)
+		assert_int_equal(json_integer_value(json_array_get(t, (size_t)i)), want[i]);
+	json_decref(r);
+	/* add_special: BOS first */
+	r = post_ok(s, "/tokenize", "{\"content\":\"Once\",\"add_special\":true}");
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(r, "tokens"), 0)),
+			 tokenizer_bos(tok));
+	json_decref(r);
+	/* with_pieces: ids and their text, which put together is the text
+	 * (the SentencePiece space in front included) */
+	r = post_ok(s, "/tokenize", "{\"content\":\"Once upon a time\",\"with_pieces\":true}");
+	t = json_object_get(r, "tokens");
+	char joined[64] = "";
+	for (size_t i = 0; i < json_array_size(t); i++) {
+		json_t *e = json_array_get(t, i);
+		assert_int_equal(json_integer_value(json_object_get(e, "id")), want[i]);
+		strcat(joined, json_string_value(json_object_get(e, "piece")));
+	}
+	assert_string_equal(joined, " Once upon a time");
+	json_decref(r);
+	/* detokenize: the text back, BOS adding nothing */
+	char body[256];
+	int k = snprintf(body, sizeof body, "{\"tokens\":[%d", tokenizer_bos(tok));
+	for (int64_t i = 0; i < n; i++)
+		k += snprintf(body + k, sizeof body - (size_t)k, ",%d", want[i]);
+	snprintf(body + k, sizeof body - (size_t)k, "]}");
+	r = post_ok(s, "/detokenize", body);
+	assert_string_equal(json_string_value(json_object_get(r, "content")), "Once upon a time");
+	json_decref(r);
+	r = post_ok(s, "/detokenize", "{\"tokens\":[]}");
+	assert_string_equal(json_string_value(json_object_get(r, "content")), "");
+	json_decref(r);
+	/* bad requests */
+	expect_error(s, "POST", "/tokenize", NULL, "{}", 400, "invalid_request_error",
+		     "content", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":5}", 400,
+		     "invalid_request_error", "content", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":\"a\",\"add_special\":1}",
+		     400, "invalid_request_error", "add_special", NULL);
+	expect_error(s, "POST", "/tokenize", NULL, "{\"content\":\"a\",\"x\":1}", 400,
+		     "invalid_request_error", "x", "unsupported_parameter");
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[1,512]}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[-1]}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":\"1 2\"}", 400,
+		     "invalid_request_error", "tokens", NULL);
+	expect_error(s, "POST", "/detokenize", NULL, "{\"tokens\":[1],\"content\":\"a\"}",
+		     400, "invalid_request_error", "content", "unsupported_parameter");
+	expect_error(s, "GET", "/tokenize", NULL, NULL, 405, "invalid_request_error",
+		     NULL, "method_not_allowed");
+	expect_error(s, "POST", "/detokenize", NULL, "[1]", 400, "invalid_request_error",
+		     NULL, NULL);
+	server_free(s);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -666,6 +1105,11 @@ int main(void)
 		cmocka_unit_test(test_stop_lists),
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_unsupported_fields),
+		cmocka_unit_test(test_processing_fields),
+		cmocka_unit_test(test_logprobs_fields),
+		cmocka_unit_test(test_format_logprobs),
+		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_error_body),
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),

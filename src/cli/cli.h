@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/base.h"
 
@@ -86,6 +87,8 @@ typedef struct cli_cpus {
 typedef struct cli_cmd {
 	const char *name;  /* for messages: "generate", "bench decode" */
 	const char *help;  /* the --help text */
+	void (*help_more)(FILE *out); /* prints more of it after help, or NULL
+					 (text a lower layer owns) */
 	const cli_opt_t *opts;
 	const char **operands; /* receives argv's operands, max_operands of them */
 	int min_operands, max_operands;

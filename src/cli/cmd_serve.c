@@ -71,9 +71,9 @@ static const char serve_help[] =
 	"  -q, --quiet             no startup and shutdown lines\n"
 	"  -h, --help              this text\n"
 	"\n"
-	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad\n"
-	"request, 401 bad key, 404 unknown path or model, 405 wrong method,\n"
-	"413 body over 1 MiB, 429 queue full, 500 non-finite logits, 503 shutting down.\n";
+	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad request\n"
+	"or unimplemented field (below), 401 bad key, 404 unknown path or model, 405\n"
+	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 503 stopping.\n";
 
 typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
@@ -200,7 +200,8 @@ int cmd_serve(int argc, char **argv)
 		OPT_INT("prefill-chunk", 0, &o.prefill_chunk, 1, 1024),
 		CLI_END,
 	};
-	const cli_cmd_t cmd = {.name = "serve", .help = serve_help, .opts = opts};
+	const cli_cmd_t cmd = {.name = "serve", .help = serve_help, .opts = opts,
+			       .help_more = api_fields_help};
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;

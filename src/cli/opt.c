@@ -156,6 +156,8 @@ bool cli_parse(const cli_cmd_t *c, int argc, char **argv, int *exit_code)
 	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (ch == 'h') {
 			fputs(c->help, stdout);
+			if (c->help_more)
+				c->help_more(stdout);
 			*exit_code = EXIT_OK;
 			return false;
 		}

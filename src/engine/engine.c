@@ -364,6 +364,17 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 	return next;
 }
 
+/* Hands token id, sampled after prev by smp, to p->on_token. */
+static void token_report(const engine_params_t *p, const sampler_t *smp,
+			 int32_t prev, int32_t id)
+{
+	if (!p->on_token)
+		return;
+	engine_token_t t = {.id = id, .prev = prev};
+	sampler_logprobs(smp, id, &t.lp); /* leaves lp 0 without logprobs */
+	p->on_token(p->user, &t);
+}
+
 /* After the token loop (n tokens in s->ids): the held-back text, the
  * times and counts into r; s->rc set when memory ran out. */
 static void gen_finish(gen_t *s, int64_t n)
@@ -417,6 +428,8 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		free(s.ids);
 		return -1;
 	}
+	for (int64_t i = 0; i < s.n_prompt; i++) /* the penalties' window */
+		sampler_accept(smp, s.ids[i], false);
 	int64_t n_prompt = s.n_prompt, n = n_prompt;
 	r->n_prompt = n_prompt;
 	r->stop = STOP_LENGTH;
@@ -459,6 +472,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 				s.rc = ENGINE_FAIL;
 				break;
 			}
+			sampler_accept(smp, next, true);
 			s.ids[n++] = next;
 			if (n - n_prompt == 1)
 				r->first_token_s = (double)(time_now_ns() - s.t0) / 1e9;
@@ -467,6 +481,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 				n--; /* the end marker is not part of the text */
 				break;
 			}
+			token_report(p, smp, s.ids[pos], next);
 		}
 		logits = NULL;
 		if ((pos + 1 >= n_prompt || p->echo_prompt) && gen_emit(&s, pos, next))
@@ -516,6 +531,8 @@ engine_seq_t *engine_seq_new(const model_t *m, int32_t ctx, const engine_params_
 		free(s);
 		return NULL;
 	}
+	for (int64_t i = 0; i < s->n_prompt; i++) /* the penalties' window */
+		sampler_accept(s->smp, s->ids[i], false);
 	s->n = s->n_prompt;
 	s->stop = STOP_LENGTH;
 	s->out.generated = true;
@@ -546,6 +563,7 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		return ENGINE_FAIL;
 	}
 	int32_t next = sampler_sample(s->smp, logits);
+	sampler_accept(s->smp, next, true);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);
 	if (gen_is_end(s->m, p, next)) {
@@ -554,6 +572,7 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		return 1;
 	}
 	s->ids[s->n++] = next;
+	token_report(p, s->smp, s->ids[pos], next);
 	int k = tokenizer_decode(s->m->tok, s->ids[pos], next, s->piece, sizeof s->piece);
 	size_t len = k > 0 ? text_clean(s->piece, (size_t)k) : 0;
 	int why = text_add(&s->out, p, s->piece, len);

@@ -31,6 +31,14 @@ typedef enum engine_stop {
 	STOP_COUNT
 } engine_stop_t;
 
+/* One sampled token as on_token gets it. */
+typedef struct engine_token {
+	int32_t id;
+	int32_t prev;          /* the token before it: its text depends on it
+				  (tokenizer_decode) */
+	sampler_logprobs_t lp; /* with sampler.logprobs (sampler.h); else 0 */
+} engine_token_t;
+
 typedef struct engine_params {
 	const char *prompt;       /* UTF-8 */
 	const int32_t *prompt_ids; /* instead of prompt when non-NULL */
@@ -47,6 +55,10 @@ typedef struct engine_params {
 	 * character waits for its end) with stop strings already cut; a
 	 * nonzero return cancels. */
 	int (*on_text)(void *user, const char *text, size_t n);
+	/* Receives each generated token that is kept (not the end marker),
+	 * before its text goes to on_text (held-back text may follow later,
+	 * and a stop string may cut it); may be NULL. */
+	void (*on_token)(void *user, const engine_token_t *t);
 	void *user;
 	/* Stop strings, matched on that text (may be NULL): the text ends
 	 * before the first one, which is not emitted (STOP_STRING). */

@@ -1,6 +1,7 @@
 /* api: the API stage's object, routing, authentication, the GET
  * endpoints (/v1/models, /health, /metrics) and api_handle, which turns
- * one request into a reply or a validated job (api_request.c). */
+ * one request into a reply (the tokenizer's endpoints: api_tokens.c) or
+ * a validated job (api_request.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,6 +55,10 @@ server_endpoint_t api_route(const char *path)
 		return EP_HEALTH;
 	if (!strcmp(path, "/metrics"))
 		return EP_METRICS;
+	if (!strcmp(path, "/tokenize"))
+		return EP_TOKENIZE;
+	if (!strcmp(path, "/detokenize"))
+		return EP_DETOKENIZE;
 	return EP_OTHER;
 }
 
@@ -87,7 +92,8 @@ static bool access_ok(api_t *a, server_endpoint_t ep, const char *method,
 		REPLY_ERR(out, 404, NULL, "not_found", "no endpoint %.200s", path);
 		return false;
 	}
-	bool gen = ep == EP_COMPLETIONS || ep == EP_CHAT;
+	bool gen = ep == EP_COMPLETIONS || ep == EP_CHAT || ep == EP_TOKENIZE ||
+		   ep == EP_DETOKENIZE; /* the POST endpoints */
 	if (gen ? !post : !get) {
 		out->allow = gen ? "POST" : "GET, HEAD";
 		REPLY_ERR(out, 405, NULL, "method_not_allowed",
@@ -153,11 +159,12 @@ void api_handle(api_t *a, const char *method, const char *path,
 	out->endpoint = ep;
 	if (!access_ok(a, ep, method ? method : "", path, auth, out))
 		return;
-	if (ep != EP_COMPLETIONS && ep != EP_CHAT) {
+	if (ep != EP_COMPLETIONS && ep != EP_CHAT && ep != EP_TOKENIZE &&
+	    ep != EP_DETOKENIZE) {
 		handle_get(a, ep, path, out);
 		return;
 	}
-	/* a generation */
+	/* a generation, or the tokenizer */
 	json_error_t jerr;
 	json_t *root = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
 	if (!root) {
@@ -172,6 +179,15 @@ void api_handle(api_t *a, const char *method, const char *path,
 	}
 	if (!json_is_object(root)) {
 		REPLY_ERR(out, 400, NULL, NULL, "the body must be a JSON object");
+		json_decref(root);
+		return;
+	}
+	if (ep == EP_TOKENIZE || ep == EP_DETOKENIZE) {
+		api_handle_tokens(a, ep, root, out);
+		json_decref(root);
+		return;
+	}
+	if (api_fields_check(ep, root, out) < 0) {
 		json_decref(root);
 		return;
 	}

@@ -2,13 +2,15 @@
  * scheduler (sched.h). It routes and authenticates a request, parses and
  * validates a generation request into a job (every 400 is decided here),
  * and formats every response: final JSON bodies, SSE chunk events, usage,
- * error bodies, /v1/models, /health and /metrics through the metrics leaf.
+ * error bodies, /v1/models, /tokenize and /detokenize (api_tokens.c),
+ * /health and /metrics through the metrics leaf.
  * api_handle is pure with respect to the network: no socket, no model
  * weights (the fuzzer and tests/test_server.c call it through
  * server_handle_json).
  *
  * Every error is {"error":{"message","type","param","code"}}: 400 bad
- * request, 401 missing/wrong bearer key, 404 unknown path or model
+ * request (code "unsupported_parameter", param the field, for a field
+ * egang does not implement: api_fields.c), 401 missing/wrong bearer key, 404 unknown path or model
  * (param "model", code "model_not_found", as OpenAI), 405 wrong method
  * (with an Allow header), 413 body too large, 429 queue full, 500 a
  * generation that failed (memory, or the model's logits not finite:
@@ -23,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/tokenizer.h"
 #include "server/metrics.h"
@@ -79,6 +82,11 @@ sched_job_t *api_job_work(server_job_t *j);
 /* True when the client asked for server-sent events. */
 bool api_job_stream(const server_job_t *j);
 
+/* The request fields of both generation endpoints, what each does, which
+ * are accepted only at their no-op default and which are refused, as
+ * `egang serve --help` prints them (api_fields.c). */
+void api_fields_help(FILE *out);
+
 /* ---- responses (api_format.c) ---- */
 
 /* {"error":{"message","type","param","code"}}; param/code may be NULL. */
@@ -87,9 +95,10 @@ char *api_error_body(int status, const char *param, const char *code,
 /* Appends the SSE bytes of one event of j ("data: JSON\n\n"; the end
  * and an error add "data: [DONE]\n\n"; a completion's start adds
  * nothing). */
-void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *out);
+void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out);
 /* The reply to a finished non-streaming job: its status and body
- * (malloc'd). */
-char *api_format_reply(const server_job_t *j, int *status);
+ * (malloc'd). Both keep a running offset in j (completions' logprobs):
+ * one thread at a time. */
+char *api_format_reply(server_job_t *j, int *status);
 
 #endif

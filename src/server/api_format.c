@@ -1,6 +1,7 @@
 /* api_format: every response body of the API. A job's events arrive raw
  * from the scheduler (sched.h); here they become OpenAI's JSON: one
  * chunk per text event while it streams, one body at the end otherwise. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,99 @@ static json_t *usage_json(int64_t np, int64_t ng)
 			 (json_int_t)(np + ng));
 }
 
+/* ---- log-probabilities (sampler.h: which distribution) ---- */
+
+/* A log-probability as JSON: -9999 (OpenAI's floor) for -inf, which
+ * jansson cannot write. */
+static json_t *logprob_json(float lp)
+{
+	return json_real(isfinite(lp) ? (double)lp : -9999.0);
+}
+
+/* The text token id adds after prev (n bytes into buf, cap 512). */
+static size_t token_bytes(const server_job_t *j, int32_t prev, int32_t id,
+			  char *buf)
+{
+	int n = tokenizer_decode(j->tok, prev, id, buf, 512);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* {"token", "logprob", "bytes"} of chat's entries. */
+static json_t *chat_entry_json(const server_job_t *j, int32_t prev, int32_t id,
+			       float lp)
+{
+	char buf[512];
+	size_t n = token_bytes(j, prev, id, buf);
+	json_t *bytes = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(bytes, json_integer((unsigned char)buf[i]));
+	return json_pack("{s:o, s:o, s:o}", "token", buf_json_text(buf, n),
+			 "logprob", logprob_json(lp), "bytes", bytes);
+}
+
+/* Chat's choices[].logprobs: {"content": [...], "refusal": null}. */
+static json_t *chat_logprobs_json(const server_job_t *j,
+				  const engine_token_t *t, size_t n)
+{
+	json_t *content = json_array();
+	for (size_t k = 0; k < n; k++) {
+		json_t *e = chat_entry_json(j, t[k].prev, t[k].id, t[k].lp.logprob);
+		json_t *top = json_array();
+		for (int32_t i = 0; i < t[k].lp.n_top; i++)
+			json_array_append_new(top, chat_entry_json(j, t[k].prev,
+								   t[k].lp.top_id[i],
+								   t[k].lp.top_logprob[i]));
+		json_object_set_new(e, "top_logprobs", top);
+		json_array_append_new(content, e);
+	}
+	return json_pack("{s:o, s:n}", "content", content, "refusal");
+}
+
+/* Completions' choices[].logprobs: tokens, token_logprobs, top_logprobs
+ * (an object per token: text -> log-probability) and text_offset, the
+ * byte offset of each token in the completion (j->text_offset carries it
+ * from chunk to chunk). */
+static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
+				  size_t n)
+{
+	json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(),
+	       *offs = json_array();
+	char buf[512];
+	for (size_t k = 0; k < n; k++) {
+		size_t len = token_bytes(j, t[k].prev, t[k].id, buf);
+		json_array_append_new(tokens, buf_json_text(buf, len));
+		json_array_append_new(lps, logprob_json(t[k].lp.logprob));
+		json_array_append_new(offs, json_integer((json_int_t)j->text_offset));
+		j->text_offset += len;
+		json_t *top = json_object();
+		for (int32_t i = 0; i < t[k].lp.n_top; i++) {
+			size_t m = token_bytes(j, t[k].prev, t[k].lp.top_id[i], buf);
+			json_t *key = buf_json_text(buf, m);
+			json_object_set_new(top, json_string_value(key),
+					    logprob_json(t[k].lp.top_logprob[i]));
+			json_decref(key);
+		}
+		json_array_append_new(tops, top);
+	}
+	return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs",
+			 lps, "top_logprobs", tops, "text_offset", offs);
+}
+
+/* The logprobs of tokens t (n) in j's shape, or JSON null when j's
+ * request did not ask for them. */
+static json_t *logprobs_json(server_job_t *j, const engine_token_t *t, size_t n)
+{
+	if (!sched_job_request(j->work)->sp.logprobs)
+		return json_null();
+	return j->ep == EP_CHAT ? chat_logprobs_json(j, t, n)
+				: cmpl_logprobs_json(j, t, n);
+}
+
 /* One streamed chunk: text (NULL: none, for a chat delta), the finish
- * reason (NULL: none yet), the assistant role (a chat's first chunk). */
+ * reason (NULL: none yet), the assistant role (a chat's first chunk),
+ * its logprobs (taken; NULL: null). */
 static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
-			  const char *finish, bool role)
+			  const char *finish, bool role, json_t *lp)
 {
 	json_t *choice = json_object();
 	json_object_set_new(choice, "index", json_integer(0));
@@ -71,7 +161,7 @@ static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
 	} else {
 		json_object_set_new(choice, "text", buf_json_text(text ? text : "", n));
 	}
-	json_object_set_new(choice, "logprobs", json_null());
+	json_object_set_new(choice, "logprobs", lp ? lp : json_null());
 	json_object_set_new(choice, "finish_reason",
 			    finish ? json_string(finish) : json_null());
 	json_t *choices = json_array();
@@ -94,19 +184,23 @@ static void sse_event(sbuf_t *out, json_t *json)
 
 /* ---- a job's responses ---- */
 
-void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *out)
+void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 {
 	switch (ev->kind) {
 	case SCHED_EVENT_START:
 		if (j->ep == EP_CHAT) /* the role comes first, alone */
-			sse_event(out, chunk_json(j, "", 0, NULL, true));
+			sse_event(out, chunk_json(j, "", 0, NULL, true, NULL));
 		break;
 	case SCHED_EVENT_TEXT:
-		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false));
+		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false,
+					  logprobs_json(j, ev->tokens, ev->n_tokens)));
 		break;
 	case SCHED_EVENT_END: {
+		/* tokens whose text was held back, then cut by a stop string */
+		json_t *lp = ev->n_tokens ? logprobs_json(j, ev->tokens, ev->n_tokens)
+					  : NULL;
 		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
-					  finish_reason(ev->stop), false);
+					  finish_reason(ev->stop), false, lp);
 		json_object_set_new(last, "usage", usage_json(ev->n_prompt, ev->n_gen));
 		sse_event(out, last);
 		sbuf_str(out, "data: [DONE]\n\n");
@@ -124,7 +218,7 @@ void api_format_event(const server_job_t *j, const sched_event_t *ev, sbuf_t *ou
 	}
 }
 
-char *api_format_reply(const server_job_t *j, int *status)
+char *api_format_reply(server_job_t *j, int *status)
 {
 	sched_result_t r;
 	sched_job_result(j->work, &r);
@@ -142,7 +236,7 @@ char *api_format_reply(const server_job_t *j, int *status)
 					      "content", text));
 	else
 		json_object_set_new(choice, "text", text);
-	json_object_set_new(choice, "logprobs", json_null());
+	json_object_set_new(choice, "logprobs", logprobs_json(j, r.tokens, r.n_tokens));
 	json_object_set_new(choice, "finish_reason", json_string(finish_reason(r.stop)));
 	json_t *choices = json_array();
 	json_array_append_new(choices, choice);

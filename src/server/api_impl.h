@@ -4,6 +4,9 @@
  *  api.c          the object, routing, authentication, the GET endpoints,
  *                 api_handle;
  *  api_request.c  a generation request's fields into a job (the 400s);
+ *  api_tokens.c   /tokenize and /detokenize;
+ *  api_fields.c   the table of request fields: which are implemented,
+ *                 accepted at their default only, or refused;
  *  api_format.c   every response body: errors, final bodies, SSE events. */
 #ifndef EGANG_SERVER_API_IMPL_H
 #define EGANG_SERVER_API_IMPL_H
@@ -34,6 +37,9 @@ struct server_job {
 	char id[48];          /* the response id, also the work's name */
 	int64_t created;
 	const char *model;
+	const tokenizer_t *tok; /* the tokens' text (logprobs) */
+	size_t text_offset;   /* completions' logprobs: bytes of the tokens
+				 formatted so far (api_format_event) */
 	sched_job_t *work;    /* one reference */
 };
 
@@ -44,6 +50,21 @@ struct server_job {
 		(out)->content_type = "application/json";                     \
 		(out)->body = api_error_body((st), (param), (code), __VA_ARGS__); \
 	} while (0)
+
+/* ---- api_tokens.c ---- */
+
+/* The reply to a POST /tokenize or /detokenize (ep) with JSON object
+ * body: 200 or a 400 naming the field. */
+void api_handle_tokens(const api_t *a, server_endpoint_t ep, json_t *body,
+		       server_reply_t *out);
+
+/* ---- api_fields.c ---- */
+
+/* Every top-level field of a generation request to ep against the table:
+ * 0, or -1 with out filled with the 400 unsupported_parameter naming the
+ * first field that egang does not implement (unknown, refused, or not at
+ * the only value it accepts). */
+int api_fields_check(server_endpoint_t ep, json_t *root, server_reply_t *out);
 
 /* ---- api_request.c ---- */
 

@@ -2,6 +2,7 @@
  * checked, every bad one a 400 that names it. Pure: no network, no model
  * weights (only the tokenizer and the chat template). */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ server_job_t *api_job_new(api_t *a, server_endpoint_t ep)
 		abort(); /* out of memory */
 	j->ep = ep;
 	j->model = a->cfg.model_id;
+	j->tok = a->cfg.tok;
 	j->created = (int64_t)time(NULL);
 	/* relaxed: the ids need only be unique */
 	snprintf(j->id, sizeof j->id, "%s-%llu",
@@ -168,6 +170,144 @@ static int parse_sampling(api_t *a, json_t *root, sched_request_t *q,
 	return 0;
 }
 
+/* A real field in [lo, hi] into *dst (the float the sampler gets); 0, 1
+ * when absent or null, -1 with the 400 in out. */
+static int parse_real(json_t *root, const char *name, double lo, double hi,
+		      float *dst, server_reply_t *out)
+{
+	json_t *v = json_object_get(root, name);
+	if (!v || json_is_null(v))
+		return 1;
+	double x = json_is_number(v) ? json_number_value(v) : NAN;
+	if (!(x >= lo && x <= hi)) {
+		REPLY_ERR(out, 400, name, NULL, "'%s' must be a number in [%g, %g]",
+			  name, lo, hi);
+		return -1;
+	}
+	*dst = (float)x;
+	return 0;
+}
+
+/* "logit_bias": {"TOKEN_ID": BIAS, ...}, ids in the vocabulary, biases in
+ * [-100, 100] (sampler.h: +100 forces, -100 bans). The array is the
+ * request's (the job frees it). */
+static int parse_logit_bias(api_t *a, json_t *v, sched_request_t *q,
+			    server_reply_t *out)
+{
+	if (!json_is_object(v)) {
+		REPLY_ERR(out, 400, "logit_bias", NULL,
+			  "'logit_bias' must be an object of token ids to biases");
+		return -1;
+	}
+	size_t n = json_object_size(v);
+	if (!n)
+		return 0;
+	sampler_bias_t *b = calloc(n, sizeof *b);
+	if (!b)
+		abort(); /* out of memory */
+	q->sp.bias = b;
+	int32_t vocab = tokenizer_n_vocab(a->cfg.tok);
+	const char *key;
+	json_t *x;
+	json_object_foreach(v, key, x) {
+		char *end;
+		long id = strtol(key, &end, 10);
+		if (!*key || *end || key[0] == '-' || key[0] == '+' || key[0] == ' ' ||
+		    id < 0 || id >= vocab) {
+			REPLY_ERR(out, 400, "logit_bias", NULL,
+				  "logit_bias key '%.40s' is not a token id in [0, %d)",
+				  key, vocab);
+			return -1;
+		}
+		double bias = json_is_number(x) ? json_number_value(x) : NAN;
+		if (!(bias >= -100 && bias <= 100)) {
+			REPLY_ERR(out, 400, "logit_bias", NULL,
+				  "logit_bias[\"%ld\"] must be a number in [-100, 100]", id);
+			return -1;
+		}
+		b[q->sp.n_bias++] = (sampler_bias_t){(int32_t)id, (float)bias};
+	}
+	return 0;
+}
+
+/* The logits processing of sampler.h: logit_bias, OpenAI's presence and
+ * frequency penalties, llama.cpp's repetition_penalty (and repeat_last_n)
+ * and min_p. A bias that bans every token is refused here too. */
+static int parse_processing(api_t *a, json_t *root, sched_request_t *q,
+			    server_reply_t *out)
+{
+	if (parse_real(root, "presence_penalty", -2, 2, &q->sp.presence_penalty, out) < 0 ||
+	    parse_real(root, "frequency_penalty", -2, 2, &q->sp.frequency_penalty, out) < 0 ||
+	    parse_real(root, "min_p", 0, 1, &q->sp.min_p, out) < 0)
+		return -1;
+	int rc = parse_real(root, "repetition_penalty", 0, 100, &q->sp.repeat_penalty, out);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && !(q->sp.repeat_penalty > 0)) {
+		REPLY_ERR(out, 400, "repetition_penalty", NULL,
+			  "'repetition_penalty' must be above 0 (1: off)");
+		return -1;
+	}
+	json_t *v = json_object_get(root, "repeat_last_n");
+	if (v && !json_is_null(v)) {
+		json_int_t n = json_is_integer(v) ? json_integer_value(v) : -2;
+		if (n < -1 || n > a->cfg.ctx) {
+			REPLY_ERR(out, 400, "repeat_last_n", NULL,
+				  "'repeat_last_n' must be an integer in [-1, %d] "
+				  "(-1: the context, 0: no repetition penalty)", a->cfg.ctx);
+			return -1;
+		}
+		if (n == 0)
+			q->sp.repeat_penalty = 0; /* llama.cpp: 0 turns it off */
+		q->sp.repeat_last_n = n < 0 ? a->cfg.ctx : (int32_t)n;
+	}
+	v = json_object_get(root, "logit_bias");
+	if (v && !json_is_null(v) && parse_logit_bias(a, v, q, out) < 0)
+		return -1;
+	if (q->sp.n_bias) { /* all banned: the sampler's own check, as a 400 */
+		sampler_t *t = sampler_new(tokenizer_n_vocab(a->cfg.tok), &q->sp);
+		if (!t) {
+			REPLY_ERR(out, 400, "logit_bias", NULL, "%s", err_get());
+			return -1;
+		}
+		sampler_free(t);
+	}
+	return 0;
+}
+
+/* Chat's "logprobs" (a boolean) and "top_logprobs" (0..20, only with
+ * logprobs true unless 0); completions' "logprobs" (0..20: the
+ * alternatives, with the sampled token's log-probability always). */
+static int parse_logprobs(json_t *root, sched_request_t *q, bool chat,
+			  server_reply_t *out)
+{
+	json_t *v = json_object_get(root, "logprobs");
+	json_t *top = chat ? json_object_get(root, "top_logprobs") : v;
+	if (json_is_null(v))
+		v = NULL;
+	if (json_is_null(top))
+		top = NULL;
+	if (chat && v && !json_is_boolean(v)) {
+		REPLY_ERR(out, 400, "logprobs", NULL, "'logprobs' must be a boolean");
+		return -1;
+	}
+	const char *tname = chat ? "top_logprobs" : "logprobs";
+	json_int_t n = top && json_is_integer(top) ? json_integer_value(top) : -1;
+	if (top && !(n >= 0 && n <= SAMPLER_MAX_LOGPROBS)) {
+		REPLY_ERR(out, 400, tname, NULL, "'%s' must be an integer in [0, %d]",
+			  tname, SAMPLER_MAX_LOGPROBS);
+		return -1;
+	}
+	q->sp.logprobs = chat ? v && json_is_true(v) : top != NULL;
+	if (chat && n > 0 && !q->sp.logprobs) {
+		REPLY_ERR(out, 400, "top_logprobs", NULL,
+			  "'top_logprobs' needs 'logprobs': true");
+		return -1;
+	}
+	q->sp.top_logprobs = n > 0 ? (int32_t)n : 0;
+	return 0;
+}
+
 /* "stop": a string or an array of at most SCHED_MAX_STOP strings. */
 static int parse_stop(json_t *v, sched_request_t *q, server_reply_t *out)
 {
@@ -208,7 +348,9 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 	sched_request_t *q = sched_job_request(j->work);
 	json_t *v;
 	if (parse_limits(a, root, q, chat, out) < 0 ||
-	    parse_sampling(a, root, q, out) < 0)
+	    parse_sampling(a, root, q, out) < 0 ||
+	    parse_processing(a, root, q, out) < 0 ||
+	    parse_logprobs(root, q, chat, out) < 0)
 		return -1;
 	if ((v = json_object_get(root, "stream")) && !json_is_null(v)) {
 		if (!json_is_boolean(v)) {
@@ -217,18 +359,8 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 		}
 		q->stream = json_is_true(v);
 	}
-	if ((v = json_object_get(root, "n")) && !json_is_null(v)) {
-		if (!json_is_integer(v) || json_integer_value(v) != 1) {
-			REPLY_ERR(out, 400, "n", NULL, "only 'n': 1 is supported");
-			return -1;
-		}
-	}
-	if ((v = json_object_get(root, "echo")) && !json_is_null(v)) {
-		if (!json_is_boolean(v) || json_is_true(v)) {
-			REPLY_ERR(out, 400, "echo", NULL, "only 'echo': false is supported");
-			return -1;
-		}
-	}
+	/* n, echo and the other fields taken only at their default:
+	 * api_fields.c, before this */
 	if ((v = json_object_get(root, "stop")) && !json_is_null(v))
 		return parse_stop(v, q, out);
 	return 0;
@@ -310,6 +442,33 @@ void api_parse_completion(api_t *a, json_t *root, server_job_t *j,
 	finish_prompt(a, j, ids, n, out);
 }
 
+/* Refuses a key of messages[i] other than role and content, except the
+ * OpenAI message fields egang does not render when they are null (a
+ * client that sends back the assistant message it was given sends them
+ * so). 0 or -1 with the 400 in out. */
+static int message_keys_check(json_t *m, size_t i, server_reply_t *out)
+{
+	static const char *const null_ok[] = {"name", "tool_calls", "tool_call_id",
+					      "refusal", "audio", "function_call"};
+	const char *key;
+	json_t *v;
+	json_object_foreach(m, key, v) {
+		if (!strcmp(key, "role") || !strcmp(key, "content"))
+			continue;
+		bool known = false;
+		for (size_t k = 0; k < sizeof null_ok / sizeof null_ok[0]; k++)
+			known |= !strcmp(key, null_ok[k]);
+		if (known && json_is_null(v))
+			continue;
+		REPLY_ERR(out, 400, "messages", "unsupported_parameter",
+			  "messages[%zu].%.40s %s: egang renders a message's role "
+			  "and content only", i, key,
+			  known ? "is not supported" : "is not a message field egang knows");
+		return -1;
+	}
+	return 0;
+}
+
 /* messages[i] into msg[i]; array contents are concatenated into parts
  * (their offsets + 1 in part_off, fixed up by the caller). */
 static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
@@ -322,6 +481,8 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 			  "messages[%zu] must be an object with a string 'role'", i);
 		return -1;
 	}
+	if (message_keys_check(m, i, out) < 0)
+		return -1;
 	const char *r = json_string_value(role);
 	if (!strcmp(r, "developer"))
 		r = "system";
@@ -345,7 +506,7 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 			json_t *tx = json_object_get(pt, "text");
 			if (!json_is_string(type) ||
 			    strcmp(json_string_value(type), "text") ||
-			    !json_is_string(tx)) {
+			    !json_is_string(tx) || json_object_size(pt) != 2) {
 				REPLY_ERR(out, 400, "messages", NULL,
 					  "messages[%zu].content[%zu] must be "
 					  "{\"type\":\"text\",\"text\":STRING}", i, k);

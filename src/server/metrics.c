@@ -44,7 +44,7 @@ static const double wait_le[] = {0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 
 static const char *const ep_names[EP_COUNT] = {
 	"completions", "chat_completions", "models", "health", "metrics",
-	"other"};
+	"tokenize", "detokenize", "other"};
 
 /* ---- the object ---- */
 

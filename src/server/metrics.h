@@ -31,6 +31,8 @@ typedef enum server_endpoint {
 	EP_MODELS,
 	EP_HEALTH,
 	EP_METRICS,
+	EP_TOKENIZE,
+	EP_DETOKENIZE,
 	EP_OTHER, /* unknown paths */
 	EP_COUNT
 } server_endpoint_t;

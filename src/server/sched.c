@@ -65,6 +65,7 @@ static void gen_run(sched_t *s, forward_t *f, gang_t *g, sched_job_t *j)
 		.sampler = q->sp,
 		.before_token = gen_before_token,
 		.on_text = sched_job_on_text,
+		.on_token = sched_job_on_token,
 		.user = &c,
 		.stop = (const char *const *)q->stop,
 		.n_stop = q->n_stop,

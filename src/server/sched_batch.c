@@ -189,6 +189,7 @@ static bool slot_start(batch_t *b, slot_t *sl, sched_job_t *j, int32_t cap, size
 		.n_predict = q->max_tokens,
 		.sampler = q->sp,
 		.on_text = sched_job_on_text,
+		.on_token = sched_job_on_token,
 		.user = &sl->c,
 		.stop = (const char *const *)q->stop,
 		.n_stop = q->n_stop,

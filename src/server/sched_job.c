@@ -28,10 +28,12 @@ sched_request_t *sched_job_request(sched_job_t *j) { return &j->req; }
 static void job_destroy(sched_job_t *j)
 {
 	free(j->req.ids);
+	free((void *)j->req.sp.bias); /* the request's own (api_request.c) */
 	for (int i = 0; i < j->req.n_stop; i++)
 		free(j->req.stop[i]);
 	sbuf_free(&j->text);
 	free(j->ev);
+	free(j->tok);
 	free(j->err_msg);
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
@@ -71,7 +73,9 @@ static void job_push(sched_job_t *j, sched_event_kind_t kind, size_t off, size_t
 		j->ev = ev;
 		j->cap_ev = cap;
 	}
-	j->ev[j->n_ev++] = (sched_event_rec_t){kind, off, n};
+	j->ev[j->n_ev++] = (sched_event_rec_t){kind, off, n, j->tok_evented,
+					       j->n_tok - j->tok_evented};
+	j->tok_evented = j->n_tok;
 	pthread_cond_broadcast(&j->cv);
 }
 
@@ -95,6 +99,24 @@ int sched_job_on_text(void *user, const char *text, size_t n)
 	job_push(j, SCHED_EVENT_TEXT, off, n);
 	pthread_mutex_unlock(&j->mu);
 	return 0;
+}
+
+void sched_job_on_token(void *user, const engine_token_t *t)
+{
+	sched_job_t *j = ((sched_gen_ctx_t *)user)->j;
+	if (!j->req.sp.logprobs)
+		return;
+	pthread_mutex_lock(&j->mu);
+	if (j->n_tok == j->cap_tok) {
+		size_t cap = j->cap_tok ? 2 * j->cap_tok : 64;
+		engine_token_t *tok = realloc(j->tok, cap * sizeof *tok);
+		if (!tok)
+			abort(); /* out of memory */
+		j->tok = tok;
+		j->cap_tok = cap;
+	}
+	j->tok[j->n_tok++] = *t;
+	pthread_mutex_unlock(&j->mu);
 }
 
 void sched_job_fail(sched_t *s, sched_job_t *j, int status, const char *msg)
@@ -177,8 +199,17 @@ int sched_job_next(sched_job_t *j, sched_event_t *ev, sbuf_t *text,
 		text->len = 0;
 		if (e->kind == SCHED_EVENT_TEXT)
 			sbuf_add(text, e->n ? j->text.p + e->off : "", e->n);
+		/* the tokens after the text, at an offset aligned for them */
+		size_t at = (e->n + 1 + 7) & ~(size_t)7;
+		if (e->n_tok) {
+			sbuf_add(text, "\0\0\0\0\0\0\0\0", at - text->len);
+			sbuf_add(text, (const char *)(j->tok + e->tok_off),
+				 e->n_tok * sizeof *j->tok);
+		}
 		ev->text = text->p;
 		ev->n = e->n;
+		ev->tokens = e->n_tok ? (const engine_token_t *)(text->p + at) : NULL;
+		ev->n_tokens = e->n_tok;
 		rc = 1;
 	}
 	pthread_mutex_unlock(&j->mu);
@@ -206,6 +237,7 @@ void sched_job_result(sched_job_t *j, sched_result_t *r)
 	pthread_mutex_lock(&j->mu);
 	*r = (sched_result_t){.status = j->err_status, .msg = j->err_msg,
 			      .text = j->text.p ? j->text.p : "", .n = j->text.len,
+			      .tokens = j->tok, .n_tokens = j->n_tok,
 			      .stop = j->stop, .n_prompt = j->n_prompt,
 			      .n_gen = j->n_gen};
 	pthread_mutex_unlock(&j->mu);

@@ -15,8 +15,8 @@
  * counters); no thread ever holds two of those locks.
  *
  * Endpoints: POST /v1/completions, POST /v1/chat/completions (both with
- * "stream": true), GET /v1/models, GET /health, GET /metrics (Prometheus
- * text). Errors: api.h.
+ * "stream": true), POST /tokenize, POST /detokenize, GET /v1/models,
+ * GET /health, GET /metrics (Prometheus text). Errors: api.h.
  *
  * Synchronization: server_handle_json() and server_count() may run on
  * any number of threads at once, also while the server runs.
