@@ -15,6 +15,17 @@ expect_exit "unknown command" 2 "unknown command 'frobnicate'" "$EGANG" frobnica
 expect_exit "generate without -m" 2 "-m/--model is required" "$EGANG" generate
 expect_exit "unknown flag" 2 "unrecognized option|see .egang generate --help" "$EGANG" generate --bogus
 expect_exit "-n not a number" 2 "-n: 'abc' is not an integer" "$EGANG" generate -m x -n abc
+for cmd in generate chat serve "bench decode" "bench width"; do
+	expect_exit "$cmd --kv-type unknown" 2 "--kv-type: 'q4' is not one of f16, f32, q8_0" \
+		"$EGANG" $cmd -m x --kv-type q4
+done
+# --kv-type q8_0 needs whole blocks of 32 per head (stories260k: head_dim 8)
+"$EGANG" synth stories260k -o $TMP/st260.gguf -q
+for cmd in generate chat serve "bench decode"; do
+	expect_exit "$cmd --kv-type q8_0 on head_dim 8" 2 \
+		"--kv-type q8_0: a q8_0 KV cache needs a head_dim that is a multiple of 32 \(this model's is 8\)" \
+		"$EGANG" $cmd -m $TMP/st260.gguf --kv-type q8_0
+done
 expect_exit "-n negative" 2 "-n: -5 is out of range" "$EGANG" generate -m x -n -5
 expect_exit "-t out of range" 2 "-t: 1000 is out of range" "$EGANG" generate -m x -t 1000
 expect_exit "--top-p 0" 2 "--top-p: 0 is out of range" "$EGANG" generate -m x --top-p 0

@@ -9,31 +9,33 @@ gen() { "$EGANG" generate -q "$@"; }
 
 if have_models "reference outputs"; then
 	M=$MODELS E=$MODELS/expected
+	# llama2.c's cache is f32: --kv-type f32 (egang's default, f16, rounds
+	# K and V; its greedy text still matches here, its top-p sample not)
 	# llama2.c's -n S counts every position: egang -n = S + 1 - prompt tokens
-	gen -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 196 -p "Once upon a time" \
+	gen --kv-type f32 -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 196 -p "Once upon a time" \
 		--ids $TMP/once.ids --logits-hash $TMP/once.bin.hash >$TMP/once.txt
 	check "stories260K greedy text equals run.c" cmp $TMP/once.txt $E/stories260K.once_t0_n200.stdout
 	check "stories260K greedy ids equal run.c" cmp $TMP/once.ids $E/stories260K.once_t0_n200.ids
-	gen -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 200 --ids $TMP/np.ids >$TMP/np.txt
+	gen --kv-type f32 -m $M/stories260K.bin -z $M/tok512.bin -t 0 -n 200 --ids $TMP/np.ids >$TMP/np.txt
 	check "stories260K no prompt equals run.c" cmp $TMP/np.txt $E/stories260K.noprompt_t0_n200.stdout
 	check "stories260K no prompt ids equal run.c" cmp $TMP/np.ids $E/stories260K.noprompt_t0_n200.ids
-	gen -m $M/stories260K.bin -z $M/tok512.bin -t 0.0 -n 256 >$TMP/doc.txt
+	gen --kv-type f32 -m $M/stories260K.bin -z $M/tok512.bin -t 0.0 -n 256 >$TMP/doc.txt
 	check "stories260K doc sample (greedy) equals run.c" cmp $TMP/doc.txt $E/stories260K.doc_t0.stdout
-	gen -m $M/stories260K.bin -z $M/tok512.bin -t 1.0 --top-p 0.9 -s 133742 \
+	gen --kv-type f32 -m $M/stories260K.bin -z $M/tok512.bin -t 1.0 --top-p 0.9 -s 133742 \
 		--sampler llama2c -n 256 --ids $TMP/seed.ids >$TMP/seed.txt
 	check "stories260K seeded top-p sample equals run.c" cmp $TMP/seed.txt $E/stories260K.doc_t1_p09_s133742.stdout
 	check "stories260K seeded ids equal run.c" cmp $TMP/seed.ids $E/stories260K.doc_t1_p09_s133742.ids
-	gen -m $M/babyllama105.bin -z $M/tok105.bin -t 0 -n 183 -p "Once upon a time" \
+	gen --kv-type f32 -m $M/babyllama105.bin -z $M/tok105.bin -t 0 -n 183 -p "Once upon a time" \
 		--ids $TMP/baby.ids >$TMP/baby.txt
 	check "babyllama105 greedy text equals run.c" cmp $TMP/baby.txt $E/babyllama105.once_t0_n200.stdout
 	check "babyllama105 greedy ids equal run.c" cmp $TMP/baby.ids $E/babyllama105.once_t0_n200.ids
 
 	# GGUF: converted by egang, and llama.cpp's own conversion
 	"$EGANG" convert $M/stories260K.bin -z $M/tok512.bin -o $TMP/conv.gguf 2>/dev/null
-	gen -m $TMP/conv.gguf -t 0 -n 196 -p "Once upon a time" --logits-hash $TMP/once.conv.hash >$TMP/conv.txt
+	gen --kv-type f32 -m $TMP/conv.gguf -t 0 -n 196 -p "Once upon a time" --logits-hash $TMP/once.conv.hash >$TMP/conv.txt
 	check "converted GGUF gives the same text" cmp $TMP/conv.txt $E/stories260K.once_t0_n200.stdout
 	check "converted GGUF gives the same logits hashes" cmp $TMP/once.conv.hash $TMP/once.bin.hash
-	gen -m $M/stories260K.gguf -t 0 -n 196 -p "Once upon a time" --logits-hash $TMP/once.gguf.hash >$TMP/gguf.txt
+	gen --kv-type f32 -m $M/stories260K.gguf -t 0 -n 196 -p "Once upon a time" --logits-hash $TMP/once.gguf.hash >$TMP/gguf.txt
 	check "llama.cpp's stories260K.gguf gives the same text" cmp $TMP/gguf.txt $E/stories260K.once_t0_n200.stdout
 	check "llama.cpp's stories260K.gguf gives the same logits hashes" cmp $TMP/once.gguf.hash $TMP/once.bin.hash
 
@@ -104,13 +106,16 @@ if have_repo_models "membership"; then
 	else fail "stop string ends the text before it" "$out"; fi
 fi
 
-# Synthetic models of every type: bit-exact across memberships too.
-for type in f32 f16 bf16 q8_0 q4_0; do
+# Synthetic models of every type, each with one KV cache type (TYPE:KV;
+# stories260K above ran the default f16): bit-exact across memberships too.
+for tk in f32:f32 f16:f16 bf16:q8_0 q8_0:q8_0 q8_0:f32 q4_0:f16; do
+	type=${tk%:*} kv=${tk#*:}
 	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type $type --seed 7 -o $TMP/s.gguf -q
-	gen -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --cores 0 --logits-hash $TMP/s1.hash >/dev/null
+	gen -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --kv-type $kv --cores 0 \
+		--logits-hash $TMP/s1.hash >/dev/null
 	ok=1 joined=0
 	for spec in "--cores 0-1" "--membership random:4" "--membership flip:2"; do
-		"$EGANG" generate -m $TMP/s.gguf -t 0 -n 200 -p "hello world" $spec \
+		"$EGANG" generate -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --kv-type $kv $spec \
 			--logits-hash $TMP/s2.hash >/dev/null 2>$TMP/s2.err
 		cmp -s $TMP/s1.hash $TMP/s2.hash || ok=0
 		joined=$((joined + $(gang_stat $TMP/s2.err joins)))
@@ -118,12 +123,12 @@ for type in f32 f16 bf16 q8_0 q4_0; do
 	n=$(wc -l <$TMP/s1.hash)
 	# (the membership's effect is asserted per spec on stories260K above;
 	# here at least one of the runs must have had the worker in)
-	if [[ $ok -eq 1 && $n -eq 200 && $joined -ge 1 ]]; then pass "synthetic $type logits bit-exact across memberships"
-	else fail "synthetic $type logits bit-exact across memberships" "ok=$ok lines=$n joins=$joined"; fi
+	if [[ $ok -eq 1 && $n -eq 200 && $joined -ge 1 ]]; then pass "synthetic $type, kv $kv: logits bit-exact across memberships"
+	else fail "synthetic $type, kv $kv: logits bit-exact across memberships" "ok=$ok lines=$n joins=$joined"; fi
 	# matrices are read from their packed copies (kernels.h pack16: every
 	# quantized one, float ones with short rows) where the CPU has AVX-512;
 	# without the copies: the same bits
-	EGANG_PACK=0 gen -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --cores 0-1 \
+	EGANG_PACK=0 gen -m $TMP/s.gguf -t 0 -n 200 -p "hello world" --kv-type $kv --cores 0-1 \
 		--logits-hash $TMP/s3.hash >/dev/null
-	check "synthetic $type logits the same without packed weights" cmp $TMP/s1.hash $TMP/s3.hash
+	check "synthetic $type, kv $kv: logits the same without packed weights" cmp $TMP/s1.hash $TMP/s3.hash
 done

@@ -41,7 +41,7 @@ fi
 if have_models "prefill against run.c"; then
 	# the echoed prompt and the generated text equal the reference output
 	# of llama2.c (the same as tests/cli_generate.sh, batches of 3)
-	EGANG_PREFILL_BATCH=3 gen -m $REPO_MODELS/stories260K.bin -z $REPO_MODELS/tok512.bin -t 0 -n 196 \
+	EGANG_PREFILL_BATCH=3 gen --kv-type f32 -m $REPO_MODELS/stories260K.bin -z $REPO_MODELS/tok512.bin -t 0 -n 196 \
 		-p "Once upon a time" >$TMP/once.txt
 	check "stories260K with prefill batches of 3 equals run.c" cmp $TMP/once.txt \
 		$MODELS/expected/stories260K.once_t0_n200.stdout
@@ -55,18 +55,26 @@ for type in f32 f16 bf16 q8_0 q4_0; do
 	"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type $type --seed 3 -o $TMP/s.gguf -q
 	hash_all "synthetic $type" -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT"
 done
-"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type q4_0 --seed 3 -o $TMP/s.gguf -q
-EGANG_PREFILL_BATCH=0 gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --logits-hash $TMP/ref.hash >/dev/null
-ok=1
-for isa in generic avx2 avx512 avx512vnni; do
-	rm -f $TMP/i.hash
-	EGANG_ISA=$isa gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --logits-hash $TMP/i.hash >/dev/null 2>$TMP/isa.err
-	# a level this CPU lacks is refused (exit 2), not compared
-	[[ $? -eq 2 ]] && grep -q "this CPU lacks" $TMP/isa.err && continue
-	cmp -s $TMP/i.hash $TMP/ref.hash || ok=0
+# the other KV cache types (the loop above: the default f16)
+for kv in f32 q8_0; do
+	hash_all "synthetic q4_0, kv $kv" -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --kv-type $kv
 done
-if [[ $ok -eq 1 ]]; then pass "q4_0 prefill the same bits at every ISA level"
-else fail "q4_0 prefill the same bits at every ISA level"; fi
+"$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type q4_0 --seed 3 -o $TMP/s.gguf -q
+for kv in f16 q8_0; do
+	EGANG_PREFILL_BATCH=0 gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --kv-type $kv \
+		--logits-hash $TMP/ref.hash >/dev/null
+	ok=1
+	for isa in generic avx2 avx512 avx512vnni; do
+		rm -f $TMP/i.hash
+		EGANG_ISA=$isa gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --kv-type $kv \
+			--logits-hash $TMP/i.hash >/dev/null 2>$TMP/isa.err
+		# a level this CPU lacks is refused (exit 2), not compared
+		[[ $? -eq 2 ]] && grep -q "this CPU lacks" $TMP/isa.err && continue
+		cmp -s $TMP/i.hash $TMP/ref.hash || ok=0
+	done
+	if [[ $ok -eq 1 ]]; then pass "q4_0, kv $kv: prefill the same bits at every ISA level"
+	else fail "q4_0, kv $kv: prefill the same bits at every ISA level"; fi
+done
 
 # A bad EGANG_PREFILL_BATCH is named and the default used.
 EGANG_PREFILL_BATCH=x gen -m $TMP/s.gguf -t 0 -n 2 -p "hi" >/dev/null 2>$TMP/err

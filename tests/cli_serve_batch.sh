@@ -77,13 +77,16 @@ COMPARED=0
 # fields, so their sampled tokens (in the hash files) go through them
 pname() { if (( $1 % 2 )); then echo "p$1s"; else echo "p$1"; fi; }
 
-# invariance TYPE: the per-request hashes alone vs in random batches
+# invariance TYPE [MODEL [KV]]: the per-request hashes alone vs in random
+# batches (MODEL: a file instead of a synthetic TYPE; KV: --kv-type, none:
+# the default)
 invariance() {
-	local type=$1 m=${2:-$TMP/inv-$1.gguf}
+	local type=$1 m=${2:-$TMP/inv-$1.gguf} kvopt=()
 	[[ -n ${2:-} ]] || "$EGANG" synth smollm-135m --layers 2 --vocab 4096 --type "$type" --seed 9 -o "$m" -q
+	if [[ -n ${3-} ]]; then kvopt=(--kv-type "$3"); type="$type-kv-$3"; fi
 	HDIR=$TMP/h-$type; mkdir -p "$HDIR"
 	EGANG_SERVE_LOGITS_DIR=$HDIR start_server "inv-$type" -m "$m" --ctx 256 --cores 0-1 \
-		--parallel 4 --prefill-chunk 8 -q || return
+		--parallel 4 --prefill-chunk 8 "${kvopt[@]}" -q || return
 	local i r specs bad=0 n=0
 	mkdir -p "$TMP/alone-$type"
 	specs=()
@@ -124,6 +127,8 @@ for type in ${INV_TYPES-f32 q8_0 q4_0 q4_k_m}; do invariance $type; done
 if have_models "batch invariance with the sampler's fields on stories260K"; then
 	invariance stories260K "$MODELS/stories260K.gguf"
 fi
+# the other KV cache types (above: the default f16)
+for kv in ${INV_KVS-f32 q8_0}; do invariance q4_0 "" $kv; done
 echo "batch invariance: $COMPARED logits positions compared"
 
 # ---- the lone request is `egang generate`'s, the metrics ----
@@ -204,10 +209,10 @@ if EGANG_SERVE_LOGITS_DIR=$HDIR start_server fault -m "$M" --ctx 1024 --cores 0-
 fi
 
 # ---- the KV budget ----
-# 2 layers x 3 KV heads x 64 x 2 x 4 bytes = 3 KiB per position: 1 MiB
-# holds 341 positions
-if start_server kv -m "$M" --ctx 1024 --cores 0 --parallel 4 --kv-mb 1 -q; then # serial
-	BIG=$(for i in $(seq 1 200); do printf 'w%d ' $i; done)
+# f32: 2 layers x 3 KV heads x 64 x 2 x 4 bytes = 3 KiB per position: 1 MiB
+# holds 341 positions (f16 682, q8_0 1285)
+BIG=$(for i in $(seq 1 200); do printf 'w%d ' $i; done) # about 690 tokens
+if start_server kv -m "$M" --ctx 1024 --cores 0 --parallel 4 --kv-mb 1 --kv-type f32 -q; then # serial
 	st=$(curl -s -o "$TMP/big.json" -w '%{http_code}' -d "{\"prompt\":\"$BIG\",\"max_tokens\":4}" "$URL/v1/completions")
 	if [[ $st == 400 ]] && grep -q "KV budget" "$TMP/big.json"; then pass "a prompt over the KV budget: 400"
 	else fail "prompt over the KV budget" "$st $(head -c 200 "$TMP/big.json")"; fi
@@ -220,4 +225,11 @@ if start_server kv -m "$M" --ctx 1024 --cores 0 --parallel 4 --kv-mb 1 -q; then 
 	for i in 1 2 3 4; do [[ $(cat "$TMP/kv/k$i.status") == 200 ]] || ok=0; done
 	[[ $ok -eq 1 ]] && pass "requests whose KV does not fit wait and complete" || fail "KV waits"
 	stop_server kv
+fi
+# the budget counts the cache's type: in q8_0 the same MiB holds the prompt
+if start_server kvq -m "$M" --ctx 1024 --cores 0 --parallel 4 --kv-mb 1 --kv-type q8_0 -q; then
+	st=$(curl -s -o "$TMP/bigq.json" -w '%{http_code}' -d "{\"prompt\":\"$BIG\",\"max_tokens\":4}" "$URL/v1/completions")
+	if [[ $st == 200 ]]; then pass "--kv-type q8_0: the prompt over the f32 budget fits"
+	else fail "--kv-type q8_0 budget" "$st $(head -c 200 "$TMP/bigq.json")"; fi
+	stop_server kvq
 fi

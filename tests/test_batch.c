@@ -9,7 +9,8 @@
  * when its tokens are done; every logits row is hashed and compared with
  * the reference. Schedules run serially and on a gang whose membership
  * changes at random between steps. Models: synthetic f32, q8_0, q4_0 and
- * q4_k_m (2 layers). The count of compared logits rows is printed. */
+ * q4_k_m (2 layers), with KV caches of each type (f32, f16, q8_0). The
+ * count of compared logits rows is printed. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -136,7 +137,7 @@ static void run_batched(forward_t *f, gang_t *g, seq_t *seqs, int32_t vocab, rng
 		gang_end(g);
 }
 
-static void check_model(const char *type)
+static void check_model(const char *type, kv_type_t kvt)
 {
 	char path[256];
 	snprintf(path, sizeof path, "%s/batch-%s.gguf", test_tmpdir(), type);
@@ -147,8 +148,9 @@ static void check_model(const char *type)
 			 0);
 	model_t *m = model_load(path, NULL);
 	assert_non_null(m);
-	forward_t *f = forward_new(m, CTX, 0);
+	forward_t *f = forward_new_kv(m, CTX, kvt, 0);
 	assert_non_null(f);
+	assert_int_equal(forward_kv_type(f), kvt);
 	int32_t vocab = m->cfg.vocab_size;
 	rng_t r;
 	rng_seed(&r, 42);
@@ -179,10 +181,12 @@ static void check_model(const char *type)
 	unlink(path);
 }
 
-static void test_batch_f32(void **state) { (void)state; check_model("f32"); }
-static void test_batch_q8_0(void **state) { (void)state; check_model("q8_0"); }
-static void test_batch_q4_0(void **state) { (void)state; check_model("q4_0"); }
-static void test_batch_q4_k_m(void **state) { (void)state; check_model("q4_k_m"); }
+static void test_batch_f32(void **state) { (void)state; check_model("f32", KV_F32); }
+static void test_batch_f32_kv_f16(void **state) { (void)state; check_model("f32", KV_F16); }
+static void test_batch_f32_kv_q8_0(void **state) { (void)state; check_model("f32", KV_Q8_0); }
+static void test_batch_q8_0(void **state) { (void)state; check_model("q8_0", KV_F16); }
+static void test_batch_q4_0(void **state) { (void)state; check_model("q4_0", KV_Q8_0); }
+static void test_batch_q4_k_m(void **state) { (void)state; check_model("q4_k_m", KV_F16); }
 
 /* Bad segments are refused before anything runs. */
 static void test_batch_bad(void **state)
@@ -209,8 +213,18 @@ static void test_batch_bad(void **state)
 	toks[1] = 1 << 20; /* outside the vocabulary */
 	assert_int_equal(forward_set_segs(f, &s, 1), -1);
 	assert_int_equal(forward_set_input_kv(f, 1, 8, &kv), -1);
+	/* a cache of another KV type than the forward pass's */
+	toks[1] = 2;
+	kv.type = KV_F32;
+	assert_int_equal(forward_set_segs(f, &s, 1), -1);
+	assert_int_equal(forward_set_input_kv(f, 1, 0, &kv), -1);
+	kv.type = forward_kv_type(f);
+	assert_int_equal(forward_set_segs(f, &s, 1), 0);
 	forward_kv_free(&kv);
 	forward_free(f);
+	/* q8_0 needs whole blocks per head: stories260k's head_dim is 8 */
+	assert_null(forward_new_kv(m, 64, KV_Q8_0, 0));
+	assert_non_null(strstr(err_get(), "multiple of 32"));
 	model_free(m);
 	unlink(path);
 }
@@ -228,6 +242,8 @@ int main(void)
 	kernels_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_f32),
+		cmocka_unit_test(test_batch_f32_kv_f16),
+		cmocka_unit_test(test_batch_f32_kv_q8_0),
 		cmocka_unit_test(test_batch_q8_0),
 		cmocka_unit_test(test_batch_q4_0),
 		cmocka_unit_test(test_batch_q4_k_m),

@@ -13,7 +13,14 @@
  * level reads one ("packed", as forward.c calls it), and the matvec once
  * per token over each chunk's rows (the small decode batches' form,
  * forward.c b_mm), for q8_0, q4_0, q5_0, q4_k, q6_k, f16, f32 and bf16 (one
- * summary line each). */
+ * summary line each).
+ *
+ * `test_gemm --bench-attn [npos layers kv_heads group hd reps]` times one
+ * decode token's attention over a whole model's KV cache at depth npos
+ * (default llama3.2-1b: 16 layers, 8 KV heads of 64, 4 query heads each;
+ * npos 4096) for each KV cache type: the decode kernel (attention_heads_kv)
+ * and the batched decode token's (attn_rows_heads_kv), thread CPU time of
+ * the best of reps, with the cache's bytes read per token. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -470,11 +477,80 @@ static int bench(int argc, char **argv)
 	return 0;
 }
 
+/* One token's attention over every layer and KV head of a cache of type
+ * kt, positions 0..npos-1, by the decode kernel (heads) or the batch's
+ * decode-token kernel; the thread CPU ns. */
+static uint64_t attn_token(kv_type_t kt, const uint8_t *K, const uint8_t *V, size_t rb,
+			   int layers, int kvh, int g, int hd, int npos, const float *q,
+			   float *out, float *sc, bool batch)
+{
+	uint64_t a = cpu_ns();
+	for (int l = 0; l < layers; l++)
+		for (int h = 0; h < kvh; h++) {
+			size_t off = (size_t)l * (size_t)npos * rb + kv_row_bytes(kt, (int64_t)h * hd);
+			if (batch)
+				attn_rows_heads_kv(kt, q, hd, K + off, V + off, rb, out, hd, hd,
+						   npos - 1, g);
+			else
+				attention_heads_kv(kt, out, q, K + off, V + off, rb, npos, hd, sc, g,
+						   npos);
+		}
+	return cpu_ns() - a;
+}
+
+static int bench_attn(int argc, char **argv)
+{
+	int npos = argc > 2 ? atoi(argv[2]) : 4096, layers = argc > 3 ? atoi(argv[3]) : 16;
+	int kvh = argc > 4 ? atoi(argv[4]) : 8, g = argc > 5 ? atoi(argv[5]) : 4;
+	int hd = argc > 6 ? atoi(argv[6]) : 64, reps = argc > 7 ? atoi(argv[7]) : 5;
+	rng_t r;
+	rng_seed(&r, 3);
+	float *row = malloc(sizeof(float) * (size_t)(kvh * hd));
+	float *q = malloc(sizeof(float) * (size_t)(g * hd)), *out = malloc(sizeof(float) * (size_t)(g * hd));
+	float *sc = malloc(sizeof(float) * (size_t)g * (size_t)npos);
+	for (int i = 0; i < g * hd; i++)
+		q[i] = rng_float(&r) * 2 - 1;
+	static const kv_type_t types[] = { KV_F32, KV_F16, KV_Q8_0 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		kv_type_t kt = types[ti];
+		size_t rb = kv_row_bytes(kt, (int64_t)kvh * hd), bytes = rb * (size_t)npos * (size_t)layers;
+		uint8_t *K = malloc(bytes), *V = malloc(bytes);
+		for (size_t t = 0; t < (size_t)npos * (size_t)layers; t++) {
+			for (int i = 0; i < kvh * hd; i++)
+				row[i] = rng_float(&r) * 2 - 1;
+			kv_store_row(kt, row, K + t * rb, (int64_t)kvh * hd);
+			kv_store_row(kt, row, V + t * rb, (int64_t)kvh * hd);
+		}
+		double best[2] = { 1e30, 1e30 };
+		for (int k = 0; k < reps; k++)
+			for (int b = 0; b < 2; b++) {
+				double ns = (double)attn_token(kt, K, V, rb, layers, kvh, g, hd, npos, q,
+							       out, sc, b);
+				best[b] = ns < best[b] ? ns : best[b];
+			}
+		printf("bench attn: %s kv %-4s npos=%d layers=%d kv_heads=%d group=%d hd=%d "
+		       "cache %.1f MiB/token decode %.2f ms (%.1f GB/s) batch-token %.2f ms "
+		       "(best of %d, thread CPU time)\n",
+		       kernels_isa(), kv_type_names[kt], npos, layers, kvh, g, hd,
+		       2.0 * (double)bytes / 1048576.0, best[0] / 1e6, 2.0 * (double)bytes / best[0],
+		       best[1] / 1e6, reps);
+		free(K);
+		free(V);
+	}
+	free(row);
+	free(q);
+	free(out);
+	free(sc);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	kernels_init();
 	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
 		return bench(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--bench-attn") == 0)
+		return bench_attn(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gemm_f32),
 		cmocka_unit_test(test_gemm_f16),

@@ -1133,6 +1133,148 @@ static void test_rope(void **state)
 	}
 }
 
+/* A Q8_0 row as ggml-cpu's x86 quantize_row_q8_0 stores a K or V row
+ * (llama.cpp's q8_0 cache): per block d = amax / 127 as f16, quants
+ * x * (127 / amax) rounded to nearest even; written out here, apart from
+ * the kernels. */
+static void q8_0_row_ref(const float *x, uint8_t *row, int64_t n)
+{
+	for (int64_t b = 0; b < n / 32; b++) {
+		const float *xb = x + 32 * b;
+		uint8_t *blk = row + 34 * b;
+		float amax = 0.0f;
+		for (int j = 0; j < 32; j++)
+			amax = fmaxf(amax, fabsf(xb[j]));
+		uint16_t d = f32_to_fp16(amax / 127.0f);
+		memcpy(blk, &d, 2);
+		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+		for (int j = 0; j < 32; j++)
+			blk[2 + j] = (uint8_t)(int8_t)nearbyintf(xb[j] * id);
+	}
+}
+
+/* The KV cache's element types (kernels.h kv_type_t): rows stored as
+ * llama.cpp stores them, and every level's attention over them (decode,
+ * batched rows, heads of a decode token) the same bits as the f32
+ * attention on the rows' values (kv_load_row), which is also what the
+ * generic twins give. Head sizes with tails for f16, whole blocks for
+ * q8_0; rows at odd addresses. */
+static void test_kv_types(void **state)
+{
+	(void)state;
+	/* f16 rounding: ties to even, as vcvtps2ph */
+	float x2[4] = { 1.0f + 0x1p-11f, 1.0f + 0x1p-11f * 3, 65519.0f, 65520.0f };
+	uint16_t h2[4];
+	kv_store_row(KV_F16, x2, h2, 4);
+	assert_int_equal(h2[0], 0x3C00);
+	assert_int_equal(h2[1], 0x3C02);
+	assert_int_equal(h2[2], 0x7BFF);
+	assert_int_equal(h2[3], 0x7C00);
+	assert_int_equal(kv_row_bytes(KV_Q8_0, 64), 68);
+	assert_int_equal(kv_row_bytes(KV_Q8_0, 40), 0);
+	assert_int_equal(kv_row_bytes(KV_F16, 40), 80);
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 34);
+	static const int hd_f16[] = { 8, 40, 64, 172 }, hd_q8[] = { 32, 64, 96, 128 };
+	static const int nps[] = { 1, 15, 16, 17, 33, 70 };
+	int checked = 0;
+	for (int kt = 0; kt < KV_TYPE_COUNT; kt++) {
+		const int *hds = kt == KV_Q8_0 ? hd_q8 : hd_f16;
+		for (int a = 0; a < 4; a++) {
+			int hd = hds[a], kvd = 3 * hd; /* 3 heads a row; K head 1, V head 2 */
+			size_t rb = kv_row_bytes((kv_type_t)kt, kvd), np = 70;
+			uint8_t *kb = malloc(rb * np + 1), *vb = malloc(rb * np + 1);
+			uint8_t *K = kb + (kt != KV_F32), *V = vb + (kt != KV_F32);
+			float *x = malloc(sizeof(float) * (size_t)kvd), *kf = malloc(4 * np * (size_t)kvd),
+			      *vf = malloc(4 * np * (size_t)kvd);
+			uint8_t *ref = malloc(rb);
+			for (size_t t = 0; t < np; t++) {
+				for (int rowkind = 0; rowkind < 2; rowkind++) {
+					fill_normal(&r, x, kvd, 1.0f);
+					uint8_t *row = (rowkind ? V : K) + t * rb;
+					kv_store_row((kv_type_t)kt, x, row, kvd);
+					if (kt == KV_F16)
+						for (int i = 0; i < kvd; i++)
+							assert_int_equal(ld_u16(row + 2 * i), f32_to_fp16(x[i]));
+					if (kt == KV_Q8_0) {
+						q8_0_row_ref(x, ref, kvd);
+						if (memcmp(ref, row, rb))
+							fail_msg("q8_0 row %zu is not llama.cpp's", t);
+					}
+					kv_load_row((kv_type_t)kt, row, (rowkind ? vf : kf) + t * (size_t)kvd,
+						    kvd);
+				}
+			}
+			const uint8_t *Kh = K + kv_row_bytes((kv_type_t)kt, hd);
+			const uint8_t *Vh = V + kv_row_bytes((kv_type_t)kt, 2 * hd);
+			const float *Kf = kf + hd, *Vf = vf + 2 * hd;
+			enum { NH = 5 };
+			float q[NH * 172], o1[NH * 172], o2[NH * 172], one[172];
+			float s1[NH * 72], s2[NH * 72];
+			fill_normal(&r, q, NH * hd, 1.0f);
+			for (int l = 0; l < nl; l++) {
+				assert_int_equal(kernels_set_isa(lv[l]), 0);
+				for (size_t p = 0; p < EG_ARRAY_LEN(nps); p++) {
+					int n = nps[p];
+					/* decode: NH heads on one KV head */
+					attention_heads_generic(o1, q, Kf, Vf, kvd, n, hd, s1, NH, 72);
+					attention_heads_kv((kv_type_t)kt, o2, q, Kh, Vh, rb, n, hd, s2, NH,
+							   72);
+					for (int h = 0; h < NH; h++)
+						if (memcmp(o1 + h * hd, o2 + h * hd, 4 * (size_t)hd) ||
+						    memcmp(s1 + h * 72, s2 + h * 72, 4 * (size_t)n))
+							fail_msg("%s %s attention hd=%d n_pos=%d head %d "
+								 "differs from f32's", lv[l],
+								 kv_type_names[kt], hd, n, h);
+					attention_heads_kv_generic((kv_type_t)kt, o2, q, Kh, Vh, rb, n, hd,
+								   s2, NH, 72);
+					if (memcmp(o1, o2, 4 * (size_t)(NH * hd)))
+						fail_msg("%s generic attention hd=%d differs", kv_type_names[kt],
+							 hd);
+					/* the heads of a decode token in the batch */
+					assert_int_equal(attn_rows_heads_kv((kv_type_t)kt, q, hd, Kh, Vh, rb,
+									    o2, hd, hd, n - 1, NH), 0);
+					if (memcmp(o1, o2, 4 * (size_t)(NH * hd)))
+						fail_msg("%s %s attn_rows_heads hd=%d n_pos=%d differs",
+							 lv[l], kv_type_names[kt], hd, n);
+					/* NH causal queries ending at position n - 1 */
+					if (n < NH)
+						continue;
+					assert_int_equal(attn_rows_kv((kv_type_t)kt, q, hd, Kh, Vh, rb, o2,
+								      hd, hd, n - NH, NH), 0);
+					for (int j = 0; j < NH; j++) {
+						attention_head_generic(one, q + j * hd, Kf, Vf, kvd,
+								       n - NH + j + 1, hd, s1);
+						if (memcmp(one, o2 + j * hd, 4 * (size_t)hd))
+							fail_msg("%s %s attn_rows hd=%d query %d at %d "
+								 "differs", lv[l], kv_type_names[kt], hd,
+								 j, n - NH + j);
+					}
+					assert_int_equal(attn_rows_kv_generic((kv_type_t)kt, q, hd, Kh, Vh,
+									      rb, o1, hd, hd, n - NH, NH),
+							 0);
+					if (memcmp(o1, o2, 4 * (size_t)(NH * hd)))
+						fail_msg("%s generic attn_rows hd=%d differs",
+							 kv_type_names[kt], hd);
+					checked++;
+				}
+			}
+			free(kb);
+			free(vb);
+			free(x);
+			free(kf);
+			free(vf);
+			free(ref);
+		}
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	print_message("kv types: %d cases over %d levels bit-equal to f32 attention\n",
+		      checked, nl);
+}
+
 /* Every level's rmsnorm, softmax, rope and attention_head give the same
  * bits as the generic twins (kernels.h promises it), on ragged sizes
  * (dimension 172, vocabulary 105, lengths around the vector width). */
@@ -1701,6 +1843,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_exp_eg),
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
+		cmocka_unit_test(test_kv_types),
 		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_q8_K_levels),
 		cmocka_unit_test(test_act_prepare_nonfinite),

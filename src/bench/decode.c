@@ -50,8 +50,8 @@ engine_t *bench_model_open(const bench_model_config_t *c, int *exit_code)
 {
 	engine_config_t ec = {.model_path = c->model, .tok_path = c->tok,
 			      .cpus = c->cpus, .n_cpus = c->n_cpus,
-			      .gang = !c->no_gang, .no_gang = c->no_gang,
-			      .no_forward = true};
+			      .kv_type = c->kv_type, .gang = !c->no_gang,
+			      .no_gang = c->no_gang, .no_forward = true};
 	engine_t *e = engine_open(&ec, exit_code);
 	if (!e)
 		return NULL;
@@ -61,7 +61,7 @@ engine_t *bench_model_open(const bench_model_config_t *c, int *exit_code)
 		err_set("%s: --tokens %lld does not fit the model's context of %d",
 			c->name, (long long)c->tokens, e->m->cfg.ctx);
 		*exit_code = EXIT_INPUT;
-	} else if (!(e->f = forward_new(e->m, (int32_t)need, 0))) {
+	} else if (!(e->f = forward_new_kv(e->m, (int32_t)need, c->kv_type, 0))) {
 		*exit_code = EXIT_FAIL;
 	} else {
 		e->ctx = (int32_t)need;

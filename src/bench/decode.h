@@ -18,6 +18,7 @@ typedef struct bench_model_config {
 	const int *cpus;
 	int n_cpus;
 	int64_t tokens;         /* the longest run: sizes the KV cache */
+	kv_type_t kv_type;      /* its elements (0: f16) */
 	bool no_gang;           /* the driver makes its own gangs */
 } bench_model_config_t;
 

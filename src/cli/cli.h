@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -75,6 +76,14 @@ typedef struct cli_opt {
 	.dst = arr, .max = (double)EG_ARRAY_LEN(arr), .count = cnt, __VA_ARGS__}
 #define OPT_CPUS(l, d, cap, ...) {.name = l, .arg = CLI_CPUS, .dst = d, \
 	.max = (double)(cap), __VA_ARGS__}
+
+/* --kv-type (generate, chat, serve, the benches that open a model): the
+ * KV cache's elements (kernels.h kv_type_t; an int dst, 0 = f16). */
+#define OPT_KV_TYPE(d) OPT_CHOICE("kv-type", 0, d, kv_type_names)
+#define CLI_KV_TYPE_HELP                                                            \
+	"      --kv-type T         KV cache elements: f16 (default), f32 or q8_0\n"   \
+	"                          (llama.cpp's --cache-type-k/-v; q8_0 needs a\n"    \
+	"                          head_dim that is a multiple of 32)\n"
 
 /* --cores: the CPUs in slot order (engine_cpus_parse: the list's CPUs,
  * lowest first; with no list every allowed CPU, physical cores first). */

@@ -8,6 +8,9 @@
 #include "cli/cli.h"
 #include "policy/policy.h"
 
+/* --kv-type, every model bench */
+#define BENCH_KV_HELP "--kv-type T: the KV cache's elements, f16 (default), f32 or q8_0.\n"
+
 static const char decode_help[] =
 	"usage: egang bench decode -m MODEL [-z TOK] [--cores LIST] [--tokens N]\n"
 	"                          [--reps R] [--json] [--quiet]\n"
@@ -16,7 +19,7 @@ static const char decode_help[] =
 	"gang with every core of --cores a member (1 core: the leader alone),\n"
 	"R reps (default 5) after a warm-up; prints min/median/max tok/s and the\n"
 	"effective bandwidth, median tok/s x weight bytes read per token. The\n"
-	"end-of-text token does not stop the run. --json: one JSON object.\n";
+	"end-of-text token does not stop the run. --json: one JSON object.\n" BENCH_KV_HELP;
 
 static const char prefill_help[] =
 	"usage: egang bench prefill -m MODEL [-z TOK] [--cores LIST] [--tokens N]\n"
@@ -26,7 +29,7 @@ static const char prefill_help[] =
 	"ids drawn from the vocabulary with a fixed seed) run through the engine's\n"
 	"prompt path on the elastic gang, R reps (default 5) after a warm-up;\n"
 	"prints min/median/max prompt tok/s (prompt tokens / time to the logits of\n"
-	"the last prompt position). --json: one JSON object.\n";
+	"the last prompt position). --json: one JSON object.\n" BENCH_KV_HELP;
 
 static const char width_help[] =
 	"usage: egang bench width -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
@@ -40,20 +43,22 @@ static const char width_help[] =
 	"side by side, one token of each per step (the server's batch step);\n"
 	"aggregate tok/s, step time, tok/s per second of process CPU time (the\n"
 	"work on a shared machine) and the knee per batch size, then a line\n"
-	"`knees = B:K,...` for a knee record of a policy library (--policies).\n";
+	"`knees = B:K,...` for a knee record of a policy library (--policies).\n"
+	BENCH_KV_HELP;
 
 static const char overhead_help[] =
 	"usage: egang bench overhead -m MODEL [-z TOK] [--cores LIST] [--tokens N] [--reps R]\n"
 	"\n"
 	"Decode tok/s of the same wave plan on the elastic gang (membership fixed at\n"
 	"all cores) and on a plain fixed thread pool (spinning barrier, no latch),\n"
-	"alternating R times; prints the gang/pool ratio of the medians.\n";
+	"alternating R times; prints the gang/pool ratio of the medians.\n" BENCH_KV_HELP;
 
 typedef enum which { DECODE, PREFILL, WIDTH, OVERHEAD } which_t;
 
 typedef struct model_opts {
 	const char *model, *tok;
 	int64_t tokens, reps;
+	int kv;
 	bool json;
 	cli_cpus_t cpus;
 	const char *batch; /* bench width --batch */
@@ -70,16 +75,17 @@ static void report(const char *what, const engine_t *e, const model_opts_t *o,
 	const model_t *m = e->m;
 	double bpt = (double)model_bytes_per_token(m), gbs = s.p50 * bpt / 1e9;
 	if (!o->json) {
-		printf("bench %s: %s %s cores=%s tokens=%lld reps=%lld tok/s "
+		printf("bench %s: %s %s cores=%s tokens=%lld reps=%lld kv=%s tok/s "
 		       "min/median/max %.2f/%.2f/%.2f  GB/s %.2f (bytes/token %.0f)\n",
 		       what, m->name, bench_model_type(m), list, (long long)o->tokens,
-		       (long long)o->reps, s.min, s.p50, s.max, gbs, bpt);
+		       (long long)o->reps, kv_type_names[o->kv], s.min, s.p50, s.max, gbs, bpt);
 		return;
 	}
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, "
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, "
 			      "s:{s:f, s:f, s:f}, s:f, s:f}",
 			      "bench", what, "model", o->model, "type",
-			      bench_model_type(m), "cores", list, "threads", e->n_cpus,
+			      bench_model_type(m), "kv", kv_type_names[o->kv], "cores", list,
+			      "threads", e->n_cpus,
 			      "tokens", (json_int_t)o->tokens, "reps",
 			      (json_int_t)o->reps, "tok_s", "min", s.min,
 			      "median", s.p50, "max", s.max, "bytes_per_token",
@@ -195,6 +201,7 @@ static int model_bench(which_t w, int argc, char **argv)
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_INT("tokens", 'n', &o.tokens, 1, 1 << 20),
 		OPT_INT("reps", 'r', &o.reps, 1, REPS_MAX),
+		OPT_KV_TYPE(&o.kv),
 		/* --json only where the benchmark has a JSON form */
 		w <= PREFILL ? (cli_opt_t)OPT_FLAG("json", 0, &o.json)
 			     : w == WIDTH ? (cli_opt_t)OPT_STR("batch", 0, &o.batch)
@@ -207,7 +214,8 @@ static int model_bench(which_t w, int argc, char **argv)
 		return status;
 	bench_model_config_t c = {.name = names[w], .model = o.model, .tok = o.tok,
 				  .cpus = o.cpus.cpu, .n_cpus = o.cpus.n,
-				  .tokens = o.tokens, .no_gang = w == OVERHEAD};
+				  .tokens = o.tokens, .kv_type = (kv_type_t)o.kv,
+				  .no_gang = w == OVERHEAD};
 	engine_t *e = bench_model_open(&c, &status);
 	if (!e) {
 		log_error("%s", err_get());

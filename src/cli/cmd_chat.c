@@ -38,6 +38,7 @@ static const char chat_help[] =
 	"  -s, --seed S              sampler seed (default 42)\n"
 	"      --ctx N               context length (default: the model's, at\n"
 	"                            most 4096)\n"
+	CLI_KV_TYPE_HELP
 	"      --cores LIST          gang CPUs (default: all allowed)\n"
 	"      --render FILE         print the prompt the template renders for\n"
 	"                            the JSON {\"messages\": [{\"role\", \"content\"}],\n"
@@ -67,6 +68,7 @@ typedef struct chat_opts {
 	const char *model, *tmpl, *tmpl_file, *system, *render;
 	int64_t n_predict, seed, ctx;
 	double temp, top_p;
+	int kv;
 	cli_cpus_t cpus;
 } chat_opts_t;
 
@@ -197,6 +199,7 @@ int cmd_chat(int argc, char **argv)
 		OPT_FLOAT("top-p", 0, &o.top_p, 1e-6, 1),
 		OPT_INT("seed", 's', &o.seed, 0, INT64_MAX),
 		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
+		OPT_KV_TYPE(&o.kv),
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
 		OPT_STR("render", 0, &o.render),
 		CLI_END,
@@ -213,7 +216,7 @@ int cmd_chat(int argc, char **argv)
 	}
 	engine_config_t ec = {.model_path = o.model, .cpus = o.cpus.cpu,
 			      .n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx,
-			      .no_forward = o.render != NULL};
+			      .kv_type = (kv_type_t)o.kv, .no_forward = o.render != NULL};
 	engine_t *e = engine_open(&ec, &status);
 	if (!e) {
 		log_error("%s", err_get());
@@ -235,8 +238,8 @@ int cmd_chat(int argc, char **argv)
 			getline at the prompt returns EINTR */
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, NULL);
-		log_info("chat: %s, template %s; /reset, /system TEXT, /exit",
-			 e->m->name, chat_name(chat_template_kind(ct)));
+		log_info("chat: %s, template %s, kv %s; /reset, /system TEXT, /exit", e->m->name,
+			 chat_name(chat_template_kind(ct)), kv_type_names[e->kv_type]);
 		status = chat_loop(e, ct, &o);
 	}
 	chat_template_free(ct);

@@ -28,6 +28,7 @@ static const char generate_help[] =
 	"  -s, --seed S            sampler seed (default 42)\n"
 	"      --sampler MODE      egang (default) or llama2c (run.c's exact sampler)\n"
 	"      --ctx N             context length (default: the model's, at most 4096)\n"
+	CLI_KV_TYPE_HELP
 	"      --logits-hash FILE  write 'position token hash' per generated token\n"
 	"      --logits-dump FILE  write each generated token's logits as raw\n"
 	"                          float32, vocab values per token (comparisons)\n"
@@ -89,12 +90,12 @@ static void before_token(void *user, uint64_t index)
 static void report(const engine_t *e, const engine_result_t *r)
 {
 	fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %lld tokens, "
-			"%.2f tok/s (%s, %d core%s, %s); stop: %s\n",
+			"%.2f tok/s (%s, %d core%s, %s, kv %s); stop: %s\n",
 		(long long)r->n_prompt,
 		r->prefill_s > 0 ? (double)r->n_prompt / r->prefill_s : 0.0,
 		(long long)r->n_gen, engine_result_decode_tps(r), kernels_isa(),
 		e->n_cpus, e->n_cpus > 1 ? "s" : "", e->g ? "gang" : "serial",
-		engine_stop_name(r->stop));
+		kv_type_names[e->kv_type], engine_stop_name(r->stop));
 	if (e->g)
 		gang_stats_print(e->g, stderr);
 }
@@ -104,7 +105,7 @@ typedef struct gen_opts {
 		*control, *policies;
 	int64_t n_predict, top_k, seed, ctx;
 	double temp, top_p;
-	int sampler;
+	int sampler, kv;
 	bool no_echo;
 	const char *stops[8];
 	int n_stop;
@@ -179,6 +180,7 @@ int cmd_generate(int argc, char **argv)
 		OPT_INT("seed", 's', &o.seed, 0, INT64_MAX),
 		OPT_CHOICE("sampler", 0, &o.sampler, sampler_names),
 		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
+		OPT_KV_TYPE(&o.kv),
 		OPT_STR("logits-hash", 0, &o.hash),
 		OPT_STR("logits-dump", 0, &o.dump),
 		OPT_CPUS("cores", &o.cpus, GANG_MAX_SLOTS),
@@ -211,7 +213,7 @@ int cmd_generate(int argc, char **argv)
 	engine_config_t ec = {
 		.model_path = o.model, .tok_path = o.tok,
 		.cpus = o.cpus.cpu, .n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx,
-		.gang = o.membership || o.trace,
+		.kv_type = (kv_type_t)o.kv, .gang = o.membership || o.trace,
 		.control = o.control, .policies = o.policies,
 	};
 	FILE *hash = NULL, *dump = NULL;

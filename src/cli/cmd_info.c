@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "kernels/kernels.h"
+#include "model/forward.h"
 #include "model/model.h"
 
 static const char info_help[] =
@@ -111,6 +112,13 @@ static void print_runtime(const model_t *m)
 	       (unsigned long long)model_bytes_per_token(m));
 	printf("isa:           %s (kernel level in use; EGANG_ISA forces a lower one)\n",
 	       kernels_isa());
+	printf("kv cache:      f16 (default, --kv-type) %zu bytes/position",
+	       forward_kv_pos_bytes(m, KV_F16));
+	printf(", f32 %zu", forward_kv_pos_bytes(m, KV_F32));
+	if (forward_kv_unfit(m, KV_Q8_0))
+		printf(", q8_0 unfit (head dim %d: not a multiple of 32)\n", m->cfg.head_dim);
+	else
+		printf(", q8_0 %zu\n", forward_kv_pos_bytes(m, KV_Q8_0));
 }
 
 /* A GGUF's header, its types and every tensor. */

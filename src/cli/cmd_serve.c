@@ -48,7 +48,7 @@ static const char serve_help[] =
 	"                          loaded, sets its index to --policy, puts the\n"
 	"                          server's threads in SCHED_EXT; `egang scx --help`)\n"
 	"      --ctx N             context length: prompt + output (default: the\n"
-	"                          model's, at most 4096)\n"
+	"                          model's, at most 4096)\n" CLI_KV_TYPE_HELP
 	"      --max-queue N       requests waiting behind the running ones (default 64)\n"
 	"      --parallel N        sequences per token step, 1..64 (default: as many\n"
 	"                          full contexts as --kv-mb holds, 1..16); 1 = one\n"
@@ -79,9 +79,8 @@ typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
 		*chat_template, *api_key_file;
 	char *key; /* from api_key, api_key_file or $EGANG_API_KEY */
-	int backend; /* 0 user, 1 scx */
-	int64_t port, ctx, max_queue, timeout, max_conns;
-	int64_t parallel, kv_mb, prefill_chunk;
+	int backend, kv; /* backend: 0 user, 1 scx */
+	int64_t port, ctx, max_queue, timeout, max_conns, parallel, kv_mb, prefill_chunk;
 	cli_cpus_t cpus;
 } serve_opts_t;
 
@@ -129,7 +128,6 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		.max_conns = (int)o->max_conns,
 	};
 	server_config_engine(&cfg, e, o->model);
-	/* --parallel, --kv-mb and --prefill-chunk (the scheduler's batching) */
 	server_config_batch(&cfg, m, o->kv_mb, o->parallel);
 	cfg.prefill_chunk = (int)o->prefill_chunk;
 	cfg.logits_dir = getenv("EGANG_SERVE_LOGITS_DIR"); /* tests */
@@ -155,11 +153,12 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		bool v6 = strchr(o->host, ':') != NULL;
 		log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
 			 "core%s, policy %s, control %s, ctx %d, queue %lld, parallel %d, "
-			 "kv %zu MiB",
+			 "kv %s (%zu B/position), %zu MiB",
 			 m->name, chat_name(chat_kind(tmpl, m->tok)),
 			 v6 ? "[" : "", o->host, v6 ? "]" : "", server_port(s),
 			 e->n_cpus, e->n_cpus > 1 ? "s" : "", e->lib.rec[index].name,
 			 o->control, e->ctx, (long long)o->max_queue, cfg.parallel,
+			 kv_type_names[cfg.kv_type], forward_kv_pos_bytes(m, cfg.kv_type),
 			 cfg.kv_bytes >> 20);
 		int sig = 0;
 		sigwait(&set, &sig);
@@ -188,6 +187,7 @@ int cmd_serve(int argc, char **argv)
 		OPT_STR("policies", 0, &o.policies),
 		OPT_STR("control", 0, &o.control),
 		OPT_INT("ctx", 0, &o.ctx, 2, 1 << 22),
+		OPT_KV_TYPE(&o.kv),
 		OPT_CHOICE("backend", 0, &o.backend, backends),
 		OPT_INT("max-queue", 0, &o.max_queue, 0, 100000),
 		OPT_STR("api-key", 0, &o.api_key),
@@ -220,7 +220,7 @@ int cmd_serve(int argc, char **argv)
 	 * the server makes its own forward passes and gang */
 	engine_config_t ec = {
 		.model_path = o.model, .tok_path = o.tok, .cpus = o.cpus.cpu,
-		.n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx, .no_gang = true,
+		.n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx, .kv_type = o.kv, .no_gang = true,
 		.no_forward = true, .control = o.control, .policies = o.policies,
 	};
 	engine_t *e = engine_open(&ec, &status);

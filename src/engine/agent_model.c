@@ -37,7 +37,7 @@ int agent_model_open(agent_model_t *a, const char *model, const char *tok,
 	engine_t *e = engine_open(&ec, status);
 	if (e) {
 		e->ctx = e->ctx < 1024 ? e->ctx : 1024;
-		if (!(e->f = forward_new(e->m, e->ctx, 0)))
+		if (!(e->f = forward_new_kv(e->m, e->ctx, e->kv_type, 0)))
 			*status = EXIT_FAIL;
 	}
 	if (!e || !e->f) {

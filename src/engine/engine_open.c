@@ -67,9 +67,20 @@ static int open_forward(engine_t *e, const engine_config_t *c)
 			model_ctx);
 		return EXIT_INPUT;
 	}
+	e->kv_type = c->kv_type;
+	const char *unfit = forward_kv_unfit(e->m, c->kv_type);
+	if ((unsigned)c->kv_type >= KV_TYPE_COUNT) {
+		err_set("KV cache type %d is not one of f16, f32, q8_0", (int)c->kv_type);
+		return EXIT_INPUT;
+	}
+	if (unfit) {
+		err_set("--kv-type %s: %s (this model's is %d); use f16 or f32",
+			kv_type_names[c->kv_type], unfit, e->m->cfg.head_dim);
+		return EXIT_INPUT;
+	}
 	if (c->no_forward)
 		return EXIT_OK;
-	e->f = forward_new(e->m, e->ctx, 0);
+	e->f = forward_new_kv(e->m, e->ctx, c->kv_type, 0);
 	return e->f ? EXIT_OK : EXIT_FAIL;
 }
 

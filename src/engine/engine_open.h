@@ -33,6 +33,9 @@ typedef struct engine_config {
 	int n_cpus;             /* >= 1 */
 	int32_t ctx;            /* KV positions; 0: the model's, at most 4096;
 				   over the model's context: bad input */
+	kv_type_t kv_type;      /* the KV cache's elements (0: KV_F16); one
+				   the model cannot use (forward_kv_unfit):
+				   bad input, even with no_forward */
 	bool gang;              /* a gang even on one CPU (membership, traces);
 				   more than one CPU always gets one */
 	bool no_gang;           /* never a gang (the caller makes its own) */
@@ -47,6 +50,7 @@ typedef struct engine {
 	forward_t *f;      /* NULL with no_forward */
 	gang_t *g;         /* NULL: serial on the calling thread */
 	int32_t ctx;       /* the KV positions allocated */
+	kv_type_t kv_type; /* of f's caches, and of those its users make */
 	policy_lib_t lib;  /* built-ins (+ user file): frozen once open */
 	control_t *cw;     /* NULL without a control word */
 	policy_rt_t rt;    /* bound to cw, lib and g when cw is set */

@@ -1,6 +1,8 @@
 /* attn: one SIMD level of attn_rows, included by attn.c with ATTN_W
- * (lanes), ATTN_SUFFIX, ATTN_TARGET and ATTN_ROUNDED defined; see attn.c for
- * the order every level keeps. */
+ * (lanes), ATTN_SUFFIX, ATTN_TARGET, ATTN_ROUNDED, and ATTN_LD_F16 /
+ * ATTN_LD_Q8 (ATTN_W halves, resp. int8 quants, at p as a vector of
+ * floats) defined; see attn.c for the order every level keeps. The KV type
+ * kt is a constant in every instance (always_inline). */
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -10,19 +12,50 @@ typedef float CAT(vf_, ATTN_SUFFIX) __attribute__((vector_size(ATTN_W * 4)));
 #define LD(p) ({ VT v_; memcpy(&v_, (p), sizeof v_); v_; })
 #define ST(p, v) do { VT w_ = (v); memcpy((p), &w_, sizeof w_); } while (0)
 
+/* Elements i .. i + ATTN_W - 1 of a KV row of type kt as floats (exact);
+ * i a multiple of ATTN_W, so a Q8_0 load stays in one block. */
+static inline __attribute__((always_inline, target(ATTN_TARGET))) VT
+CAT(kvld_, ATTN_SUFFIX)(const int kt, const uint8_t *row, int64_t i)
+{
+	if (kt == KV_F16)
+		return ATTN_LD_F16(row + 2 * i);
+	if (kt == KV_Q8_0) {
+		const uint8_t *b = row + (i / QK) * (int64_t)sizeof(block_q8_0);
+		return ATTN_LD_Q8(b + 2 + i % QK) * ld_f16(b);
+	}
+	return LD(row + 4 * i);
+}
+
+/* Key row t (hd elements of type kt) as floats: the row itself for F32,
+ * else converted into buf. */
+static inline __attribute__((always_inline, target(ATTN_TARGET))) const float *
+CAT(kvrow_, ATTN_SUFFIX)(const int kt, const uint8_t *row, int64_t hd, float *buf)
+{
+	if (kt == KV_F32)
+		return (const float *)(const void *)row;
+	int64_t i = 0;
+	for (; i + ATTN_W <= hd; i += ATTN_W)
+		ST(buf + i, CAT(kvld_, ATTN_SUFFIX)(kt, row, i));
+	for (; i < hd; i++)
+		buf[i] = kv_elem((kv_type_t)kt, row, i);
+	return buf;
+}
 
 /* o (hd) = sum_t s[t] * V[t] for t <= pos, sequential in t, lanes over i. */
 static inline __attribute__((always_inline, target(ATTN_TARGET))) void
-CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, int64_t hd, int32_t pos)
+CAT(wsum_, ATTN_SUFFIX)(const int kt, const float *s, const uint8_t *V, size_t rb, float *o,
+			int64_t hd, int32_t pos)
 {
 	int64_t i0 = 0;
 	for (; i0 + 4 * ATTN_W <= hd; i0 += 4 * ATTN_W) {
 		VT a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
 		for (int32_t t = 0; t <= pos; t++) {
-			const float *v = V + (size_t)t * kvs + i0;
+			const uint8_t *v = V + (size_t)t * rb;
 			float a = s[t];
-			VT p0 = LD(v) * a, p1 = LD(v + ATTN_W) * a;
-			VT p2 = LD(v + 2 * ATTN_W) * a, p3 = LD(v + 3 * ATTN_W) * a;
+			VT p0 = CAT(kvld_, ATTN_SUFFIX)(kt, v, i0) * a;
+			VT p1 = CAT(kvld_, ATTN_SUFFIX)(kt, v, i0 + ATTN_W) * a;
+			VT p2 = CAT(kvld_, ATTN_SUFFIX)(kt, v, i0 + 2 * ATTN_W) * a;
+			VT p3 = CAT(kvld_, ATTN_SUFFIX)(kt, v, i0 + 3 * ATTN_W) * a;
 			ATTN_ROUNDED(p0);
 			ATTN_ROUNDED(p1);
 			ATTN_ROUNDED(p2);
@@ -40,7 +73,7 @@ CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, i
 	for (; i0 + ATTN_W <= hd; i0 += ATTN_W) {
 		VT a0 = {0};
 		for (int32_t t = 0; t <= pos; t++) {
-			VT p0 = LD(V + (size_t)t * kvs + i0) * s[t];
+			VT p0 = CAT(kvld_, ATTN_SUFFIX)(kt, V + (size_t)t * rb, i0) * s[t];
 			ATTN_ROUNDED(p0);
 			a0 = a0 + p0;
 		}
@@ -49,7 +82,7 @@ CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, i
 	for (int64_t i = i0; i < hd; i++) {
 		float a0 = 0.0f;
 		for (int32_t t = 0; t <= pos; t++)
-			a0 += s[t] * V[(size_t)t * kvs + i];
+			a0 += s[t] * kv_elem((kv_type_t)kt, V + (size_t)t * rb, i);
 		o[i] = a0;
 	}
 }
@@ -58,18 +91,21 @@ CAT(wsum_, ATTN_SUFFIX)(const float *s, const float *V, int64_t kvs, float *o, i
  * positions); step 0, attn_rows_heads (heads at one position). Each lane's
  * arithmetic is its own query's whatever the other lanes hold. */
 static inline __attribute__((always_inline, target(ATTN_TARGET))) int
-CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
-	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
+CAT(attn_core_, ATTN_SUFFIX)(const int kt, const float *q, int64_t qs, const uint8_t *K,
+	  const uint8_t *V, size_t rb, float *out, int64_t os, int64_t hd, int32_t pos0,
 	  int32_t nq, const int32_t step)
 {
 	int32_t npos = pos0 + (nq - 1) * step + 1;
+	/* Qt, St, s, and four converted key rows */
 	float *buf = eg_alloc_fault()
 			     ? NULL
-			     : gemm_scratch(0, ((size_t)hd * ATTN_W + (size_t)npos * (ATTN_W + 1)) *
-						       sizeof(float) + 64);
+			     : gemm_scratch(0, ((size_t)hd * (ATTN_W + 4) +
+						(size_t)npos * (ATTN_W + 1)) * sizeof(float) + 64);
 	if (!buf) /* out of memory: the reference's scratch is smaller */
-		return attn_core_generic(q, qs, K, V, kvs, out, os, hd, pos0, nq, step);
+		return attn_core_generic((kv_type_t)kt, q, qs, K, V, rb, out, os, hd, pos0, nq,
+					 step);
 	float *Qt = buf, *St = Qt + hd * ATTN_W, *s = St + (size_t)npos * ATTN_W;
+	float *kb = s + npos;
 	const float scale = sqrtf((float)hd);
 	for (int32_t j0 = 0; j0 < nq; j0 += ATTN_W) {
 		int32_t nj = nq - j0 < ATTN_W ? nq - j0 : ATTN_W;
@@ -79,8 +115,11 @@ CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 				Qt[i * ATTN_W + j] = j < nj ? q[(j0 + j) * qs + i] : 0.0f;
 		int32_t t = 0;
 		for (; t + 4 <= keys; t += 4) {
-			const float *k0 = K + (size_t)t * kvs, *k1 = k0 + kvs;
-			const float *k2 = k1 + kvs, *k3 = k2 + kvs;
+			const uint8_t *kr = K + (size_t)t * rb;
+			const float *k0 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr, hd, kb);
+			const float *k1 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr + rb, hd, kb + hd);
+			const float *k2 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr + 2 * rb, hd, kb + 2 * hd);
+			const float *k3 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr + 3 * rb, hd, kb + 3 * hd);
 			VT a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
 			for (int64_t i = 0; i < hd; i++) {
 				VT qv = LD(Qt + i * ATTN_W);
@@ -101,7 +140,7 @@ CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 			ST(St + (size_t)(t + 3) * ATTN_W, a3 / scale);
 		}
 		for (; t < keys; t++) {
-			const float *k0 = K + (size_t)t * kvs;
+			const float *k0 = CAT(kvrow_, ATTN_SUFFIX)(kt, K + (size_t)t * rb, hd, kb);
 			VT a0 = {0};
 			for (int64_t i = 0; i < hd; i++) {
 				VT p0 = LD(Qt + i * ATTN_W) * k0[i];
@@ -115,28 +154,11 @@ CAT(attn_core_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const f
 			for (int32_t u = 0; u <= pos; u++)
 				s[u] = St[(size_t)u * ATTN_W + j];
 			softmax(s, pos + 1);
-			CAT(wsum_, ATTN_SUFFIX)(s, V, kvs, out + (j0 + j) * os, hd, pos);
+			CAT(wsum_, ATTN_SUFFIX)(kt, s, V, rb, out + (j0 + j) * os, hd, pos);
 		}
 	}
 	return 0;
 }
-
-__attribute__((target(ATTN_TARGET))) int
-CAT(attn_rows_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K, const float *V,
-	  int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos0,
-	  int32_t nq)
-{
-	return CAT(attn_core_, ATTN_SUFFIX)(q, qs, K, V, kvs, out, os, hd, pos0, nq, 1);
-}
-
-__attribute__((target(ATTN_TARGET))) int
-CAT(attn_rows_heads_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K,
-	  const float *V, int64_t kvs, float *out, int64_t os, int64_t hd, int32_t pos,
-	  int32_t nh)
-{
-	return CAT(attn_core_, ATTN_SUFFIX)(q, qs, K, V, kvs, out, os, hd, pos, nh, 0);
-}
-
 
 #undef VT
 #undef LD
@@ -145,3 +167,5 @@ CAT(attn_rows_heads_, ATTN_SUFFIX)(const float *q, int64_t qs, const float *K,
 #undef ATTN_SUFFIX
 #undef ATTN_TARGET
 #undef ATTN_ROUNDED
+#undef ATTN_LD_F16
+#undef ATTN_LD_Q8

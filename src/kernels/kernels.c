@@ -392,12 +392,17 @@ const kernel_ops_t kops_generic = {
 	.rmsnorm = rmsnorm_generic,
 	.softmax = softmax_generic,
 	.rope_apply = rope_apply_generic,
-	.attention = attention_heads_generic,
 	.swiglu = swiglu_generic,
 	.gemm_quant = gemm_quant_absent,
 	.gemm_aux = gemm_aux_generic,
-	.attn_rows = attn_rows_generic,
-	.attn_rows_heads = attn_rows_heads_generic,
+	.kv = {
+		[KV_F16] = {attention_f16_generic, attn_rows_f16_generic,
+			    attn_rows_heads_f16_generic},
+		[KV_F32] = {attention_f32_generic, attn_rows_f32_generic,
+			    attn_rows_heads_f32_generic},
+		[KV_Q8_0] = {attention_q8_0_generic, attn_rows_q8_0_generic,
+			     attn_rows_heads_q8_0_generic},
+	},
 };
 
 /* ------------------------------------------------------------- dispatch */
@@ -978,36 +983,92 @@ static void rope_apply_generic(float *x, int n_heads, int head_dim, int rot_dim,
 	}
 }
 
-/* As llama2.c's attention loop, head by head. */
+/* As llama2.c's attention loop, one head, with each key and value element
+ * read through kv_elem (the f32 loads for KV_F32). */
+static void attention_one_generic(kv_type_t kt, float *out, const float *q,
+				  const uint8_t *k, const uint8_t *v, size_t rb, int n_pos,
+				  int hd, float *scores)
+{
+	float scale = sqrtf((float)hd);
+	for (int t = 0; t < n_pos; t++) {
+		const uint8_t *kt_row = k + (size_t)t * rb;
+		float dot = 0.0f;
+		for (int i = 0; i < hd; i++)
+			dot += q[i] * kv_elem(kt, kt_row, i);
+		scores[t] = dot / scale;
+	}
+	softmax_generic(scores, n_pos);
+	memset(out, 0, (size_t)hd * sizeof *out);
+	for (int t = 0; t < n_pos; t++) {
+		const uint8_t *vt = v + (size_t)t * rb;
+		float a = scores[t];
+		for (int i = 0; i < hd; i++)
+			out[i] += a * kv_elem(kt, vt, i);
+	}
+}
+
+void attention_heads_kv_generic(kv_type_t kt, float *out, const float *q, const void *k,
+				const void *v, size_t rb, int n_pos, int hd, float *scores,
+				int nh, int64_t ss)
+{
+	for (int h = 0; h < nh; h++)
+		attention_one_generic(kt, out + (size_t)h * (size_t)hd, q + (size_t)h * (size_t)hd,
+				      k, v, rb, n_pos, hd, scores + (size_t)h * (size_t)ss);
+}
+
+#define ATTENTION_GENERIC(tag, KT)                                                      \
+	void attention_##tag##_generic(float *out, const float *q, const void *k,          \
+				       const void *v, size_t rb, int n_pos, int hd,        \
+				       float *scores, int nh, int64_t ss)                  \
+	{                                                                                  \
+		attention_heads_kv_generic(KT, out, q, k, v, rb, n_pos, hd, scores, nh, ss); \
+	}
+ATTENTION_GENERIC(f32, KV_F32)
+ATTENTION_GENERIC(f16, KV_F16)
+ATTENTION_GENERIC(q8_0, KV_Q8_0)
+
 void attention_heads_generic(float *out, const float *q, const float *k,
 			     const float *v, int64_t stride, int n_pos, int hd,
 			     float *scores, int nh, int64_t ss)
 {
-	for (int h = 0; h < nh; h++)
-		attention_head_generic(out + (size_t)h * (size_t)hd, q + (size_t)h * (size_t)hd,
-				       k, v, stride, n_pos, hd, scores + (size_t)h * (size_t)ss);
+	attention_heads_kv_generic(KV_F32, out, q, k, v, (size_t)stride * sizeof(float), n_pos,
+				   hd, scores, nh, ss);
 }
 
 void attention_head_generic(float *out, const float *q, const float *k,
 			    const float *v, int64_t stride, int n_pos, int hd,
 			    float *scores)
 {
-	float scale = sqrtf((float)hd);
-	for (int t = 0; t < n_pos; t++) {
-		const float *kt = k + (size_t)t * (size_t)stride;
-		float dot = 0.0f;
-		for (int i = 0; i < hd; i++)
-			dot += q[i] * kt[i];
-		scores[t] = dot / scale;
+	attention_heads_generic(out, q, k, v, stride, n_pos, hd, scores, 1, n_pos);
+}
+
+/* ------------------------------------------------------- the KV cache rows */
+
+const char *const kv_type_names[KV_TYPE_COUNT + 1] = {
+	[KV_F16] = "f16", [KV_F32] = "f32", [KV_Q8_0] = "q8_0", [KV_TYPE_COUNT] = NULL,
+};
+
+size_t kv_row_bytes(kv_type_t t, int64_t n)
+{
+	switch (t) {
+	case KV_F16:
+		return (size_t)n * 2;
+	case KV_Q8_0:
+		return n % QK ? 0 : (size_t)(n / QK) * sizeof(block_q8_0);
+	default:
+		return (size_t)n * sizeof(float);
 	}
-	softmax_generic(scores, n_pos);
-	memset(out, 0, (size_t)hd * sizeof *out);
-	for (int t = 0; t < n_pos; t++) {
-		const float *vt = v + (size_t)t * (size_t)stride;
-		float a = scores[t];
-		for (int i = 0; i < hd; i++)
-			out[i] += a * vt[i];
-	}
+}
+
+void kv_store_row(kv_type_t t, const float *x, void *row, int64_t n)
+{
+	quantize_row(t == KV_F16 ? DTYPE_F16 : t == KV_Q8_0 ? DTYPE_Q8_0 : DTYPE_F32, x, row, n);
+}
+
+void kv_load_row(kv_type_t t, const void *row, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = kv_elem(t, row, i);
 }
 
 /* ------------------------------------------ forward-pass math (dispatch) */
@@ -1054,13 +1115,22 @@ void rope(float *x, int n_heads, int head_dim, int rot_dim, int pos,
 void attention_head(float *out, const float *q, const float *k, const float *v,
 		    int64_t stride, int n_pos, int hd, float *scores)
 {
-	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores, 1, n_pos);
+	attention_heads(out, q, k, v, stride, n_pos, hd, scores, 1, n_pos);
 }
 
 void attention_heads(float *out, const float *q, const float *k, const float *v,
 		     int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss)
 {
-	ops_get()->attention(out, q, k, v, stride, n_pos, hd, scores, nh, ss);
+	attention_heads_kv(KV_F32, out, q, k, v, (size_t)stride * sizeof(float), n_pos, hd,
+			   scores, nh, ss);
+}
+
+void attention_heads_kv(kv_type_t kt, float *out, const float *q, const void *k,
+			const void *v, size_t rb, int n_pos, int hd, float *scores, int nh,
+			int64_t ss)
+{
+	assert((unsigned)kt < KV_TYPE_COUNT);
+	ops_get()->kv[kt].attention(out, q, k, v, rb, n_pos, hd, scores, nh, ss);
 }
 
 /* As llama2.c, val *= 1 / (1 + e^-val); val *= b, with exp_eg for expf

@@ -239,6 +239,38 @@ void attention_heads(float *out, const float *q, const float *k, const float *v,
 void attention_heads_generic(float *out, const float *q, const float *k,
 			     const float *v, int64_t stride, int n_pos, int hd,
 			     float *scores, int nh, int64_t ss);
+/* ---- the KV cache's element types (model/forward.h) ----
+ * K and V rows as llama.cpp's --cache-type-k / -v name them: KV_F16 IEEE
+ * halves (f32_to_fp16: round to nearest even, as F16C's vcvtps2ph), KV_F32
+ * floats, KV_Q8_0 Q8_0 blocks of 32 (quantize_row: d = amax / 127 as f16,
+ * q = x * (127 / amax) rounded half to even, as ggml-cpu's x86
+ * quantize_row_q8_0 stores a K or V row). KV_F16 is 0: the default.
+ * Attention reads each element converted to float, which is exact for all
+ * three (a half is a float; a Q8_0 element d * q has at most 11 + 7
+ * significant bits), then does the f32 arithmetic below: for a given cache
+ * content every level gives the bits of attention_head on the converted
+ * values. */
+typedef enum kv_type { KV_F16, KV_F32, KV_Q8_0, KV_TYPE_COUNT } kv_type_t;
+/* "f16", "f32", "q8_0", NULL (indexed by kv_type_t). */
+extern const char *const kv_type_names[KV_TYPE_COUNT + 1];
+/* Bytes of a row of n elements of type t (Q8_0: n a multiple of 32, else 0). */
+size_t kv_row_bytes(kv_type_t t, int64_t n);
+/* x (n floats) -> a row of type t at row (any byte address). */
+void kv_store_row(kv_type_t t, const float *x, void *row, int64_t n);
+/* A row of type t -> y (n floats), the values attention reads. */
+void kv_load_row(kv_type_t t, const void *row, float *y, int64_t n);
+
+/* attention_heads over a cache of type kt: k and v point at the KV head's
+ * elements of position 0 (a whole number of blocks into the row for Q8_0:
+ * hd a multiple of 32), position t rb bytes further. Each head the bits of
+ * attention_head on kv_load_row's values, at every level. */
+void attention_heads_kv(kv_type_t kt, float *out, const float *q, const void *k,
+			const void *v, size_t rb, int n_pos, int hd, float *scores, int nh,
+			int64_t ss);
+void attention_heads_kv_generic(kv_type_t kt, float *out, const float *q, const void *k,
+				const void *v, size_t rb, int n_pos, int hd, float *scores,
+				int nh, int64_t ss);
+
 /* silu(a) * b, elementwise into o (o may alias a): val / (1 + e^-val) as
  * llama2.c computes it, with the project's exp (kernels_impl.h exp_eg,
  * within 8.2e-8 of e^x relatively) for libm's expf, so the SIMD level has
@@ -307,5 +339,19 @@ int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
 int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 			    const float *V, int64_t kvs, float *out, int64_t os,
 			    int64_t hd, int32_t pos, int32_t nh);
+/* attn_rows and attn_rows_heads over a cache of type kt (K, V and rb as
+ * attention_heads_kv): each query the bits of attn_rows on kv_load_row's
+ * values, at every level. 0, or -1 as attn_rows. */
+int attn_rows_kv(kv_type_t kt, const float *q, int64_t qs, const void *K, const void *V,
+		 size_t rb, float *out, int64_t os, int64_t hd, int32_t pos0, int32_t nq);
+int attn_rows_kv_generic(kv_type_t kt, const float *q, int64_t qs, const void *K,
+			 const void *V, size_t rb, float *out, int64_t os, int64_t hd,
+			 int32_t pos0, int32_t nq);
+int attn_rows_heads_kv(kv_type_t kt, const float *q, int64_t qs, const void *K,
+		       const void *V, size_t rb, float *out, int64_t os, int64_t hd,
+		       int32_t pos, int32_t nh);
+int attn_rows_heads_kv_generic(kv_type_t kt, const float *q, int64_t qs, const void *K,
+			       const void *V, size_t rb, float *out, int64_t os, int64_t hd,
+			       int32_t pos, int32_t nh);
 
 #endif

@@ -588,32 +588,54 @@ AVX2_INLINE void transpose8_ps(__m256 *r)
 	r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* Elements i0 .. i0 + min(rem, 8) - 1 of a KV row of type kt as floats,
+ * the lanes from rem on 0 and not read (exact; kernels.h kv_type_t): F32
+ * loaded, F16 converted by vcvtph2ps, Q8_0 quants sign-extended and
+ * converted, times the block's scale (hd a multiple of 32: rem <= 0 or
+ * >= 8). */
+AVX2_INLINE __m256 kv_ld8(const int kt, const uint8_t *row, int64_t i0, int64_t rem)
+{
+	if (rem <= 0)
+		return _mm256_setzero_ps();
+	if (kt == KV_F16) {
+		if (rem >= 8)
+			return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * i0)));
+		uint16_t h[8] = { 0 };
+		memcpy(h, row + 2 * i0, (size_t)rem * 2);
+		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+	}
+	if (kt == KV_Q8_0) {
+		const uint8_t *b = row + (i0 / QK) * (int64_t)sizeof(block_q8_0);
+		__m128i q8 = _mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + i0 % QK));
+		return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)),
+				     _mm256_set1_ps(_cvtsh_ss(ld_u16(b))));
+	}
+	const float *f = (const float *)(const void *)(row + 4 * i0);
+	return rem >= 8 ? _mm256_loadu_ps(f) : _mm256_maskload_ps(f, tail_mask8(rem));
+}
+
 /* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 8
  * positions per vector (lane l = position t + l), each summed over i in
  * order from +0 (the generic's dot, per lane): the 8 keys are read as rows,
- * 8 dimensions at a time, and transposed in registers once for the c heads
- * (positions past n_pos and dimensions past hd read as 0 and are never
- * added); the division by sqrtf(hd) per lane. */
-AVX2_INLINE void att_scores(const float *q, int c, const float *k, int64_t stride,
+ * 8 dimensions at a time (converted as they are loaded, kv_ld8), and
+ * transposed in registers once for the c heads (positions past n_pos and
+ * dimensions past hd read as 0 and are never added); the division by
+ * sqrtf(hd) per lane. */
+AVX2_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *k, size_t rb,
 			    int n_pos, int hd, float *scores, int64_t ss)
 {
 	const __m256 scale = _mm256_set1_ps(sqrtf((float)hd));
 	for (int t = 0; t < n_pos; t += 8) {
 		const int nr = n_pos - t < 8 ? n_pos - t : 8;
-		const float *kt = k + (size_t)t * (size_t)stride;
+		const uint8_t *kt0 = k + (size_t)t * rb;
 		__m256 a[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(),
 				_mm256_setzero_ps(), _mm256_setzero_ps() };
 		for (int i0 = 0; i0 < hd; i0 += 8) {
 			const int nj = hd - i0 < 8 ? hd - i0 : 8;
-			const __m256i m = tail_mask8(nj);
 			__m256 r[8];
 #pragma GCC unroll 8
-			for (int i = 0; i < 8; i++) {
-				const float *ki = kt + (size_t)i * (size_t)stride + i0;
-				r[i] = i >= nr ? _mm256_setzero_ps()
-				     : nj == 8 ? _mm256_loadu_ps(ki)
-					       : _mm256_maskload_ps(ki, m);
-			}
+			for (int i = 0; i < 8; i++)
+				r[i] = kv_ld8(kt, kt0 + (size_t)i * rb, i0, i >= nr ? 0 : nj);
 			transpose8_ps(r);
 #pragma GCC unroll 4
 			for (int h = 0; h < 4; h++) {
@@ -640,20 +662,20 @@ AVX2_INLINE void att_scores(const float *q, int c, const float *k, int64_t strid
 
 /* out (hd) = sum_u s[u] v_u: 32 dimensions (four independent chains) per
  * pass over the values, each summed over u in order from +0. */
-AVX2_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t stride,
-			  int n_pos, int hd)
+AVX2_INLINE void att_wsum(const int kt, float *out, const float *s, const uint8_t *v,
+			  size_t rb, int n_pos, int hd)
 {
 	for (int i = 0; i < hd; i += 32) {
 		const __m256i m0 = tail_mask8(hd - i), m1 = tail_mask8(hd - i - 8);
 		const __m256i m2 = tail_mask8(hd - i - 16), m3 = tail_mask8(hd - i - 24);
 		__m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
 		for (int u = 0; u < n_pos; u++) {
-			const float *vu = v + (size_t)u * (size_t)stride + i;
+			const uint8_t *vu = v + (size_t)u * rb;
 			const __m256 su = _mm256_set1_ps(s[u]);
-			__m256 p0 = _mm256_mul_ps(su, _mm256_maskload_ps(vu, m0));
-			__m256 p1 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 8, m1));
-			__m256 p2 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 16, m2));
-			__m256 p3 = _mm256_mul_ps(su, _mm256_maskload_ps(vu + 24, m3));
+			__m256 p0 = _mm256_mul_ps(su, kv_ld8(kt, vu, i, hd - i));
+			__m256 p1 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 8, hd - i - 8));
+			__m256 p2 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 16, hd - i - 16));
+			__m256 p3 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 24, hd - i - 24));
 			VEC_ROUNDED(p0);
 			VEC_ROUNDED(p1);
 			VEC_ROUNDED(p2);
@@ -672,9 +694,9 @@ AVX2_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t st
 
 /* nh heads: scores 4 heads at a time (att_scores), then per head softmax
  * and the weighted sum. */
-AVX2 static void attention_avx2(float *out, const float *q, const float *k, const float *v,
-				int64_t stride, int n_pos, int hd, float *scores, int nh,
-				int64_t ss)
+AVX2_INLINE void attention_kt(const int kt, float *out, const float *q, const uint8_t *k,
+			      const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
+			      int nh, int64_t ss)
 {
 	for (int h = 0; h < nh; h += 4) {
 		const float *qh = q + (size_t)h * (size_t)hd;
@@ -682,18 +704,29 @@ AVX2 static void attention_avx2(float *out, const float *q, const float *k, cons
 		/* a constant head count per call, so that the accumulators
 		 * and the transposed keys stay in registers */
 		switch (nh - h) {
-		case 1: att_scores(qh, 1, k, stride, n_pos, hd, sh, ss); break;
-		case 2: att_scores(qh, 2, k, stride, n_pos, hd, sh, ss); break;
-		case 3: att_scores(qh, 3, k, stride, n_pos, hd, sh, ss); break;
-		default: att_scores(qh, 4, k, stride, n_pos, hd, sh, ss); break;
+		case 1: att_scores(kt, qh, 1, k, rb, n_pos, hd, sh, ss); break;
+		case 2: att_scores(kt, qh, 2, k, rb, n_pos, hd, sh, ss); break;
+		case 3: att_scores(kt, qh, 3, k, rb, n_pos, hd, sh, ss); break;
+		default: att_scores(kt, qh, 4, k, rb, n_pos, hd, sh, ss); break;
 		}
 	}
 	for (int h = 0; h < nh; h++) {
 		float *s = scores + (size_t)h * (size_t)ss;
 		softmax_avx2(s, n_pos);
-		att_wsum(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
+		att_wsum(kt, out + (size_t)h * (size_t)hd, s, v, rb, n_pos, hd);
 	}
 }
+
+#define ATTENTION_AVX2(tag, KT)                                                          \
+	AVX2 static void attention_##tag##_avx2(float *out, const float *q, const void *k,  \
+						const void *v, size_t rb, int n_pos, int hd, \
+						float *scores, int nh, int64_t ss)           \
+	{                                                                                   \
+		attention_kt(KT, out, q, k, v, rb, n_pos, hd, scores, nh, ss);              \
+	}
+ATTENTION_AVX2(f32, KV_F32)
+ATTENTION_AVX2(f16, KV_F16)
+ATTENTION_AVX2(q8_0, KV_Q8_0)
 
 /* ------------------------------------------------------ entry points */
 
@@ -808,12 +841,14 @@ const kernel_ops_t kops_avx2 = {
 	.rmsnorm = rmsnorm_avx2,
 	.softmax = softmax_avx2,
 	.rope_apply = rope_apply_avx2,
-	.attention = attention_avx2,
 	.swiglu = swiglu_avx2,
 	.gemm_quant = gemm_quant_avx2,
 	.gemm_aux = gemm_aux_avx2,
-	.attn_rows = attn_rows_avx2,
-	.attn_rows_heads = attn_rows_heads_avx2,
+	.kv = {
+		[KV_F16] = {attention_f16_avx2, attn_rows_f16_avx2, attn_rows_heads_f16_avx2},
+		[KV_F32] = {attention_f32_avx2, attn_rows_f32_avx2, attn_rows_heads_f32_avx2},
+		[KV_Q8_0] = {attention_q8_0_avx2, attn_rows_q8_0_avx2, attn_rows_heads_q8_0_avx2},
+	},
 };
 
 #endif

@@ -1087,29 +1087,50 @@ AVX512_INLINE void transpose16_ps(__m512 *r)
 	}
 }
 
+/* Elements i0 .. i0 + 15 of a KV row of type kt under mask m as floats
+ * (exact; kernels.h kv_type_t): F32 loaded, F16 converted by vcvtph2ps,
+ * Q8_0 quants sign-extended and converted, times the block's scale. m is
+ * empty (nothing read) or, for Q8_0 (hd a multiple of 32), full. */
+AVX512_INLINE __m512 kv_ld16(const int kt, const uint8_t *row, int64_t i0, __mmask16 m)
+{
+	if (kt == KV_F16)
+		return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i0));
+	if (kt == KV_Q8_0) {
+		if (!m)
+			return _mm512_setzero_ps();
+		const uint8_t *b = row + (i0 / QK) * (int64_t)sizeof(block_q8_0);
+		__m128i q8 = _mm_loadu_si128((const __m128i *)(const void *)(b + 2 + i0 % QK));
+		return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)),
+				     _mm512_set1_ps(_cvtsh_ss(ld_u16(b))));
+	}
+	return _mm512_maskz_loadu_ps(m, row + 4 * i0);
+}
+
 /* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 16
  * positions per vector, lane l = position t + l, each summed over i in
  * order from +0 (the generic's dot, per lane): the 16 keys are read as
- * rows, 16 dimensions at a time, and transposed in registers once for the
- * c heads (transpose16_ps; positions past n_pos and dimensions past hd read
- * as 0 and are never added); the division by sqrtf(hd) per lane.
+ * rows, 16 dimensions at a time (converted to floats as they are loaded,
+ * kv_ld16), and transposed in registers once for the c heads
+ * (transpose16_ps; positions past n_pos and dimensions past hd read as 0
+ * and are never added); the division by sqrtf(hd) per lane.
  * Gathering the keys in 16 lanes instead took most of the attention's
  * time; the transposes are shared among a KV head's queries
  * (tinyllama-1.1b: 8 per KV head). Figures: doc/measurements.md. */
-AVX512_INLINE void att_scores(const float *q, int c, const float *k, const float *v,
-			      int64_t stride, int n_pos, int hd, float *scores,
+AVX512_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *k,
+			      const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
 			      int64_t ss)
 {
 	const __m512 scale = _mm512_set1_ps(sqrtf((float)hd));
+	const int hb = (int)kv_row_bytes((kv_type_t)kt, hd); /* a head's bytes per row */
 	for (int t = 0; t < n_pos; t += 16) {
 		const int nr = n_pos - t < 16 ? n_pos - t : 16;
-		const float *kt = k + (size_t)t * (size_t)stride;
+		const uint8_t *kt0 = k + (size_t)t * rb;
 		/* the cache was evicted by the weights streamed since the last
 		 * token: fetch the next block's keys and this block's values */
 		for (int i = 0; i < 16; i++) {
-			const char *kn = (const char *)(kt + (size_t)(16 + i) * (size_t)stride);
-			const char *vn = (const char *)(v + (size_t)(t + i) * (size_t)stride);
-			for (int b = 0; b < 4 * hd; b += 64) {
+			const char *kn = (const char *)(kt0 + (size_t)(16 + i) * rb);
+			const char *vn = (const char *)(v + (size_t)(t + i) * rb);
+			for (int b = 0; b < hb; b += 64) {
 				if (t + 16 + i < n_pos)
 					_mm_prefetch(kn + b, _MM_HINT_T0);
 				if (i < nr)
@@ -1124,8 +1145,7 @@ AVX512_INLINE void att_scores(const float *q, int c, const float *k, const float
 			__m512 r[16];
 #pragma GCC unroll 16
 			for (int i = 0; i < 16; i++)
-				r[i] = _mm512_maskz_loadu_ps(i < nr ? m : 0,
-							     kt + (size_t)i * (size_t)stride + i0);
+				r[i] = kv_ld16(kt, kt0 + (size_t)i * rb, i0, i < nr ? m : 0);
 			transpose16_ps(r);
 #pragma GCC unroll 4
 			for (int h = 0; h < 4; h++) {
@@ -1161,20 +1181,20 @@ AVX512_INLINE void att_scores(const float *q, int c, const float *k, const float
 
 /* out (hd) = sum_u s[u] v_u: 64 dimensions (four independent chains) per
  * pass over the values, each summed over u in order from +0. */
-AVX512_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t stride,
-			    int n_pos, int hd)
+AVX512_INLINE void att_wsum(const int kt, float *out, const float *s, const uint8_t *v,
+			    size_t rb, int n_pos, int hd)
 {
 	for (int i = 0; i < hd; i += 64) {
 		const __mmask16 m0 = tail_mask(hd - i), m1 = tail_mask(hd - i - 16);
 		const __mmask16 m2 = tail_mask(hd - i - 32), m3 = tail_mask(hd - i - 48);
 		__m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
 		for (int u = 0; u < n_pos; u++) {
-			const float *vu = v + (size_t)u * (size_t)stride + i;
+			const uint8_t *vu = v + (size_t)u * rb;
 			const __m512 su = _mm512_set1_ps(s[u]);
-			__m512 p0 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m0, vu));
-			__m512 p1 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m1, vu + 16));
-			__m512 p2 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m2, vu + 32));
-			__m512 p3 = _mm512_mul_ps(su, _mm512_maskz_loadu_ps(m3, vu + 48));
+			__m512 p0 = _mm512_mul_ps(su, kv_ld16(kt, vu, i, m0));
+			__m512 p1 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 16, m1));
+			__m512 p2 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 32, m2));
+			__m512 p3 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 48, m3));
 			VEC_ROUNDED(p0);
 			VEC_ROUNDED(p1);
 			VEC_ROUNDED(p2);
@@ -1193,9 +1213,9 @@ AVX512_INLINE void att_wsum(float *out, const float *s, const float *v, int64_t 
 
 /* nh heads: scores 4 heads at a time (att_scores), then per head softmax
  * (as above) and the weighted sum. */
-AVX512 void attention_avx512(float *out, const float *q, const float *k,
-				    const float *v, int64_t stride, int n_pos, int hd,
-				    float *scores, int nh, int64_t ss)
+AVX512_INLINE void attention_kt(const int kt, float *out, const float *q, const uint8_t *k,
+				const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
+				int nh, int64_t ss)
 {
 	for (int h = 0; h < nh; h += 4) {
 		const float *qh = q + (size_t)h * (size_t)hd;
@@ -1204,25 +1224,37 @@ AVX512 void attention_avx512(float *out, const float *q, const float *k,
 		 * and the transposed keys stay in registers */
 		switch (nh - h) {
 		case 1:
-			att_scores(qh, 1, k, v, stride, n_pos, hd, sh, ss);
+			att_scores(kt, qh, 1, k, v, rb, n_pos, hd, sh, ss);
 			break;
 		case 2:
-			att_scores(qh, 2, k, v, stride, n_pos, hd, sh, ss);
+			att_scores(kt, qh, 2, k, v, rb, n_pos, hd, sh, ss);
 			break;
 		case 3:
-			att_scores(qh, 3, k, v, stride, n_pos, hd, sh, ss);
+			att_scores(kt, qh, 3, k, v, rb, n_pos, hd, sh, ss);
 			break;
 		default:
-			att_scores(qh, 4, k, v, stride, n_pos, hd, sh, ss);
+			att_scores(kt, qh, 4, k, v, rb, n_pos, hd, sh, ss);
 			break;
 		}
 	}
 	for (int h = 0; h < nh; h++) {
 		float *s = scores + (size_t)h * (size_t)ss;
 		softmax_avx512(s, n_pos);
-		att_wsum(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
+		att_wsum(kt, out + (size_t)h * (size_t)hd, s, v, rb, n_pos, hd);
 	}
 }
+
+/* The level's attention per KV type (both avx512 tables). */
+#define ATTENTION_AVX512(tag, KT)                                                     \
+	AVX512 void attention_##tag##_avx512(float *out, const float *q, const void *k,  \
+					     const void *v, size_t rb, int n_pos, int hd, \
+					     float *scores, int nh, int64_t ss)           \
+	{                                                                                \
+		attention_kt(KT, out, q, k, v, rb, n_pos, hd, scores, nh, ss);           \
+	}
+ATTENTION_AVX512(f32, KV_F32)
+ATTENTION_AVX512(f16, KV_F16)
+ATTENTION_AVX512(q8_0, KV_Q8_0)
 
 /* ------------------------------------------------------------ tables */
 
@@ -1325,12 +1357,17 @@ const kernel_ops_t kops_avx512 = {
 	.rmsnorm = rmsnorm_avx512,
 	.softmax = softmax_avx512,
 	.rope_apply = rope_apply_avx512,
-	.attention = attention_avx512,
 	.swiglu = swiglu_avx512,
 	.gemm_quant = gemm_quant_avx2,
 	.gemm_aux = gemm_aux_avx2,
-	.attn_rows = attn_rows_avx512,
-	.attn_rows_heads = attn_rows_heads_avx512,
+	.kv = {
+		[KV_F16] = {attention_f16_avx512, attn_rows_f16_avx512,
+			    attn_rows_heads_f16_avx512},
+		[KV_F32] = {attention_f32_avx512, attn_rows_f32_avx512,
+			    attn_rows_heads_f32_avx512},
+		[KV_Q8_0] = {attention_q8_0_avx512, attn_rows_q8_0_avx512,
+			     attn_rows_heads_q8_0_avx512},
+	},
 };
 
 #else
@@ -1434,12 +1471,17 @@ const kernel_ops_t kops_avx512vnni = {
 	.rmsnorm = rmsnorm_avx512,
 	.softmax = softmax_avx512,
 	.rope_apply = rope_apply_avx512,
-	.attention = attention_avx512,
 	.swiglu = swiglu_avx512,
 	.gemm_quant = gemm_quant_avx512vnni,
 	.gemm_aux = gemm_aux_avx2,
-	.attn_rows = attn_rows_avx512,
-	.attn_rows_heads = attn_rows_heads_avx512,
+	.kv = {
+		[KV_F16] = {attention_f16_avx512, attn_rows_f16_avx512,
+			    attn_rows_heads_f16_avx512},
+		[KV_F32] = {attention_f32_avx512, attn_rows_f32_avx512,
+			    attn_rows_heads_f32_avx512},
+		[KV_Q8_0] = {attention_q8_0_avx512, attn_rows_q8_0_avx512,
+			     attn_rows_heads_q8_0_avx512},
+	},
 };
 
 #endif /* EGANG_AVX512_VNNI */

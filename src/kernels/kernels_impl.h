@@ -217,6 +217,20 @@ static inline float fp16_to_f32_inline(uint16_t h)
 /* The half at p as a float (a block's f16 scale). */
 static inline float ld_f16(const void *p) { return fp16_to_f32_inline(ld_u16(p)); }
 
+/* Element i of a KV row of type t as attention reads it (kernels.h
+ * kv_type_t; exact: d * q of a Q8_0 block has at most 18 significant
+ * bits). */
+static inline float kv_elem(kv_type_t t, const uint8_t *row, int64_t i)
+{
+	if (t == KV_F16)
+		return fp16_to_f32_inline(ld_u16(row + 2 * i));
+	if (t == KV_Q8_0) {
+		const uint8_t *b = row + (i / QK) * (int64_t)sizeof(block_q8_0);
+		return ld_f16(b) * (float)(int8_t)b[2 + i % QK];
+	}
+	return ld_f32(row + 4 * i);
+}
+
 /* Round to nearest even; NaN stays NaN, quiet, payload truncated (as
  * vcvtps2ph); overflow gives inf; subnormal halves are produced exactly. */
 static inline uint16_t f32_to_fp16_inline(float f)
@@ -326,9 +340,9 @@ typedef void softmax_kernel_t(float *x, int64_t n);
  * (cos, sin) pairs: cs[2j] = cos, cs[2j + 1] = sin of pair j */
 typedef void rope_apply_kernel_t(float *x, int n_heads, int head_dim, int rot_dim,
 				 const float *cs, int neox);
-/* attention_heads (kernels.h) */
-typedef void attention_kernel_t(float *out, const float *q, const float *k,
-				const float *v, int64_t stride, int n_pos, int hd,
+/* attention_heads_kv (kernels.h) for one KV type */
+typedef void attention_kernel_t(float *out, const float *q, const void *k,
+				const void *v, size_t rb, int n_pos, int hd,
 				float *scores, int nh, int64_t ss);
 typedef void swiglu_kernel_t(float *o, const float *a, const float *b, int64_t n);
 /* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb
@@ -349,10 +363,10 @@ typedef void gemm_quant_kernel_t(GEMM_QUANT_ARGS);
  * the sum of its quants. */
 typedef void gemm_aux_kernel_t(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok,
 			       float *dx, int32_t *sx);
-/* attn_rows and attn_rows_heads (kernels.h; the last two arguments: pos0,
- * nq, resp. pos, nh). */
-typedef int attn_rows_kernel_t(const float *q, int64_t qs, const float *K,
-			       const float *V, int64_t kvs, float *out, int64_t os,
+/* attn_rows_kv and attn_rows_heads_kv (kernels.h) for one KV type (the
+ * last two arguments: pos0, nq, resp. pos, nh). */
+typedef int attn_rows_kernel_t(const float *q, int64_t qs, const void *K,
+			       const void *V, size_t rb, float *out, int64_t os,
 			       int64_t hd, int32_t pos0, int32_t nq);
 
 typedef matmat_kernel_t *matmat_fn;
@@ -377,6 +391,14 @@ typedef struct kernel_type_ops {
 	 * gemm_rows reads the rows as stored */
 	matmat_p16_kernel_t *matmat_p16;
 } kernel_type_ops_t;
+
+/* What one level runs for one KV cache type (kernels.h kv_type_t): decode
+ * attention, batched causal attention, the heads of a decode token. */
+typedef struct kernel_kv_ops {
+	attention_kernel_t *attention;
+	attn_rows_kernel_t *attn_rows;
+	attn_rows_kernel_t *attn_rows_heads;
+} kernel_kv_ops_t;
 
 /* One ISA level. Every entry is a complete implementation, named where the
  * table is defined (kops_generic in kernels.c; the SIMD levels' at the
@@ -403,14 +425,14 @@ typedef struct kernel_ops {
 	rmsnorm_kernel_t *rmsnorm;
 	softmax_kernel_t *softmax;
 	rope_apply_kernel_t *rope_apply;
-	attention_kernel_t *attention;
 	swiglu_kernel_t *swiglu;
-	/* Prefill (gemm.c, attn.c): the quantized gemm (absent:
-	 * gemm_rows_generic), its aux, batched causal attention. */
+	/* Prefill (gemm.c): the quantized gemm (absent: gemm_rows_generic),
+	 * its aux. */
 	gemm_quant_kernel_t *gemm_quant;
 	gemm_aux_kernel_t *gemm_aux;
-	attn_rows_kernel_t *attn_rows;
-	attn_rows_kernel_t *attn_rows_heads;
+	/* Attention per KV cache type (kernels.c, attn.c), bit-exact with
+	 * the generic twins. */
+	kernel_kv_ops_t kv[KV_TYPE_COUNT];
 } kernel_ops_t;
 
 /* The absent kernels: the value of an optional entry that a level lacks
@@ -448,16 +470,23 @@ gemm_quant_kernel_t gemm_quant_absent;
 	X(rmsnorm, NULL, 0)                           \
 	X(softmax, NULL, 0)                           \
 	X(rope_apply, NULL, 0)                        \
-	X(attention, NULL, 0)                         \
 	X(swiglu, NULL, 0)                            \
 	X(gemm_quant, gemm_quant_absent, 1)           \
 	X(gemm_aux, NULL, 0)                          \
-	X(attn_rows, NULL, 0)                         \
-	X(attn_rows_heads, NULL, 0)
+	X(kv[KV_F16].attention, NULL, 0)              \
+	X(kv[KV_F16].attn_rows, NULL, 0)              \
+	X(kv[KV_F16].attn_rows_heads, NULL, 0)        \
+	X(kv[KV_F32].attention, NULL, 0)              \
+	X(kv[KV_F32].attn_rows, NULL, 0)              \
+	X(kv[KV_F32].attn_rows_heads, NULL, 0)        \
+	X(kv[KV_Q8_0].attention, NULL, 0)             \
+	X(kv[KV_Q8_0].attn_rows, NULL, 0)             \
+	X(kv[KV_Q8_0].attn_rows_heads, NULL, 0)
 #define KERNEL_OPS_COUNT_ONE(field, absent, optional) +1
 _Static_assert(sizeof(kernel_type_ops_t) ==
 		       (0 KERNEL_TYPE_OPS(KERNEL_OPS_COUNT_ONE)) * sizeof(void (*)(void)),
 	       "KERNEL_TYPE_OPS must list every entry of kernel_type_ops_t");
+_Static_assert(KV_TYPE_COUNT == 3, "KERNEL_OPS lists the kv entries of three KV types");
 _Static_assert(sizeof(kernel_ops_t) ==
 		       sizeof(const char *) + DTYPE_COUNT * sizeof(kernel_type_ops_t) +
 			       (0 KERNEL_OPS(KERNEL_OPS_COUNT_ONE)) * sizeof(void (*)(void)),
@@ -492,6 +521,11 @@ vec_dot_kernel_t dot_q8_K_generic;
 matvec_kernel_t matvec_q8_K_generic;
 quantize_kernel_t quantize_q8_K_generic;
 gemm_aux_kernel_t gemm_aux_generic;
+/* kernels.c, attn.c: per KV type */
+attention_kernel_t attention_f32_generic, attention_f16_generic, attention_q8_0_generic;
+attn_rows_kernel_t attn_rows_f32_generic, attn_rows_f16_generic, attn_rows_q8_0_generic;
+attn_rows_kernel_t attn_rows_heads_f32_generic, attn_rows_heads_f16_generic,
+	attn_rows_heads_q8_0_generic;
 
 #if defined(__x86_64__)
 /* kquants_avx2.c: the legacy types, IQ4_NL / IQ4_XS and the K-quants,
@@ -516,9 +550,11 @@ matmat_p16_kernel_t matmat_p16_q4_K_avx2, matmat_p16_q5_K_avx2, matmat_p16_q6_K_
  * vpdpbusd emulated) and its aux (every x86 level's) */
 gemm_quant_kernel_t gemm_quant_avx2;
 gemm_aux_kernel_t gemm_aux_avx2;
-/* attn.c */
-attn_rows_kernel_t attn_rows_avx2, attn_rows_heads_avx2;
-attn_rows_kernel_t attn_rows_avx512, attn_rows_heads_avx512;
+/* attn.c, per KV type */
+attn_rows_kernel_t attn_rows_f32_avx2, attn_rows_heads_f32_avx2, attn_rows_f16_avx2,
+	attn_rows_heads_f16_avx2, attn_rows_q8_0_avx2, attn_rows_heads_q8_0_avx2;
+attn_rows_kernel_t attn_rows_f32_avx512, attn_rows_heads_f32_avx512, attn_rows_f16_avx512,
+	attn_rows_heads_f16_avx512, attn_rows_q8_0_avx512, attn_rows_heads_q8_0_avx512;
 /* kernels_avx512.c: the avx512 level's kernels that do not depend on VNNI
  * (float weights, conversions, the forward pass's float math), compiled
  * once and named by the avx512vnni table too */
@@ -532,7 +568,7 @@ fp16_to_f32_kernel_t fp16_to_f32_row_avx512;
 rmsnorm_kernel_t rmsnorm_avx512;
 softmax_kernel_t softmax_avx512;
 rope_apply_kernel_t rope_apply_avx512;
-attention_kernel_t attention_avx512;
+attention_kernel_t attention_f32_avx512, attention_f16_avx512, attention_q8_0_avx512;
 swiglu_kernel_t swiglu_avx512;
 /* kquants_avx512.c: 512-bit Q4_K, Q5_K, Q6_K (no VNNI: both avx512 levels) */
 vec_dot_kernel_t dot_q4_K_avx512, dot_q5_K_avx512, dot_q6_K_avx512;
@@ -550,8 +586,9 @@ gemm_quant_kernel_t gemm_quant_avx512vnni;
 #endif
 
 #if defined(__aarch64__)
-/* attn.c (both ARM64 levels) */
-attn_rows_kernel_t attn_rows_neon, attn_rows_heads_neon;
+/* attn.c (both ARM64 levels), per KV type */
+attn_rows_kernel_t attn_rows_f32_neon, attn_rows_heads_f32_neon, attn_rows_f16_neon,
+	attn_rows_heads_f16_neon, attn_rows_q8_0_neon, attn_rows_heads_q8_0_neon;
 #endif
 
 /* ---------------------------------------------------------- kernel shapes */

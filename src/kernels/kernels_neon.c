@@ -1216,9 +1216,14 @@ static void att_wsum_neon(float *out, const float *s, const float *v, int64_t st
 	}
 }
 
-static void attention_neon(float *out, const float *q, const float *k, const float *v,
-			   int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss)
+/* The f32 cache's decode attention (rb bytes between positions). The f16
+ * and q8_0 caches run the generic kernels on ARM64 (the tables below):
+ * no NEON form of them yet. */
+static void attention_f32_neon(float *out, const float *q, const void *kv_k, const void *kv_v,
+			       size_t rb, int n_pos, int hd, float *scores, int nh, int64_t ss)
 {
+	const float *k = kv_k, *v = kv_v;
+	int64_t stride = (int64_t)(rb / sizeof(float));
 	for (int h = 0; h < nh; h++) {
 		float *s = scores + (size_t)h * (size_t)ss;
 		att_scores_neon(q + (size_t)h * (size_t)hd, k, stride, n_pos, hd, s);
@@ -1327,12 +1332,15 @@ const kernel_ops_t kops_neon = {
 	.rmsnorm = rmsnorm_neon,
 	.softmax = softmax_neon,
 	.rope_apply = rope_apply_neon,
-	.attention = attention_neon,
 	.swiglu = swiglu_neon,
 	.gemm_quant = gemm_quant_neon,
 	.gemm_aux = gemm_aux_generic,
-	.attn_rows = attn_rows_neon,
-	.attn_rows_heads = attn_rows_heads_neon,
+	.kv = {
+		[KV_F16] = {attention_f16_generic, attn_rows_f16_neon, attn_rows_heads_f16_neon},
+		[KV_F32] = {attention_f32_neon, attn_rows_f32_neon, attn_rows_heads_f32_neon},
+		[KV_Q8_0] = {attention_q8_0_generic, attn_rows_q8_0_neon,
+			     attn_rows_heads_q8_0_neon},
+	},
 };
 
 
@@ -1434,12 +1442,15 @@ const kernel_ops_t kops_dotprod = {
 	.rmsnorm = rmsnorm_neon,
 	.softmax = softmax_neon,
 	.rope_apply = rope_apply_neon,
-	.attention = attention_neon,
 	.swiglu = swiglu_neon,
 	.gemm_quant = gemm_quant_dotprod,
 	.gemm_aux = gemm_aux_generic,
-	.attn_rows = attn_rows_neon,
-	.attn_rows_heads = attn_rows_heads_neon,
+	.kv = {
+		[KV_F16] = {attention_f16_generic, attn_rows_f16_neon, attn_rows_heads_f16_neon},
+		[KV_F32] = {attention_f32_neon, attn_rows_f32_neon, attn_rows_heads_f32_neon},
+		[KV_Q8_0] = {attention_q8_0_generic, attn_rows_q8_0_neon,
+			     attn_rows_heads_q8_0_neon},
+	},
 };
 
 

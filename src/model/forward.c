@@ -50,10 +50,16 @@ struct forward {
 	void *hb_q;    /* hb as Q8_0 */
 	float *logits; /* (vocab) */
 	/* the KV cache the decode plan reads and writes: the own one, or a
-	 * sequence's (forward_set_input_kv); (layer, kv_cap, kv_dim) */
-	float *k_cache, *v_cache;
+	 * sequence's (forward_set_input_kv); (layer, kv_cap) rows of kv_rb
+	 * bytes (kv_dim elements of type kvt) */
+	uint8_t *k_cache, *v_cache;
 	int32_t kv_cap;
+	kv_type_t kvt;
+	size_t kv_rb;
 	forward_kv_t own; /* the own cache, ctx positions */
+	/* the token's K and V rows as floats before they are stored (kv_dim
+	 * each; the QKV finish converts them into the cache) */
+	float *k_new, *v_new;
 	/* RoPE's (cos, sin) table of the token's position (rope_table), rope_dim
 	 * floats per position, computed once per token (forward_set_input) or
 	 * per batch (forward_set_batch: bmax rows) instead of once per
@@ -172,6 +178,19 @@ static inline void *act_region(dtype_t t, void *xq, int64_t n, int64_t rows)
 static inline int64_t kv_dim(const model_config_t *c)
 {
 	return (int64_t)c->n_kv_heads * c->head_dim;
+}
+
+/* Row of position pos of layer l in a cache of cap positions at base. */
+static inline uint8_t *kv_at(const forward_t *f, void *base, int32_t cap, int64_t l,
+			     int32_t pos)
+{
+	return (uint8_t *)base + ((size_t)l * (size_t)cap + (size_t)pos) * f->kv_rb;
+}
+
+/* Byte offset of KV head kvh's elements in a row. */
+static inline size_t kv_head_off(const forward_t *f, int64_t kvh)
+{
+	return kv_row_bytes(f->kvt, kvh * f->c.head_dim);
 }
 
 static inline int64_t q_dim(const model_config_t *c)
@@ -372,9 +391,8 @@ static void qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
-	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
-	float *vc = f->v_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
+	int64_t Q = q_dim(c), KV = kv_dim(c);
+	float *kc = f->k_new, *vc = f->v_new;
 	const struct {
 		const tensor_t *w;
 		const float *b;
@@ -407,8 +425,9 @@ static void qkv_finish(void *ctx, uint32_t wave)
 	const model_config_t *c = &f->c;
 	const layer_t *y = layer_of(f, wave);
 	int64_t l = (wave - 1) / STEP_COUNT, KV = kv_dim(c);
-	float *kc = f->k_cache + ((size_t)l * f->kv_cap + f->pos) * KV;
-	qk_finish(f, y, f->q, kc, y->swa ? f->rope_cs_swa : f->rope_cs);
+	qk_finish(f, y, f->q, f->k_new, y->swa ? f->rope_cs_swa : f->rope_cs);
+	kv_store_row(f->kvt, f->k_new, kv_at(f, f->k_cache, f->kv_cap, l, f->pos), KV);
+	kv_store_row(f->kvt, f->v_new, kv_at(f, f->v_cache, f->kv_cap, l, f->pos), KV);
 }
 
 /* ---- ATTN: one chunk per group of up to ATTN_GROUP query heads of one
@@ -438,17 +457,18 @@ static void attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
-	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim, KV = kv_dim(c);
+	int64_t l = (wave - 1) / STEP_COUNT, hd = c->head_dim;
 	int64_t g = c->n_heads / c->n_kv_heads, parts = attn_parts(c);
 	int64_t kvh = chunk / parts, per = (g + parts - 1) / parts;
 	int64_t h0 = kvh * g + (chunk % parts) * per, h1 = kvh * g + g;
 	if (h0 + per < h1)
 		h1 = h0 + per;
 	int32_t t0 = attn_start(f, layer_of(f, wave), f->pos);
-	const float *kc = f->k_cache + ((size_t)l * f->kv_cap + t0) * KV + kvh * hd;
-	const float *vc = f->v_cache + ((size_t)l * f->kv_cap + t0) * KV + kvh * hd;
-	attention_heads(f->att + h0 * hd, f->q + h0 * hd, kc, vc, KV, f->pos + 1 - t0, (int)hd,
-			f->scores + (size_t)h0 * f->ctx, (int)(h1 - h0), f->ctx);
+	const uint8_t *kc = kv_at(f, f->k_cache, f->kv_cap, l, t0) + kv_head_off(f, kvh);
+	const uint8_t *vc = kv_at(f, f->v_cache, f->kv_cap, l, t0) + kv_head_off(f, kvh);
+	attention_heads_kv(f->kvt, f->att + h0 * hd, f->q + h0 * hd, kc, vc, f->kv_rb,
+			   f->pos + 1 - t0, (int)hd, f->scores + (size_t)h0 * f->ctx,
+			   (int)(h1 - h0), f->ctx);
 }
 
 static void attn_finish(void *ctx, uint32_t wave)
@@ -707,11 +727,11 @@ static void b_qkv_finish(void *ctx, uint32_t wave)
 	for (int32_t k = 0; k < f->bn; k++) {
 		qk_finish(f, y, f->bq + k * Q, f->bk + k * KV,
 			  tab + (size_t)k * (size_t)c->rope_dim);
-		/* into the token's sequence cache (copies: the same bits) */
+		/* into the token's sequence cache, as the decode finish
+		 * stores them (the same bits) */
 		const forward_kv_t *kv = f->bsegs[f->bseg_of[k]].kv;
-		size_t at = ((size_t)l * (size_t)kv->cap + (size_t)f->bpos_of[k]) * (size_t)KV;
-		memcpy(kv->k + at, f->bk + k * KV, (size_t)KV * sizeof(float));
-		memcpy(kv->v + at, f->bv + k * KV, (size_t)KV * sizeof(float));
+		kv_store_row(f->kvt, f->bk + k * KV, kv_at(f, kv->k, kv->cap, l, f->bpos_of[k]), KV);
+		kv_store_row(f->kvt, f->bv + k * KV, kv_at(f, kv->v, kv->cap, l, f->bpos_of[k]), KV);
 	}
 }
 
@@ -726,33 +746,35 @@ static void b_attn_run(forward_t *f, const layer_t *y, int64_t l, int64_t kvh,
 		       int64_t h0, int64_t h1, int32_t a, int32_t b)
 {
 	const model_config_t *c = &f->c;
-	int64_t hd = c->head_dim, Q = q_dim(c), KV = kv_dim(c);
+	int64_t hd = c->head_dim, Q = q_dim(c);
 	const forward_kv_t *kv = f->bsegs[f->bseg_of[a]].kv;
-	size_t lo = (size_t)l * (size_t)kv->cap * (size_t)KV + (size_t)(kvh * hd);
-	const float *K = kv->k + lo, *V = kv->v + lo;
+	const uint8_t *K = kv_at(f, kv->k, kv->cap, l, 0) + kv_head_off(f, kvh);
+	const uint8_t *V = kv_at(f, kv->v, kv->cap, l, 0) + kv_head_off(f, kvh);
+	size_t rb = f->kv_rb;
+	kv_type_t kt = f->kvt;
 	bool failed = false;
 	if (b - a == 1) {
 		/* a decode token: its heads in the lanes at once, keys and
 		 * values read once for them (attn_rows_heads) */
 		int32_t t0 = attn_start(f, y, f->bpos_of[a]);
-		failed = attn_rows_heads(f->bq + a * Q + h0 * hd, hd, K + (size_t)t0 * KV,
-					 V + (size_t)t0 * KV, KV, f->batt + a * Q + h0 * hd,
-					 hd, hd, f->bpos_of[a] - t0, (int32_t)(h1 - h0)) < 0;
+		failed = attn_rows_heads_kv(kt, f->bq + a * Q + h0 * hd, hd, K + (size_t)t0 * rb,
+					    V + (size_t)t0 * rb, rb, f->batt + a * Q + h0 * hd,
+					    hd, hd, f->bpos_of[a] - t0, (int32_t)(h1 - h0)) < 0;
 	} else if (attn_start(f, y, f->bpos_of[b - 1]) == 0) {
 		for (int64_t h = h0; h < h1; h++)
-			failed |= attn_rows(f->bq + a * Q + h * hd, Q, K, V, KV,
-					    f->batt + a * Q + h * hd, Q, hd, f->bpos_of[a],
-					    b - a) < 0;
+			failed |= attn_rows_kv(kt, f->bq + a * Q + h * hd, Q, K, V, rb,
+					       f->batt + a * Q + h * hd, Q, hd, f->bpos_of[a],
+					       b - a) < 0;
 	} else {
 		/* a sliding window cuts some of these queries' pasts: one
 		 * query at a time from its window's start */
 		for (int32_t k = a; k < b; k++) {
 			int32_t t0 = attn_start(f, y, f->bpos_of[k]);
 			for (int64_t h = h0; h < h1; h++)
-				failed |= attn_rows(f->bq + k * Q + h * hd, Q,
-						    K + (size_t)t0 * KV, V + (size_t)t0 * KV, KV,
-						    f->batt + k * Q + h * hd, Q, hd,
-						    f->bpos_of[k] - t0, 1) < 0;
+				failed |= attn_rows_kv(kt, f->bq + k * Q + h * hd, Q,
+						       K + (size_t)t0 * rb, V + (size_t)t0 * rb, rb,
+						       f->batt + k * Q + h * hd, Q, hd,
+						       f->bpos_of[k] - t0, 1) < 0;
 		}
 	}
 	if (failed)
@@ -1051,11 +1073,35 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	return 0;
 }
 
+const char *forward_kv_unfit(const model_t *m, kv_type_t kv)
+{
+	if ((unsigned)kv >= KV_TYPE_COUNT)
+		return "an unknown KV cache type";
+	if (kv == KV_Q8_0 && m->cfg.head_dim % QK)
+		return "a q8_0 KV cache needs a head_dim that is a multiple of 32";
+	return NULL;
+}
+
+size_t forward_kv_pos_bytes(const model_t *m, kv_type_t kv)
+{
+	return 2 * (size_t)m->cfg.n_layers * kv_row_bytes(kv, kv_dim(&m->cfg));
+}
+
 forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
+{
+	return forward_new_kv(m, ctx, KV_F16, chunk_bytes);
+}
+
+forward_t *forward_new_kv(const model_t *m, int32_t ctx, kv_type_t kv, uint32_t chunk_bytes)
 {
 	const model_config_t *c = &m->cfg;
 	if (ctx <= 0 || ctx > c->ctx)
 		ctx = c->ctx;
+	const char *unfit = forward_kv_unfit(m, kv);
+	if (unfit) {
+		err_set("%s (this model's is %d)", unfit, c->head_dim);
+		return NULL;
+	}
 	uint32_t batch_bytes = chunk_bytes ? chunk_bytes : BATCH_CHUNK_BYTES;
 	bool spread = !chunk_bytes; /* default sizes adapt to the machine */
 	if (!chunk_bytes)
@@ -1088,15 +1134,18 @@ forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes)
 	f->hb_q = eg_calloc(act_q_bytes(c->hidden_dim, 1), 1);
 	f->logits = eg_calloc((size_t)c->vocab_size, sizeof(float));
 	f->ytmp = eg_calloc((size_t)c->dim, sizeof(float));
-	f->own.k = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
-			     sizeof(float));
-	f->own.v = eg_calloc((size_t)c->n_layers * (size_t)ctx * (size_t)KV,
-			     sizeof(float));
+	f->k_new = eg_calloc((size_t)KV, sizeof(float));
+	f->v_new = eg_calloc((size_t)KV, sizeof(float));
+	f->kvt = kv;
+	f->kv_rb = kv_row_bytes(kv, KV);
+	f->own.k = eg_calloc((size_t)c->n_layers * (size_t)ctx, f->kv_rb);
+	f->own.v = eg_calloc((size_t)c->n_layers * (size_t)ctx, f->kv_rb);
 	f->own.cap = ctx;
+	f->own.type = kv;
 	f->k_cache = f->own.k;
 	f->v_cache = f->own.v;
 	f->kv_cap = ctx;
-	if (!f->own.k || !f->own.v || !f->scores) {
+	if (!f->own.k || !f->own.v || !f->scores || !f->k_new || !f->v_new) {
 		err_set("cannot allocate the KV cache for %d positions", ctx);
 		forward_free(f);
 		return NULL;
@@ -1181,6 +1230,8 @@ void forward_free(forward_t *f)
 	free(f->logits);
 	free(f->own.k);
 	free(f->own.v);
+	free(f->k_new);
+	free(f->v_new);
 	free(f->waves);
 	free(f->bsegs);
 	free(f->bseg_of);
@@ -1212,6 +1263,8 @@ void forward_free(forward_t *f)
 
 int32_t forward_ctx(const forward_t *f) { return f->ctx; }
 
+kv_type_t forward_kv_type(const forward_t *f) { return f->kvt; }
+
 int forward_set_input(forward_t *f, int32_t token, int32_t pos)
 {
 	return forward_set_input_kv(f, token, pos, NULL);
@@ -1227,6 +1280,9 @@ int forward_set_input_kv(forward_t *f, int32_t token, int32_t pos, forward_kv_t 
 	if (token < 0 || token >= f->c.vocab_size)
 		return err_set("token id %d is outside the vocabulary of %d",
 			       token, f->c.vocab_size);
+	if (kv->type != f->kvt)
+		return err_set("a %s KV cache given to a forward pass of %s caches",
+			       kv_type_names[kv->type], kv_type_names[f->kvt]);
 	rope_fill(f, f->rope_cs, pos, false);
 	if (f->rope_cs_swa)
 		rope_fill(f, f->rope_cs_swa, pos, true);
@@ -1263,6 +1319,9 @@ int forward_set_segs(forward_t *f, const forward_seg_t *segs, int32_t nseg)
 		if (g->n < 1 || g->pos < 0 || g->pos + g->n > cap)
 			return err_set("positions %d..%d are outside the context of %d",
 				       g->pos, g->pos + g->n - 1, cap);
+		if (g->kv->type != f->kvt)
+			return err_set("a %s KV cache given to a forward pass of %s caches",
+				       kv_type_names[g->kv->type], kv_type_names[f->kvt]);
 		for (int32_t k = 0; k < g->n; k++)
 			if (g->tokens[k] < 0 || g->tokens[k] >= f->c.vocab_size)
 				return err_set("token id %d is outside the vocabulary of %d",
@@ -1318,16 +1377,16 @@ float *forward_seg_logits(forward_t *f, int32_t i)
 
 size_t forward_kv_bytes(const forward_t *f, int32_t cap)
 {
-	return 2 * (size_t)f->c.n_layers * (size_t)cap * (size_t)kv_dim(&f->c) *
-	       sizeof(float);
+	return forward_kv_pos_bytes(f->m, f->kvt) * (size_t)cap;
 }
 
 int forward_kv_alloc(const forward_t *f, forward_kv_t *kv, int32_t cap)
 {
-	size_t n = (size_t)f->c.n_layers * (size_t)cap * (size_t)kv_dim(&f->c);
+	size_t n = (size_t)f->c.n_layers * (size_t)cap * f->kv_rb;
 	kv->cap = cap;
-	kv->k = eg_malloc(n * sizeof(float) + 1);
-	kv->v = eg_malloc(n * sizeof(float) + 1);
+	kv->type = f->kvt;
+	kv->k = eg_malloc(n + 1);
+	kv->v = eg_malloc(n + 1);
 	if (!kv->k || !kv->v) {
 		forward_kv_free(kv);
 		return err_sys("cannot allocate a sequence KV cache");
@@ -1346,12 +1405,10 @@ void forward_kv_free(forward_kv_t *kv)
 void forward_kv_copy(const forward_t *f, forward_kv_t *dst, const forward_kv_t *src,
 		     int32_t n)
 {
-	size_t KV = (size_t)kv_dim(&f->c), row = (size_t)n * KV * sizeof(float);
+	size_t row = (size_t)n * f->kv_rb;
 	for (int64_t l = 0; l < f->c.n_layers; l++) {
-		memcpy(dst->k + (size_t)l * (size_t)dst->cap * KV,
-		       src->k + (size_t)l * (size_t)src->cap * KV, row);
-		memcpy(dst->v + (size_t)l * (size_t)dst->cap * KV,
-		       src->v + (size_t)l * (size_t)src->cap * KV, row);
+		memcpy(kv_at(f, dst->k, dst->cap, l, 0), kv_at(f, src->k, src->cap, l, 0), row);
+		memcpy(kv_at(f, dst->v, dst->cap, l, 0), kv_at(f, src->v, src->cap, l, 0), row);
 	}
 }
 

@@ -35,11 +35,24 @@
 typedef struct forward forward_t; /* opaque */
 
 /* Run state for contexts of up to ctx positions (<= the model's; 0 = the
- * model's). chunk_bytes: target weight bytes per chunk (0 = default). */
+ * model's) with KV caches of type kv (kernels.h kv_type_t: K and V rows
+ * stored as f16, f32 or q8_0; q8_0 needs a head_dim that is a multiple of
+ * 32, else NULL + err_get()). chunk_bytes: target weight bytes per chunk
+ * (0 = default). For a given KV type the logits keep every contract below
+ * (the same bits whatever the membership, batch and level); across types
+ * they differ by the cache's rounding. */
+forward_t *forward_new_kv(const model_t *m, int32_t ctx, kv_type_t kv, uint32_t chunk_bytes);
+/* forward_new_kv with the default KV type (KV_F16). */
 forward_t *forward_new(const model_t *m, int32_t ctx, uint32_t chunk_bytes);
 void forward_free(forward_t *f);
 
 int32_t forward_ctx(const forward_t *f);
+kv_type_t forward_kv_type(const forward_t *f);
+/* NULL if a cache of type kv can hold m's keys and values, else why not
+ * (q8_0 and a head_dim that is no multiple of 32). */
+const char *forward_kv_unfit(const model_t *m, kv_type_t kv);
+/* Bytes of one position's K and V over all layers in a cache of type kv. */
+size_t forward_kv_pos_bytes(const model_t *m, kv_type_t kv);
 
 /* Prepares the plan for token `token` at position pos (0 <= pos < ctx);
  * the caller then runs forward_plan() (serially or on the gang), and reads
@@ -72,13 +85,16 @@ int forward_batch_status(forward_t *f);
 
 /* ---- many sequences in one batch (continuous batching) ----------------
  * (doc/ARCHITECTURE.md "The server".)
- * A sequence's own KV cache: (n_layers, cap, kv_dim) floats each for K and
- * V, position p of layer l at (l * cap + p) * kv_dim. */
+ * A sequence's own KV cache: (n_layers, cap) rows each for K and V, of
+ * kv_dim elements of the forward's KV type (kv_row_bytes(type, kv_dim)
+ * bytes), position p of layer l at row l * cap + p. */
 typedef struct forward_kv {
-	float *k, *v;
+	void *k, *v;
 	int32_t cap;
+	kv_type_t type;
 } forward_kv_t;
 
+/* Bytes of a cache of cap positions (forward_kv_pos_bytes each). */
 size_t forward_kv_bytes(const forward_t *f, int32_t cap);
 /* 0, or -1 + err_get() (no memory; kv then holds nothing). */
 int forward_kv_alloc(const forward_t *f, forward_kv_t *kv, int32_t cap);

@@ -106,7 +106,7 @@ static int gen_setup(sched_t *s, forward_t **f, gang_t **g)
 {
 	const sched_config_t *cfg = &s->cfg;
 	*g = NULL;
-	*f = forward_new(cfg->m, cfg->ctx, 0);
+	*f = forward_new_kv(cfg->m, cfg->ctx, cfg->kv_type, 0);
 	if (!*f)
 		return -1;
 	if (cfg->n_cpus > 1) {

@@ -49,6 +49,7 @@
 typedef struct sched_config {
 	const model_t *m;
 	int32_t ctx;      /* context length: prompt + output */
+	kv_type_t kv_type; /* the KV caches' elements */
 	int max_queue;    /* jobs waiting behind the running ones */
 	const int *cpus;  /* gang CPUs, cpus[0] the leader; 1 CPU = serial */
 	int n_cpus;

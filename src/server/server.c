@@ -49,7 +49,7 @@ static int server_build(server_t *s)
 		.policy_index = c->policy_index,
 	};
 	sched_config_t sc = {
-		.m = c->m, .ctx = c->ctx, .max_queue = c->max_queue,
+		.m = c->m, .ctx = c->ctx, .kv_type = c->kv_type, .max_queue = c->max_queue,
 		.cpus = c->cpus, .n_cpus = c->n_cpus, .static_k = c->static_k,
 		.policies = c->policies, .control = c->control,
 		.policy_index = c->policy_index, .parallel = c->parallel,

@@ -46,6 +46,7 @@ typedef struct server_config {
 	const char *model_file;    /* the file's base name, also accepted */
 	const char *chat_template; /* tokenizer.chat_template or NULL */
 	int32_t ctx;               /* context length: prompt + output */
+	kv_type_t kv_type;         /* the KV caches' elements (server_config_engine) */
 	int max_queue;             /* jobs waiting behind the running one */
 	const char *api_key;       /* NULL: no authentication */
 	int policy_index;          /* the initial policy (index into policies) */

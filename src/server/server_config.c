@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "model/forward.h"
 #include "model/gguf.h"
 #include "scx/scx.h"
 #include "server/http.h"
@@ -104,6 +105,7 @@ void server_config_engine(server_config_t *cfg, const engine_t *e,
 	cfg->model_id = e->m->name;
 	cfg->model_file = base ? base + 1 : model_path;
 	cfg->ctx = e->ctx;
+	cfg->kv_type = e->kv_type;
 	cfg->m = e->m;
 	cfg->cpus = e->cpus;
 	cfg->n_cpus = e->n_cpus;
@@ -114,9 +116,7 @@ void server_config_engine(server_config_t *cfg, const engine_t *e,
 void server_config_batch(server_config_t *cfg, const model_t *m, int64_t kv_mb,
 			 int64_t parallel)
 {
-	const model_config_t *c = &m->cfg;
-	size_t per_pos = 2 * (size_t)c->n_layers * (size_t)c->n_kv_heads *
-			 (size_t)c->head_dim * sizeof(float);
+	size_t per_pos = forward_kv_pos_bytes(m, cfg->kv_type);
 	size_t mb = (size_t)kv_mb;
 	if (!mb) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
