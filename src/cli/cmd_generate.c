@@ -20,7 +20,8 @@ static const char generate_help[] =
 	"  -p, --prompt TEXT       prompt (default: empty, BOS only)\n"
 	"      --prompt-ids LIST   the prompt as token ids, comma-separated, used as\n"
 	"                          given (no BOS added); instead of -p\n"
-	"      --chat              -p as a user message through the model's chat template\n"
+	"      --chat              -p as a user message in the model's chat template; the\n"
+	"                          answer ends at an end-of-turn token\n"
 	"      --chat-template NAME  --chat, template chatml|llama2|llama3|zephyr|qwen3|gemma3\n"
 	"      --system TEXT       --chat with this system message first\n"
 	"  -n, --n-predict N       tokens to generate after the prompt (default 256;\n"
@@ -116,7 +117,7 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
 		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
 			    .top_k = (int32_t)o->top_k, .seed = (uint64_t)o->seed,
 			    .mode = o->sampler == 1 ? SAMPLER_LLAMA2C : SAMPLER_EGANG},
-		.echo_prompt = !o->no_echo,
+		.echo_prompt = !o->no_echo, .stop_at_control = o->chat,
 		.logits_hash = hash, .logits_dump = dump,
 		.before_token = before_token, .on_text = on_text, .user = rc,
 		.stop = o->stops, .n_stop = o->n_stop,
