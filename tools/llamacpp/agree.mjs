@@ -21,12 +21,17 @@
 //                same there), max over the vocabulary of |egang's
 //                log-softmax - the reference's log-probability|; d_max,
 //                d_median over those positions, d_first at first
+//   t_max        per position up to first, the reference's margin between
+//                its two most likely tokens against the same two tokens'
+//                log-probability difference in egang: the largest change
+//                (how far egang moves a top-two decision)
 //   builds       per other build: its first difference from the
 //                reference (-1 none), same_as_egang (its tokens equal
-//                egang's through first), d_max against the reference over
-//                their common positions, and spread, how far its margin
-//                between the two picks at first is from the reference's
-//                (when it shares the reference's tokens before first)
+//                egang's through first), d_max and t_max against the
+//                reference over their common positions, and spread, how
+//                far its margin between the two picks at first is from the
+//                reference's (when it shares the reference's tokens
+//                before first)
 import { readFileSync } from "node:fs";
 
 function die(msg) {
@@ -71,15 +76,29 @@ function dist(a, b) {
 	return d;
 }
 const step = (lp, s) => lp.subarray(s * nv, (s + 1) * nv);
+// |(r[t1] - r[t2]) - (x[t1] - x[t2])|, t1 and t2 the reference's two most
+// likely tokens
+function topShift(x, r) {
+	let t1 = 0, t2 = 1;
+	if (r[t2] > r[t1]) [t1, t2] = [t2, t1];
+	for (let j = 2; j < nv; j++)
+		if (r[j] > r[t1]) { t2 = t1; t1 = j; } else if (r[j] > r[t2]) t2 = j;
+	return Math.abs((r[t1] - r[t2]) - (x[t1] - x[t2]));
+}
 const firstDiff = (a, b, k) => { for (let i = 0; i < k; i++) if (a[i] !== b[i]) return i; return -1; };
 
 const first = firstDiff(egIds, ref.ids, n);
 const last = first >= 0 ? first : n - 1;
 const d = [];
-for (let s = 0; s <= last; s++) d.push(dist(egLogp(s), step(ref.lp, s)));
+let tMax = 0;
+for (let s = 0; s <= last; s++) {
+	const e = egLogp(s), r = step(ref.lp, s);
+	d.push(dist(e, r));
+	tMax = Math.max(tMax, topShift(e, r));
+}
 const sorted = [...d].sort((x, y) => x - y);
 const out = {
-	compared: n, first, d_max: Math.max(...d), d_median: sorted[Math.floor((sorted.length - 1) / 2)],
+	compared: n, first, d_max: Math.max(...d), t_max: tMax, d_median: sorted[Math.floor((sorted.length - 1) / 2)],
 	d: d.map((x) => Number(x.toPrecision(3))),
 };
 let eg = -1, ll = -1;
@@ -92,9 +111,12 @@ if (first >= 0) {
 out.builds = builds.slice(1).map((b) => {
 	const k = Math.min(n, b.ids.length, b.lp.length / nv);
 	const fb = firstDiff(b.ids, ref.ids, k);
-	let dm = 0;
-	for (let s = 0; s <= (fb >= 0 ? fb : k - 1); s++) dm = Math.max(dm, dist(step(b.lp, s), step(ref.lp, s)));
-	const o = { name: b.name, first: fb, d_max: dm };
+	let dm = 0, tm = 0;
+	for (let s = 0; s <= (fb >= 0 ? fb : k - 1); s++) {
+		dm = Math.max(dm, dist(step(b.lp, s), step(ref.lp, s)));
+		tm = Math.max(tm, topShift(step(b.lp, s), step(ref.lp, s)));
+	}
+	const o = { name: b.name, first: fb, d_max: dm, t_max: tm };
 	if (first >= 0) {
 		o.same_as_egang = firstDiff(b.ids, egIds, first + 1) < 0;
 		if (fb < 0 || fb >= first) {
