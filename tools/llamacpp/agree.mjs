@@ -11,8 +11,9 @@
 // generated token). The first llama.cpp build is the reference; the others
 // are its own builds for other ISA levels, the yardstick for what a
 // rounding difference does on this model. Prints one JSON object:
-//   compared     generated positions compared: egang's count (it stops at
-//                an end-of-sequence or end-of-turn token; llama.cpp does not)
+//   compared     generated positions compared: the shorter answer's count
+//                (egang ends at an end-of-turn token, llama.cpp at an
+//                end-of-generation one; each includes that token)
 //   first        the first position (from 0, after the prompt) where the
 //                greedy tokens differ, -1 when none; eg, ll: the two picks
 //   m            the reference's log-probability margin between its pick
@@ -52,9 +53,12 @@ const egRaw = f32(args[3]);
 const builds = [];
 for (let i = 4; i < args.length; i += 3)
 	builds.push({ name: args[i], ids: ids(args[i + 1]).slice(np), lp: f64(args[i + 2]) });
-const n = Math.min(egIds.length, egRaw.length / nv);
+// the positions both engines generated: either may have ended its answer
+// first (egang at an end-of-turn token, llama.cpp at an end-of-generation
+// one), and the first difference is then at the shorter one's end at latest
 const ref = builds[0];
-if (ref.lp.length / nv < n || ref.ids.length < n) die("the reference has fewer positions than egang");
+const n = Math.min(egIds.length, egRaw.length / nv, ref.ids.length, ref.lp.length / nv);
+if (n < 1) die("no generated position to compare");
 
 // egang's log-softmax at step s (float64 from its float32 logits)
 function egLogp(s) {
