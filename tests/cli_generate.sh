@@ -132,3 +132,23 @@ for tk in f32:f32 f16:f16 bf16:q8_0 q8_0:q8_0 q8_0:f32 q4_0:f16; do
 		--logits-hash $TMP/s3.hash >/dev/null
 	check "synthetic $type, kv $kv: logits the same without packed weights" cmp $TMP/s1.hash $TMP/s3.hash
 done
+
+# --chat: -p through a chat template is the prompt `egang chat --render`
+# prints, tokenized as `egang tokenize` reads it (special-token text as
+# those tokens); a model without a template egang knows is refused.
+if have_models "generate --chat"; then
+	G=$MODELS/stories260K.gguf
+	printf '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi there"}],"add_generation_prompt":true}' >$TMP/c.json
+	"$EGANG" chat -m $G --chat-template chatml --render $TMP/c.json |
+		/usr/bin/python3 -c 'import sys; sys.stdout.write(sys.stdin.read().replace("\\", "\\\\").replace("\n", "\\n") + "\n")' >$TMP/c.txt
+	want=$("$EGANG" tokenize -m $G --escapes - <$TMP/c.txt)
+	"$EGANG" generate -m $G --chat-template chatml --system "Be brief." -p "Hi there" -n 2 -t 0 \
+		--ids $TMP/c.ids -q >/dev/null 2>&1
+	got=$(sed -n 's/^prompt_ids: //p' $TMP/c.ids 2>/dev/null)
+	if [[ -n $want && $got == "$want" ]]; then pass "generate --chat: the rendered template's ids"
+	else fail "generate --chat: the rendered template's ids" "got [$got] want [$want]"; fi
+	expect_exit "generate --chat without a template" 2 "no chat template egang knows" \
+		"$EGANG" generate -m $G --chat -p Hi
+	expect_exit "generate --chat with --prompt-ids" 2 "not with --chat" \
+		"$EGANG" generate -m $G --chat --prompt-ids 1,2
+fi

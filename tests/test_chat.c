@@ -84,6 +84,58 @@ static void test_render(void **state)
 	tokenizer_free(llama);
 }
 
+/* A ChatML template that writes a default system message (SmolLM2's,
+ * with its literal newlines; Qwen2.5's style with the escape \n) renders
+ * it before a conversation that does not start with a system message, and
+ * not before one that does; a template without one, or whose "default"
+ * holds an expression, renders none. */
+static void test_chatml_default_system(void **state)
+{
+	static const char smollm2[] =
+		"{% for message in messages %}{% if loop.first and "
+		"messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou "
+		"are a helpful AI assistant named SmolLM, trained by Hugging "
+		"Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + "
+		"message['role'] + '\n' + message['content'] + '<|im_end|>' + "
+		"'\n'}}{% endfor %}";
+	static const char qwen[] =
+		"{%- if messages[0]['role'] != 'system' %}{{- "
+		"'<|im_start|>system\\nYou are Qwen, it\\'s \\\\ ok.<|im_end|>\\n' }}";
+	static const char expr[] =
+		"{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n' + "
+		"x + '<|im_end|>' }}";
+	tokenizer_t *llama = tokenizer_synth(TOKENIZER_LLAMA, 600, 1);
+	char *text;
+	chat_template_t *t = chat_template_new(smollm2, llama);
+	assert_int_equal(chat_template_kind(t), CHAT_CHATML);
+	static const char want[] =
+		"<|im_start|>system\nYou are a helpful AI assistant named SmolLM, "
+		"trained by Hugging Face<|im_end|>\n"
+		"<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+	assert_int_equal(chat_render(t, conv + 1, 1, true, &text), (int64_t)strlen(want));
+	assert_string_equal(text, want);
+	free(text);
+	assert_true(chat_render(t, conv, 2, false, &text) > 0); /* its own system */
+	assert_string_equal(text, "<|im_start|>system\nBe brief.<|im_end|>\n"
+				  "<|im_start|>user\nHi<|im_end|>\n");
+	free(text);
+	assert_int_equal(chat_render(t, conv, 0, false, &text), 0); /* no messages */
+	free(text);
+	chat_template_free(t);
+	t = chat_template_new(qwen, llama);
+	assert_true(chat_render(t, conv + 1, 1, false, &text) > 0);
+	assert_string_equal(text, "<|im_start|>system\nYou are Qwen, it's \\ ok.<|im_end|>\n"
+				  "<|im_start|>user\nHi<|im_end|>\n");
+	free(text);
+	chat_template_free(t);
+	t = chat_template_new(expr, llama);
+	assert_true(chat_render(t, conv + 1, 1, false, &text) > 0);
+	assert_string_equal(text, "<|im_start|>user\nHi<|im_end|>\n");
+	free(text);
+	chat_template_free(t);
+	tokenizer_free(llama);
+}
+
 /* ids of text encoded as a prompt, without BOS */
 static int64_t enc(const tokenizer_t *tok, const char *s, int32_t *ids)
 {
@@ -173,6 +225,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kind),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_chatml_default_system),
 		cmocka_unit_test(test_tokenize),
 		cmocka_unit_test(test_user_prompt_ids),
 	};

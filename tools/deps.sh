@@ -4,7 +4,7 @@
 set -eu
 pkgs=(gcc clang make python3 libcmocka-dev libhwloc-dev libjansson-dev
       libmicrohttpd-dev libpcre2-dev libcurl4-openssl-dev curl gnuplot-nox
-      python3-jinja2 tmux
+      python3-jinja2 python3-pip tmux
       spin libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "gang/membership.h"
+#include "engine/chat_convo.h"
 #include "engine/engine.h"
 #include "engine/engine_open.h"
 
@@ -19,9 +20,12 @@ static const char generate_help[] =
 	"  -p, --prompt TEXT       prompt (default: empty, BOS only)\n"
 	"      --prompt-ids LIST   the prompt as token ids, comma-separated, used as\n"
 	"                          given (no BOS added); instead of -p\n"
-	"  -n, --n-predict N       tokens to generate after the prompt (default 256);\n"
-	"                          llama2.c's -n counts the prompt too: its -n S is\n"
-	"                          egang's -n S+1-(prompt tokens incl. BOS)\n"
+	"      --chat              -p as a user message in the model's chat template; the\n"
+	"                          answer ends at an end-of-turn token\n"
+	"      --chat-template NAME  --chat, template chatml|llama2|llama3|zephyr|qwen3|gemma3\n"
+	"      --system TEXT       --chat with this system message first\n"
+	"  -n, --n-predict N       tokens to generate after the prompt (default 256;\n"
+	"                          llama2.c's -n S, which counts the prompt, is S+1-prompt)\n"
 	"  -t, --temp T            temperature, 0 = greedy (default 0.8)\n"
 	"      --top-k K           keep the K most likely tokens (default 0 = off)\n"
 	"      --top-p P           nucleus sampling threshold (default 0.9; 1 = off)\n"
@@ -86,32 +90,18 @@ static void before_token(void *user, uint64_t index)
 	membership_before_token(&rc->ms, index);
 }
 
-/* The speed line and, on a gang, its membership counters (stderr). */
-static void report(const engine_t *e, const engine_result_t *r)
-{
-	fprintf(stderr, "prompt: %lld tokens, %.1f tok/s; decode: %lld tokens, "
-			"%.2f tok/s (%s, %d core%s, %s, kv %s); stop: %s\n",
-		(long long)r->n_prompt,
-		r->prefill_s > 0 ? (double)r->n_prompt / r->prefill_s : 0.0,
-		(long long)r->n_gen, engine_result_decode_tps(r), kernels_isa(),
-		e->n_cpus, e->n_cpus > 1 ? "s" : "", e->g ? "gang" : "serial",
-		kv_type_names[e->kv_type], engine_stop_name(r->stop));
-	if (e->g)
-		gang_stats_print(e->g, stderr);
-}
-
 typedef struct gen_opts {
 	const char *model, *tok, *prompt, *prompt_ids, *hash, *dump, *membership, *trace, *ids,
-		*control, *policies;
+		*control, *policies, *system;
 	int64_t n_predict, top_k, seed, ctx;
 	double temp, top_p;
-	int sampler, kv;
-	bool no_echo;
+	int sampler, kv, tmpl; /* tmpl: in chat_names, -1 none */
+	bool no_echo, chat;
 	const char *stops[8];
 	int n_stop;
 	cli_cpus_t cpus;
-	int32_t ids_buf[4096]; /* --prompt-ids */
-	int n_ids;
+	int32_t ids_buf[4096]; int n_ids; /* --prompt-ids */
+	int32_t *chat_ids; int64_t n_chat_ids; /* --chat: the templated prompt */
 } gen_opts_t;
 
 /* Runs the generation on an open engine; an exit code. */
@@ -121,20 +111,16 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
 	engine_t *e = rc->e;
 	engine_params_t ep = {
 		.prompt = o->prompt,
-		.prompt_ids = o->n_ids ? o->ids_buf : NULL,
-		.n_prompt_ids = o->n_ids,
+		.prompt_ids = o->chat_ids ? o->chat_ids : o->n_ids ? o->ids_buf : NULL,
+		.n_prompt_ids = o->chat_ids ? o->n_chat_ids : o->n_ids,
 		.n_predict = (int32_t)o->n_predict,
 		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
 			    .top_k = (int32_t)o->top_k, .seed = (uint64_t)o->seed,
 			    .mode = o->sampler == 1 ? SAMPLER_LLAMA2C : SAMPLER_EGANG},
-		.echo_prompt = !o->no_echo,
-		.logits_hash = hash,
-		.logits_dump = dump,
-		.before_token = before_token,
-		.on_text = on_text,
-		.user = rc,
-		.stop = o->stops,
-		.n_stop = o->n_stop,
+		.echo_prompt = !o->no_echo, .stop_at_control = o->chat,
+		.logits_hash = hash, .logits_dump = dump,
+		.before_token = before_token, .on_text = on_text, .user = rc,
+		.stop = o->stops, .n_stop = o->n_stop,
 	};
 	if (membership_start(&rc->ms, e->g) < 0) {
 		log_error("%s", err_get());
@@ -157,17 +143,19 @@ static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
 	fputc('\n', stdout);
 	fflush(stdout);
 	if (!log_quiet)
-		report(e, &r);
+		engine_print_result(e, &r, stderr);
 	engine_result_free(&r);
 	return status;
 }
 
 static const char *const sampler_names[] = {"egang", "llama2c", NULL};
+static const char *const chat_names[] = {"chatml", "llama2", "llama3", "zephyr",
+					 "qwen3", "gemma3", NULL};
 
 int cmd_generate(int argc, char **argv)
 {
 	gen_opts_t o = {.prompt = "", .n_predict = 256, .seed = 42, .temp = 0.8,
-			.top_p = 0.9};
+			.top_p = 0.9, .tmpl = -1};
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &o.model, .required = true),
 		OPT_STR("tokenizer", 'z', &o.tok),
@@ -190,6 +178,9 @@ int cmd_generate(int argc, char **argv)
 		OPT_STR("policies", 0, &o.policies),
 		OPT_STR("ids", 0, &o.ids),
 		OPT_FLAG("no-echo", 0, &o.no_echo),
+		OPT_FLAG("chat", 0, &o.chat),
+		OPT_CHOICE("chat-template", 0, &o.tmpl, chat_names),
+		OPT_STR("system", 0, &o.system, .empty_ok = true),
 		OPT_LIST("stop", 0, o.stops, &o.n_stop),
 		CLI_END,
 	};
@@ -200,6 +191,12 @@ int cmd_generate(int argc, char **argv)
 	if (o.prompt_ids && (o.n_ids = cli_int_list("--prompt-ids", o.prompt_ids,
 			o.ids_buf, (int)EG_ARRAY_LEN(o.ids_buf), INT32_MAX)) < 0)
 		return EXIT_INPUT;
+	chat_kind_t kind = o.tmpl >= 0 ? chat_kind_from_name(chat_names[o.tmpl]) : CHAT_NONE;
+	o.chat = o.chat || o.tmpl >= 0 || o.system;
+	if (o.chat && o.prompt_ids) {
+		log_error("generate: --prompt-ids is the whole prompt; not with --chat");
+		return EXIT_INPUT;
+	}
 	if (o.control && o.membership) {
 		log_error("generate: --control and --membership both set the "
 			  "gang's membership; use one");
@@ -220,7 +217,11 @@ int cmd_generate(int argc, char **argv)
 	rc.e = engine_open(&ec, &status);
 	if (!rc.e)
 		log_error("%s", err_get());
-	else if (o.hash && !(hash = fopen(o.hash, "w"))) {
+	else if (o.chat && (o.n_chat_ids = chat_convo_question_ids(rc.e->m, kind,
+			o.system, o.prompt, &o.chat_ids)) < 0) {
+		log_error("generate: --chat: %s", err_get());
+		status = EXIT_INPUT;
+	} else if (o.hash && !(hash = fopen(o.hash, "w"))) {
 		log_error("--logits-hash %s: %s", o.hash, strerror(errno));
 		status = EXIT_INPUT;
 	} else if (o.dump && !(dump = fopen(o.dump, "wb"))) {
@@ -244,5 +245,6 @@ int cmd_generate(int argc, char **argv)
 		fclose(rc.trace);
 	engine_close(rc.e);
 	membership_free(&rc.ms);
+	free(o.chat_ids);
 	return status;
 }

@@ -6,7 +6,9 @@
 
 #include "cli/cli.h"
 #include "kernels/kernels.h"
+#include "model/chat.h"
 #include "model/forward.h"
+#include "model/gguf.h"
 #include "model/model.h"
 
 static const char info_help[] =
@@ -97,14 +99,32 @@ static void print_swa(const model_t *m)
 	       (double)k->rope_theta_swa, gl ? global : "none");
 }
 
+/* The chat template kind egang renders for m's tokenizer.chat_template. */
+static void print_chat(const model_t *m)
+{
+	gguf_str_t ts;
+	char *text = NULL;
+	if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template", &ts) == 0 &&
+	    !(text = strndup(ts.s, (size_t)ts.n)))
+		abort(); /* out of memory */
+	chat_kind_t k = chat_kind(text, m->tok);
+	printf("chat template: %s\n", !text ? "none (the file has no tokenizer.chat_template)"
+			: k == CHAT_NONE ? "none egang knows (tokenizer.chat_template unrecognised)"
+			: chat_name(k));
+	free(text);
+}
+
 /* The tokenizer, the classifier, the bytes per token and the ISA level. */
 static void print_runtime(const model_t *m)
 {
-	printf("tokenizer:     %s, %d tokens, bos %d, eos %d\n",
-	       tokenizer_kind(m->tok) == TOKENIZER_GPT2 ? "gpt2 (byte-level BPE)"
-							: "llama (SentencePiece BPE)",
+	const char *pre = tokenizer_pre(m->tok);
+	printf("tokenizer:     %s%s%s), %d tokens, bos %d, eos %d, BOS %s\n",
+	       tokenizer_kind(m->tok) == TOKENIZER_GPT2 ? "gpt2 (byte-level BPE"
+							: "llama (SentencePiece BPE",
+	       pre ? ", pre-tokenizer " : "", pre ? (*pre ? pre : "default") : "",
 	       tokenizer_n_vocab(m->tok), tokenizer_bos(m->tok),
-	       tokenizer_eos(m->tok));
+	       tokenizer_eos(m->tok), tokenizer_add_bos(m->tok) ? "added" : "not added");
+	print_chat(m);
 	printf("classifier:    %s\n", m->output.data == m->tok_embd.data
 					      ? "tied to the embedding" : "separate");
 	printf("bytes/token:   %llu (weights streamed per decoded token, from the packed "

@@ -330,3 +330,33 @@ int chat_convo_turn(chat_convo_t *c, engine_t *e, const engine_params_t *p,
 	*n_cached = pr.n_cached;
 	return 0;
 }
+
+/* ---- one question ---- */
+
+int64_t chat_convo_question_ids(const model_t *m, chat_kind_t kind,
+				const char *system, const char *user,
+				int32_t **ids)
+{
+	*ids = NULL;
+	chat_template_t *ct = chat_convo_template(m, kind, NULL);
+	if (!ct)
+		return -1;
+	int64_t n = -1;
+	if (chat_template_kind(ct) == CHAT_NONE) {
+		err_set("the model has no chat template egang knows (its "
+			"tokenizer.chat_template is absent or unrecognised); "
+			"choose one with --chat-template");
+	} else {
+		chat_convo_t *c = chat_convo_new(ct);
+		chat_prompt_t p;
+		chat_convo_reset(c, system ? system : "");
+		chat_convo_add(c, "user", user, strlen(user));
+		if (chat_convo_prompt(c, &p) == 0) {
+			*ids = p.ids;
+			n = p.n;
+		}
+		chat_convo_free(c);
+	}
+	chat_template_free(ct);
+	return n;
+}

@@ -124,4 +124,14 @@ void chat_convo_forget_kv(chat_convo_t *c);
 int chat_convo_turn(chat_convo_t *c, engine_t *e, const engine_params_t *p,
 		    engine_result_t *r, int64_t *n_cached);
 
+/* The prompt ids of one question: the system message (NULL or "":
+ * none) and the user's through m's chat template (kind, or m's own when
+ * CHAT_NONE), the assistant's header after them, tokenized as a chat turn
+ * is (the BOS as the vocabulary asks). *ids: malloc'd, the caller frees. The count, or
+ * -1 + err_get() (no template egang knows, the template refuses, the
+ * tokenizer fails). */
+int64_t chat_convo_question_ids(const model_t *m, chat_kind_t kind,
+				const char *system, const char *user,
+				int32_t **ids);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 
 /* ---- the CPUs ---- */
 
@@ -186,4 +187,17 @@ int engine_run(engine_t *e, const engine_params_t *p, engine_result_t *r)
 		policy_rt_generation_end(&e->rt, r->n_gen > 0 ? r->first_token_s : -1,
 					 engine_result_decode_tps(r), 0);
 	return rc;
+}
+
+void engine_print_result(const engine_t *e, const engine_result_t *r, FILE *f)
+{
+	fprintf(f, "prompt: %lld tokens, %.1f tok/s; decode: %lld tokens, "
+		   "%.2f tok/s (%s, %d core%s, %s, kv %s); stop: %s\n",
+		(long long)r->n_prompt,
+		r->prefill_s > 0 ? (double)r->n_prompt / r->prefill_s : 0.0,
+		(long long)r->n_gen, engine_result_decode_tps(r), kernels_isa(),
+		e->n_cpus, e->n_cpus > 1 ? "s" : "", e->g ? "gang" : "serial",
+		kv_type_names[e->kv_type], engine_stop_name(r->stop));
+	if (e->g)
+		gang_stats_print(e->g, f);
 }

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/engine.h"
 #include "gang/gang.h"
@@ -83,6 +84,12 @@ cpumask_t engine_cpumask(const engine_t *e);
  * generation's time to first token and decode speed after it. Returns as
  * engine_generate. */
 int engine_run(engine_t *e, const engine_params_t *p, engine_result_t *r);
+
+/* The speed line of a generation on e ("prompt: N tokens, R tok/s;
+ * decode: ...; stop: REASON") and, on a gang, its membership counters,
+ * to f. */
+void engine_print_result(const engine_t *e, const engine_result_t *r,
+			 FILE *f);
 
 /* Loads the built-in library for n_slots and then the user file (NULL: none);
  * -1 + err_get() naming the file, line and field. */

@@ -14,6 +14,9 @@ struct chat_template {
 	const char *bos, *eos; /* the pieces that spell them, "" if none */
 	bool gen_always; /* llama3: the template adds the assistant header
 			    whether or not add_generation_prompt */
+	char *default_system; /* chatml: the system message the template
+				 writes when the first message is not one
+				 (SmolLM2, Qwen2.5); NULL if none */
 };
 
 static const char *const chat_names[CHAT_COUNT] = {
@@ -71,6 +74,50 @@ static const char *piece_or_empty(const tokenizer_t *tok, int32_t id)
 	return p ? p : "";
 }
 
+/* A ChatML template's default system message: the literal text of
+ * '<|im_start|>system\n...<|im_end|>' in a template that tests
+ * messages[0]['role'] != 'system' (as SmolLM2's and Qwen2.5's do; the
+ * newline written as one or as the escape \n). Jinja string escapes \n,
+ * \' and \\ are undone; a literal that holds an expression (a quote, a
+ * brace) is not a default. NULL when there is none (aborts on out of
+ * memory). */
+static char *chatml_default_system(const char *text)
+{
+	if (!text || !strstr(text, "messages[0]['role'] != 'system'"))
+		return NULL;
+	static const char head[] = "<|im_start|>system";
+	const char *p = strstr(text, head);
+	if (!p)
+		return NULL;
+	p += sizeof head - 1;
+	if (*p == '\n')
+		p++;
+	else if (p[0] == '\\' && p[1] == 'n')
+		p += 2;
+	else
+		return NULL;
+	const char *end = strstr(p, "<|im_end|>");
+	if (!end)
+		return NULL;
+	char *out = malloc((size_t)(end - p) + 1), *o = out;
+	if (!out)
+		abort(); /* out of memory */
+	for (; p < end; p++) {
+		if (*p == '\'' || *p == '"' || *p == '{' || *p == '}') {
+			free(out);
+			return NULL;
+		}
+		if (*p == '\\' && p + 1 < end) {
+			p++;
+			*o++ = *p == 'n' ? '\n' : *p;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 chat_template_t *chat_template_new(const char *text, const tokenizer_t *tok)
 {
 	chat_template_t *t = calloc(1, sizeof *t);
@@ -82,6 +129,8 @@ chat_template_t *chat_template_new(const char *text, const tokenizer_t *tok)
 	t->eos = piece_or_empty(tok, tokenizer_eos(tok));
 	t->gen_always = t->kind == CHAT_LLAMA3 && text &&
 			!strstr(text, "add_generation_prompt");
+	if (t->kind == CHAT_CHATML)
+		t->default_system = chatml_default_system(text);
 	return t;
 }
 
@@ -93,7 +142,12 @@ chat_template_t *chat_template_new_kind(chat_kind_t kind,
 	return t;
 }
 
-void chat_template_free(chat_template_t *t) { free(t); }
+void chat_template_free(chat_template_t *t)
+{
+	if (t)
+		free(t->default_system);
+	free(t);
+}
 
 chat_kind_t chat_template_kind(const chat_template_t *t) { return t->kind; }
 const tokenizer_t *chat_template_tokenizer(const chat_template_t *t)
@@ -167,9 +221,14 @@ static void put_msg(text_t *o, const chat_msg_t *m)
 	fwrite(m->text, 1, m->len, o->f);
 }
 
+/* ChatML; a template with a default system message writes it first when
+ * the conversation has messages and the first is not a system one. */
 static void render_chatml(const chat_template_t *t, const chat_msg_t *m,
 			  int n, bool gen, text_t *o)
 {
+	if (t->default_system && n > 0 && strcmp(m[0].role, "system"))
+		fprintf(o->f, "<|im_start|>system\n%s<|im_end|>\n",
+			t->default_system);
 	for (int i = 0; i < n; i++) {
 		fprintf(o->f, "<|im_start|>%s\n", m[i].role);
 		put_msg(o, &m[i]);

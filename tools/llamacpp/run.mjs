@@ -60,7 +60,7 @@ const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
 const nTasks = () => readdirSync("/proc/self/task").length;
 const tasksBefore = nTasks();
 const context = await model.createContext({
-	contextSize: 512, batchSize: 512, threads,
+	contextSize: Number(process.env.EGANG_LLAMA_CTX ?? 512), batchSize: 512, threads,
 	...(mode === "check" ? {
 		flashAttention: false,
 		experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
