@@ -43,11 +43,12 @@ model() {
 	return 1
 }
 
-# greedy NAME WANT ARGS...: egang generate's greedy text (-t 0, one core)
-# begins with WANT
+# greedy NAME WANT ARGS...: egang generate's greedy text (-t 0, one core, an
+# f32 KV cache as in llama.cpp's run.mjs check, which gave WANT too) begins
+# with WANT
 greedy() {
 	local name=$1 want=$2 got; shift 2
-	got=$("$EGANG" generate -t 0 --cores 0 -q --no-echo "$@" 2>"$TMP/g.err")
+	got=$("$EGANG" generate -t 0 --cores 0 --kv-type f32 -q --no-echo "$@" 2>"$TMP/g.err")
 	if [[ $got == "$want"* ]]; then pass "$name"
 	else fail "$name" "got [${got:0:160}] $(tail -1 "$TMP/g.err")"; fi
 }
