@@ -3,6 +3,8 @@
 # Python is /usr/bin/python3, Debian's, with the python3-* packages that
 # tools/deps.sh installs (python3-jinja2): never a python3 found first on
 # PATH (a pyenv or venv build with other site-packages and versions).
+# The one exception is the `openai` client, not in Debian 12: the pinned
+# venv of tools/pyclient.sh (tests/cli_openai.sh).
 EGANG=${EGANG:-$(pwd)/egang}
 # ../shared/models: the larger set of real models and reference outputs
 MODELS=${EGANG_MODELS:-$(pwd)/../shared/models}
