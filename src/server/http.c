@@ -35,7 +35,15 @@ struct http {
 	int port;
 };
 
-static enum MHD_Result send_reply(struct MHD_Connection *c, int status,
+/* While the server drains, every response asks the client to close its
+ * connection, so that a balancer's next request opens one elsewhere. */
+static void add_drain_close(http_t *h, struct MHD_Response *r)
+{
+	if (sched_stopping(h->sched))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
+
+static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int status,
 				  const char *ctype, const char *allow, char *body)
 {
 	size_t n = strlen(body);
@@ -48,6 +56,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, int status,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	add_drain_close(h, r);
 	enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -58,7 +67,7 @@ static enum MHD_Result send_error(http_t *h, struct MHD_Connection *c,
 				  const char *msg)
 {
 	metrics_count(h->metrics, ep, status);
-	return send_reply(c, status, "application/json", NULL,
+	return send_reply(h, c, status, "application/json", NULL,
 			  api_error_body(status, NULL, NULL, "%s", msg));
 }
 
@@ -176,18 +185,25 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	st->job = j;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	add_drain_close(h, r);
 	metrics_count(h->metrics, ep, 200);
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
-/* Enqueues a validated job, then streams it or waits for its reply. */
+/* Enqueues a validated job, then streams it or waits for its reply. It
+ * is in flight (metrics_in_flight) from before the enqueue until its
+ * request completes (http_completed), so that a drain never misses it. */
 static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
-				  server_job_t *j, server_endpoint_t ep)
+				  bool *live, server_job_t *j, server_endpoint_t ep)
 {
+	metrics_in_flight_add(h->metrics, 1);
+	*live = true;
 	int q = sched_enqueue(h->sched, api_job_work(j));
 	if (q) {
+		metrics_in_flight_add(h->metrics, -1);
+		*live = false;
 		api_job_free(j);
 		return send_error(h, c, ep, q,
 				  q == 429 ? "the request queue is full; retry later"
@@ -205,7 +221,7 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)h->cfg.timeout_s);
 	metrics_count(h->metrics, ep, status);
-	return send_reply(c, status, "application/json", NULL, body);
+	return send_reply(h, c, status, "application/json", NULL, body);
 }
 
 /* ---- connections ---- */
@@ -215,6 +231,7 @@ typedef struct conn_state {
 	size_t seen;   /* body bytes received */
 	bool too_big;
 	bool answered; /* a response was queued early (413) */
+	bool live;     /* counted in metrics_in_flight */
 } conn_state_t;
 
 /* The 413 reply. */
@@ -290,19 +307,23 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 	api_handle(h->api, method, url, auth, cs->body.p, cs->body.len, &rep);
 	if (!rep.job) {
 		metrics_count(h->metrics, rep.endpoint, rep.status);
-		return send_reply(c, rep.status, rep.content_type, rep.allow, rep.body);
+		return send_reply(h, c, rep.status, rep.content_type, rep.allow,
+				  rep.body);
 	}
-	return answer_job(h, c, rep.job, rep.endpoint);
+	return answer_job(h, c, &cs->live, rep.job, rep.endpoint);
 }
 
+/* A request is over (its response sent, or the connection gone). */
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			   enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
 	(void)c;
 	(void)toe;
+	http_t *h = cls;
 	conn_state_t *cs = *con_cls;
 	if (cs) {
+		if (cs->live)
+			metrics_in_flight_add(h->metrics, -1);
 		sbuf_free(&cs->body);
 		free(cs);
 		*con_cls = NULL;
