@@ -68,7 +68,13 @@ static const char serve_help[] =
 	"                          (chatml, llama2, llama3, zephyr, qwen3, gemma3);\n"
 	"                          without one an unrecognised template gets 400\n"
 	"      --timeout S         close connections idle for S seconds (default 30)\n"
-	"      --max-conns N       concurrent connections (default 256)\n"
+	"      --request-timeout S close a connection that has not sent a whole\n"
+	"                          request S seconds after it opened or after its\n"
+	"                          last response, active or not (default 20; 0 off)\n"
+	"      --max-conns N       concurrent connections (default 256); past it the\n"
+	"                          one waiting longest for a whole request is closed\n"
+	"      --max-conns-per-ip N  connections from one address (default 64; past\n"
+	"                          it a request gets 429; 0 = none, behind a balancer)\n"
 	"      --drain-seconds N   on SIGTERM, let running generations finish for up\n"
 	"                          to N seconds (default 30; 0 = cut at once)\n"
 	"  -q, --quiet             no startup and shutdown lines\n"
@@ -83,7 +89,7 @@ typedef struct serve_opts {
 		*chat_template, *api_key_file;
 	char *key; /* from api_key, api_key_file or $EGANG_API_KEY */
 	int backend, kv; /* backend: 0 user, 1 scx */
-	int64_t port, ctx, max_queue, timeout, max_conns, drain;
+	int64_t port, ctx, max_queue, timeout, max_conns, max_per_ip, req_timeout, drain;
 	int64_t parallel, kv_mb, prefill_chunk;
 	cli_cpus_t cpus;
 } serve_opts_t;
@@ -129,7 +135,8 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		.chat_template = tmpl, .max_queue = (int)o->max_queue,
 		.api_key = o->key, .policy_index = index, .host = o->host,
 		.port = (int)o->port, .timeout_s = (int)o->timeout,
-		.max_conns = (int)o->max_conns,
+		.request_timeout_s = (int)o->req_timeout, .max_conns = (int)o->max_conns,
+		.max_conns_per_ip = (int)o->max_per_ip,
 	};
 	server_config_engine(&cfg, e, o->model);
 	server_config_batch(&cfg, m, o->kv_mb, o->parallel);
@@ -162,7 +169,7 @@ int cmd_serve(int argc, char **argv)
 {
 	serve_opts_t o = {.host = "127.0.0.1", .policy = "elastic", .port = 8080,
 			  .max_queue = 64, .timeout = 30, .max_conns = 256,
-			  .drain = 30,
+			  .max_per_ip = 64, .req_timeout = 20, .drain = 30,
 			  .prefill_chunk = 64};
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &o.model, .required = true),
@@ -182,6 +189,8 @@ int cmd_serve(int argc, char **argv)
 		OPT_STR("chat-template", 0, &o.chat_template),
 		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
 		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
+		OPT_INT("max-conns-per-ip", 0, &o.max_per_ip, 0, 100000),
+		OPT_INT("request-timeout", 0, &o.req_timeout, 0, 86400),
 		OPT_INT("drain-seconds", 0, &o.drain, 0, 86400),
 		OPT_INT("parallel", 0, &o.parallel, 1, 64),
 		OPT_INT("kv-mb", 0, &o.kv_mb, 1, 1 << 20),

@@ -1,6 +1,6 @@
-/* http: the libmicrohttpd glue (http.h): connections, request bodies,
+/* http: the libmicrohttpd glue (http.h): the daemon, request bodies,
  * plain replies, and the content reader that streams a job's events as
- * server-sent events. */
+ * server-sent events. The connection table is http_conn.c's. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -15,36 +15,27 @@
 #include "server/api.h"
 #include "server/buf.h"
 #include "server/http.h"
+#include "server/http_impl.h"
 #include "server/metrics.h"
 #include "server/sched.h"
 
 #define KEEPALIVE_MS 1000       /* SSE comment while a stream waits */
 #define DISCARD_MAX (16u << 20) /* body bytes read past the cap, then close */
 
-struct http {
-	http_config_t cfg;
-	api_t *api;
-	sched_t *sched;
-	metrics_t *metrics;
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} addr;
-	unsigned flags; /* MHD_USE_* */
-	struct MHD_Daemon *mhd;
-	int port;
-};
-
-/* While the server drains, every response asks the client to close its
- * connection, so that a balancer's next request opens one elsewhere. */
-static void add_drain_close(http_t *h, struct MHD_Response *r)
+/* Asks the client to close its connection after r when `close` is set,
+ * and while the server drains, so that a balancer's next request opens
+ * one elsewhere. */
+static void add_close(http_t *h, struct MHD_Response *r, bool close)
 {
-	if (sched_stopping(h->sched))
+	if (close || sched_stopping(h->sched))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
+/* Queues body (takes it) with its status and headers; `close` ends the
+ * connection after it. */
 static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int status,
-				  const char *ctype, const char *allow, char *body)
+				  const char *ctype, const char *allow, char *body,
+				  bool close)
 {
 	size_t n = strlen(body);
 	struct MHD_Response *r =
@@ -56,19 +47,21 @@ static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int statu
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	add_drain_close(h, r);
+	add_close(h, r, close);
 	enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
+/* A JSON error; `close` ends the connection after it (an error answered
+ * before the request's body was read). */
 static enum MHD_Result send_error(http_t *h, struct MHD_Connection *c,
 				  server_endpoint_t ep, int status,
-				  const char *msg)
+				  const char *msg, bool close)
 {
 	metrics_count(h->metrics, ep, status);
 	return send_reply(h, c, status, "application/json", NULL,
-			  api_error_body(status, NULL, NULL, "%s", msg));
+			  api_error_body(status, NULL, NULL, "%s", msg), close);
 }
 
 /* ---- streaming ---- */
@@ -185,7 +178,7 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	st->job = j;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	add_drain_close(h, r);
+	add_close(h, r, false);
 	metrics_count(h->metrics, ep, 200);
 	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
@@ -207,7 +200,7 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 		api_job_free(j);
 		return send_error(h, c, ep, q,
 				  q == 429 ? "the request queue is full; retry later"
-					   : "the server is shutting down");
+					   : "the server is shutting down", false);
 	}
 	if (api_job_stream(j))
 		return stream_job(h, c, j, ep);
@@ -221,7 +214,7 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)h->cfg.timeout_s);
 	metrics_count(h->metrics, ep, status);
-	return send_reply(h, c, status, "application/json", NULL, body);
+	return send_reply(h, c, status, "application/json", NULL, body, false);
 }
 
 /* ---- connections ---- */
@@ -230,7 +223,7 @@ typedef struct conn_state {
 	sbuf_t body;
 	size_t seen;   /* body bytes received */
 	bool too_big;
-	bool answered; /* a response was queued early (413) */
+	bool answered; /* a response was queued early (429, 413) */
 	bool live;     /* counted in metrics_in_flight */
 } conn_state_t;
 
@@ -241,11 +234,12 @@ static enum MHD_Result send_too_big(http_t *h, struct MHD_Connection *c,
 	char msg[96];
 	snprintf(msg, sizeof msg, "the request body is over %u bytes",
 		 SERVER_MAX_BODY);
-	return send_error(h, c, api_route(url), 413, msg);
+	return send_error(h, c, api_route(url), 413, msg, false);
 }
 
-/* A request's first call: its state, and a 413 at once when its
- * Content-Length is past DISCARD_MAX. */
+/* A request's first call: its state; at once a 429 on a connection past
+ * the per-address limit, a 413 when its Content-Length is past
+ * DISCARD_MAX. */
 static enum MHD_Result conn_begin(http_t *h, struct MHD_Connection *c,
 				  const char *url, void **con_cls)
 {
@@ -253,6 +247,13 @@ static enum MHD_Result conn_begin(http_t *h, struct MHD_Connection *c,
 	if (!cs)
 		return MHD_NO;
 	*con_cls = cs;
+	if (http_conn_over_ip(c)) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "too many connections from this address "
+			 "(--max-conns-per-ip %d); retry later", h->cfg.max_conns_per_ip);
+		cs->answered = true;
+		return send_error(h, c, api_route(url), 429, msg, true);
+	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > DISCARD_MAX) {
@@ -299,6 +300,8 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 	}
 	if (cs->answered)
 		return MHD_YES;
+	if (!http_conn_busy(c))
+		return MHD_NO; /* cut while its body arrived */
 	if (cs->too_big)
 		return send_too_big(h, c, url);
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -308,19 +311,20 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 	if (!rep.job) {
 		metrics_count(h->metrics, rep.endpoint, rep.status);
 		return send_reply(h, c, rep.status, rep.content_type, rep.allow,
-				  rep.body);
+				  rep.body, false);
 	}
 	return answer_job(h, c, &cs->live, rep.job, rep.endpoint);
 }
 
-/* A request is over (its response sent, or the connection gone). */
+/* A request is over (its response sent, or the connection gone): the
+ * connection waits for its next one. */
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			   enum MHD_RequestTerminationCode toe)
 {
-	(void)c;
 	(void)toe;
 	http_t *h = cls;
 	conn_state_t *cs = *con_cls;
+	http_conn_waiting(c);
 	if (cs) {
 		if (cs->live)
 			metrics_in_flight_add(h->metrics, -1);
@@ -354,9 +358,12 @@ http_t *http_new(const http_config_t *cfg, api_t *api, sched_t *sched,
 	h->cfg = *cfg;
 	if (!h->cfg.host)
 		h->cfg.host = "127.0.0.1";
+	if (h->cfg.max_conns <= 0)
+		h->cfg.max_conns = HTTP_MAX_CONNS;
 	h->api = api;
 	h->sched = sched;
 	h->metrics = metrics;
+	http_conn_init(h);
 	return h;
 }
 
@@ -365,6 +372,7 @@ void http_free(http_t *h)
 	if (!h)
 		return;
 	http_stop(h);
+	http_conn_destroy(h);
 	free(h);
 }
 
@@ -372,8 +380,9 @@ int http_addr_parse(http_t *h)
 {
 	const http_config_t *cfg = &h->cfg;
 	memset(&h->addr, 0, sizeof h->addr);
+	/* poll(2), not select(2): descriptors past FD_SETSIZE stay usable */
 	h->flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-		   MHD_USE_ERROR_LOG;
+		   MHD_USE_POLL | MHD_USE_ERROR_LOG;
 	if (inet_pton(AF_INET, cfg->host, &h->addr.v4.sin_addr) == 1) {
 		h->addr.v4.sin_family = AF_INET;
 		h->addr.v4.sin_port = htons((uint16_t)cfg->port);
@@ -388,19 +397,31 @@ int http_addr_parse(http_t *h)
 	return 0;
 }
 
+/* libmicrohttpd's own connection limit: max_conns, plus room for the
+ * connections the table has cut and the library has not closed yet. */
+static unsigned mhd_conn_limit(const http_config_t *cfg)
+{
+	return (unsigned)cfg->max_conns + (unsigned)cfg->max_conns / 4 + 16;
+}
+
 int http_listen(http_t *h)
 {
 	const http_config_t *cfg = &h->cfg;
+	if (http_conn_start(h) < 0)
+		return -1;
 	h->mhd = MHD_start_daemon(
 		h->flags, (uint16_t)cfg->port, NULL, NULL, http_handler, h,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&h->addr,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+		MHD_OPTION_CONNECTION_LIMIT, mhd_conn_limit(cfg),
+		MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, h,
 		MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
 		MHD_OPTION_EXTERNAL_LOGGER, http_log, h, MHD_OPTION_END);
-	if (!h->mhd)
+	if (!h->mhd) {
+		http_conn_stop(h);
 		return err_set("cannot listen on %s port %d (in use, or not "
 			       "allowed)", cfg->host, cfg->port);
+	}
 	const union MHD_DaemonInfo *di =
 		MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = di ? di->port : cfg->port;
@@ -411,6 +432,7 @@ int http_port(const http_t *h) { return h->port; }
 
 void http_stop(http_t *h)
 {
+	http_conn_stop(h);
 	if (h->mhd) {
 		MHD_stop_daemon(h->mhd);
 		h->mhd = NULL;

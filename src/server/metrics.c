@@ -32,9 +32,10 @@ struct metrics {
 	 * positions they saved */
 	size_t kv_used;
 	uint64_t prefix_hits, prefix_tokens;
-	/* the drain (server.c, http.c) */
+	/* the drain (server.c, http.c); the transport's closes (http_conn.c) */
 	int in_flight;
 	bool draining;
+	uint64_t closed[METRICS_CLOSE_COUNT];
 };
 
 static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -189,6 +190,15 @@ void metrics_set_draining(metrics_t *m)
 {
 	pthread_mutex_lock(&m->mu);
 	m->draining = true;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_count_closed(metrics_t *m, metrics_close_t why, int n)
+{
+	if ((unsigned)why >= METRICS_CLOSE_COUNT || n <= 0)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->closed[why] += (uint64_t)n;
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -381,9 +391,13 @@ static void metrics_print_policy(FILE *f, const metrics_t *m)
 		(double)g.last_p99_ns / 1e9);
 }
 
-/* The drain, under m->mu. */
+/* The drain and the transport's own closes, under m->mu. */
 static void metrics_print_lifecycle(FILE *f, const metrics_t *m)
 {
+	static const char *const why[METRICS_CLOSE_COUNT] = {
+		[METRICS_CLOSE_EVICTED] = "evicted",
+		[METRICS_CLOSE_REQUEST_TIMEOUT] = "request_timeout",
+		[METRICS_CLOSE_PER_IP] = "per_ip"};
 	metric_head(f, "egang_draining", "gauge",
 		    "1 once SIGTERM or SIGINT began the drain (/health answers 503).");
 	fprintf(f, "egang_draining %d\n", m->draining ? 1 : 0);
@@ -391,6 +405,13 @@ static void metrics_print_lifecycle(FILE *f, const metrics_t *m)
 		    "Generation requests accepted and not yet answered in full "
 		    "(queued, running, or a stream's last bytes unsent).");
 	fprintf(f, "egang_requests_in_flight %d\n", m->in_flight);
+	metric_head(f, "egang_connections_closed_total", "counter",
+		    "Connections the server closed before a whole request arrived: "
+		    "evicted past --max-conns, past --request-timeout, or past "
+		    "--max-conns-per-ip without a request.");
+	for (int i = 0; i < METRICS_CLOSE_COUNT; i++)
+		fprintf(f, "egang_connections_closed_total{reason=\"%s\"} %llu\n",
+			why[i], (unsigned long long)m->closed[i]);
 }
 
 char *metrics_text(metrics_t *m, int depth, bool busy)

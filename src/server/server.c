@@ -34,6 +34,10 @@ static int config_check(const server_config_t *cfg)
 		return err_set("server: context %d is too small", cfg->ctx);
 	if (cfg->max_queue < 0)
 		return err_set("server: --max-queue must be >= 0");
+	if (cfg->max_conns < 0 || cfg->max_conns_per_ip < 0 ||
+	    cfg->request_timeout_s < 0)
+		return err_set("server: --max-conns, --max-conns-per-ip and "
+			       "--request-timeout must be >= 0");
 	if (cfg->policies && cfg->control &&
 	    (cfg->policies->n_slots != (cfg->n_cpus > 1 ? cfg->n_cpus : 1) ||
 	     cfg->policy_index < 0 || cfg->policy_index >= cfg->policies->n))
@@ -67,7 +71,8 @@ static int server_build(server_t *s)
 	};
 	http_config_t hc = {
 		.host = c->host, .port = c->port, .timeout_s = c->timeout_s,
-		.max_conns = c->max_conns,
+		.request_timeout_s = c->request_timeout_s,
+		.max_conns = c->max_conns, .max_conns_per_ip = c->max_conns_per_ip,
 	};
 	if (!(s->metrics = metrics_new(&mc)) || !(s->sched = sched_new(&sc, s->metrics)) ||
 	    !(s->api = api_new(&ac, s->sched, s->metrics)) ||

@@ -68,7 +68,11 @@ typedef struct server_config {
 	const char *host; /* numeric IPv4 or IPv6 address */
 	int port;
 	int timeout_s;   /* idle connection timeout (slow clients) */
-	int max_conns;   /* concurrent connections */
+	/* the time a connection has to send a whole request, from its start
+	 * or its previous response (0: none; http.h "Connections") */
+	int request_timeout_s;
+	int max_conns;   /* concurrent connections, 0: 256 (http.h: eviction) */
+	int max_conns_per_ip; /* from one address; 0: no limit */
 	/* continuous batching (sched_batch.c): up to `parallel` sequences
 	 * per token step (1: one job at a time, engine_generate), prompts
 	 * prefilled prefill_chunk tokens per step, the sequences' KV caches
