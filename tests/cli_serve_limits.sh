@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# egang serve against slow and idle clients on raw sockets
-# (src/server/http_conn.c), a real server on loopback, python's socket
+# egang serve against hostile clients on raw sockets (src/server/http.c,
+# http_conn.c, http_error.c), a real server on loopback, python's socket
 # module as the client and curl as the well-behaved one:
+#  - a Transfer-Encoding other than chunked (gzip, chunked) gets a 501
+#    JSON error and the connection closed at once, never a hang; chunked
+#    not last, or alone a coding, gets 400;
+#  - what libmicrohttpd rejects itself (a malformed request line, header
+#    field or chunk, a Content-Length it cannot read, 413, 414, 431, 505)
+#    comes back as one response with the JSON error shape, not HTML;
 #  - --request-timeout: a client that trickles a header line every half
 #    second is closed once the deadline passes, however active it is;
 #  - 300 slow connections (a header line every 2 s) from ten source
@@ -16,6 +22,67 @@ cd "$(dirname "$0")/.."
 
 M=$TMP/chat.gguf
 "$EGANG" synth smollm-135m --layers 1 --type q8_0 -o "$M" >/dev/null 2>&1
+
+# raw.py PORT NAME: sends the named raw request on one connection, reads
+# until the server closes it (10 s at most) and checks the reply: one
+# status line with the expected status, a JSON error body of OpenAI's
+# shape; prints "ok" or what was wrong.
+cat >"$TMP/raw.py" <<'EOF'
+import json, socket, sys
+port, name = int(sys.argv[1]), sys.argv[2]
+post = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+cases = {
+    "te-gzip-chunked": (501, post + b"Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+    "te-chunked-gzip": (400, post + b"Transfer-Encoding: chunked, gzip\r\n\r\nhello"),
+    "te-gzip": (400, post + b"Transfer-Encoding: gzip\r\n\r\nhello"),
+    "bad-request-line": (400, b"GET /health HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
+    "bad-header-field": (400, b"GET /health HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n"),
+    "bad-chunk": (400, post + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"),
+    "bad-content-length": (400, post + b"Content-Length: abc\r\n\r\n"),
+    "huge-content-length": (413, post + b"Content-Length: 99999999999999999999999\r\n\r\n"),
+    "huge-chunk": (413, post + b"Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\nabc\r\n"),
+    "long-uri": (414, b"GET /" + b"a" * 200000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"),
+    "big-headers": (431, b"GET /health HTTP/1.1\r\nHost: x\r\n" +
+                    b"".join(b"X-%d: %s\r\n" % (i, b"v" * 1000) for i in range(300)) + b"\r\n"),
+    "http-version": (505, b"GET /health HTTP/2.5\r\nHost: x\r\n\r\n"),
+}
+want, req = cases[name]
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+try:
+    s.sendall(req)
+except OSError:
+    pass  # the server may answer and close before it has read everything
+data = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+except socket.timeout:
+    print("no close within 10 s: %r" % data[:200]); sys.exit()
+except OSError as e:
+    if not data:
+        print("error %r before any reply" % e); sys.exit()
+head, _, body = data.partition(b"\r\n\r\n")
+lines = head.decode("latin-1").split("\r\n")
+hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+try:
+    err = json.loads(body)["error"]
+    shape = isinstance(err["message"], str) and err["message"] and "type" in err and "param" in err and "code" in err
+except Exception:
+    shape = False
+if not lines[0].startswith("HTTP/1.1 %d " % want):
+    print("status line %r, want %d" % (lines[0], want))
+elif body.startswith(b"HTTP/"):
+    print("a second status line: %r" % data[:300])
+elif hdr.get("content-type") != "application/json" or not shape:
+    print("not a JSON error: %r" % data[:300])
+elif int(hdr.get("content-length", -1)) != len(body):
+    print("Content-Length %s, body %d bytes" % (hdr.get("content-length"), len(body)))
+else:
+    print("ok")
+EOF
 
 # trickle.py PORT LINES: one connection sends a request line, then a
 # header line every 0.5 s, LINES in all; prints "closed after N lines"
@@ -87,6 +154,22 @@ while not stop and time.time() < end:
                 open_.discard(s); closed += 1; s.close()
 print("held %d closed %d refused %d" % (len(open_), closed, refused), flush=True)
 EOF
+
+# ---- transfer codings and libmicrohttpd's own errors: JSON, closed ----
+if start_server raw -m "$M" --ctx 512 --cores 0 -q; then
+	port=${URL##*:}
+	for c in te-gzip-chunked te-chunked-gzip te-gzip bad-request-line bad-header-field \
+		bad-chunk bad-content-length huge-content-length huge-chunk long-uri big-headers \
+		http-version; do
+		r=$(/usr/bin/python3 "$TMP/raw.py" "$port" "$c" 2>&1)
+		[[ $r == ok ]] && pass "raw $c: one JSON error response, the connection closed" ||
+			fail "raw $c" "$r"
+	done
+	st=$(curl -s --max-time 20 -o "$TMP/ok.json" -w '%{http_code}' \
+		-d '{"prompt":"Once","max_tokens":4}' "$URL/v1/completions")
+	[[ $st == 200 ]] && pass "raw: a completion is still served" || fail "raw: completion after" "$st"
+	stop_server raw
+fi
 
 # ---- --request-timeout: the deadline does not reset on every byte ----
 if start_server deadline -m "$M" --ctx 512 --cores 0 --request-timeout 2 -q; then

@@ -82,7 +82,8 @@ static const char serve_help[] =
 	"\n"
 	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad request\n"
 	"or unimplemented field (below), 401 bad key, 404 unknown path or model, 405\n"
-	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 503 stopping.\n";
+	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 501 transfer\n"
+	"coding, 503 stopping.\n";
 
 typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -48,7 +49,7 @@ static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int statu
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	add_close(h, r, close);
-	enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+	enum MHD_Result ret = http_queue(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -180,7 +181,7 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	add_close(h, r, false);
 	metrics_count(h->metrics, ep, 200);
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	enum MHD_Result ret = http_queue(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -223,7 +224,7 @@ typedef struct conn_state {
 	sbuf_t body;
 	size_t seen;   /* body bytes received */
 	bool too_big;
-	bool answered; /* a response was queued early (429, 413) */
+	bool answered; /* a response was queued early (413, 400, 501) */
 	bool live;     /* counted in metrics_in_flight */
 } conn_state_t;
 
@@ -237,12 +238,62 @@ static enum MHD_Result send_too_big(http_t *h, struct MHD_Connection *c,
 	return send_error(h, c, api_route(url), 413, msg, false);
 }
 
+/* The Transfer-Encoding header fields of a request, in order, as one
+ * list (RFC 9112 section 6.1). */
+typedef struct te_list {
+	int n;           /* header fields */
+	int n_codings;   /* codings in all */
+	int n_chunked;   /* of them "chunked" */
+	bool last_chunked; /* the last coding is "chunked" */
+	bool exact;      /* one field whose value is "chunked" */
+} te_list_t;
+
+static enum MHD_Result te_field(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	(void)kind;
+	te_list_t *t = cls;
+	if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return MHD_YES;
+	t->exact = ++t->n == 1 && !strcasecmp(value, "chunked");
+	for (const char *p = value; *p;) {
+		p += strspn(p, " \t,");
+		size_t n = strcspn(p, " \t,;");
+		if (n) {
+			bool chunked = n == 7 && !strncasecmp(p, "chunked", 7);
+			t->n_codings++;
+			t->n_chunked += chunked;
+			t->last_chunked = chunked;
+		}
+		p += n;
+		p += strcspn(p, ","); /* a coding's parameters */
+	}
+	return MHD_YES;
+}
+
+/* The status a request's transfer codings get: 0 none, or "chunked"
+ * alone (libmicrohttpd decodes it); 400 when chunked is not the last
+ * coding or comes twice (RFC 9112 6.3: the body's length cannot be
+ * known); 501 for any other coding (RFC 9112 6.1: none is implemented).
+ * libmicrohttpd would read such a body until the client closes. */
+static int te_status(struct MHD_Connection *c)
+{
+	te_list_t t = {0};
+	MHD_get_connection_values(c, MHD_HEADER_KIND, te_field, &t);
+	if (!t.n || t.exact)
+		return 0;
+	if (!t.last_chunked || t.n_chunked > 1)
+		return 400;
+	return 501;
+}
+
 /* A request's first call: its state; at once a 429 on a connection past
- * the per-address limit, a 413 when its Content-Length is past
- * DISCARD_MAX. */
+ * the per-address limit, a 400 or 501 for a transfer coding it cannot
+ * read, a 413 when its Content-Length is past DISCARD_MAX. */
 static enum MHD_Result conn_begin(http_t *h, struct MHD_Connection *c,
 				  const char *url, void **con_cls)
 {
+	http_conn_handled(c);
 	conn_state_t *cs = calloc(1, sizeof *cs);
 	if (!cs)
 		return MHD_NO;
@@ -253,6 +304,16 @@ static enum MHD_Result conn_begin(http_t *h, struct MHD_Connection *c,
 			 "(--max-conns-per-ip %d); retry later", h->cfg.max_conns_per_ip);
 		cs->answered = true;
 		return send_error(h, c, api_route(url), 429, msg, true);
+	}
+	int te = te_status(c);
+	if (te) { /* answered before the body, which cannot be delimited */
+		cs->answered = true;
+		return send_error(h, c, api_route(url), te,
+				  te == 400 ? "the request's Transfer-Encoding does "
+					      "not end with chunked, or repeats it"
+					    : "the request's Transfer-Encoding names a "
+					      "coding the server does not implement "
+					      "(only chunked)", true);
 	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -18,6 +18,10 @@
  * max_conns_per_ip from its address gets a 429 JSON error for its request
  * and is closed, or is closed after a second without one.
  *
+ * Errors that libmicrohttpd answers itself (a malformed request line,
+ * header or chunk, 413, 414, 431, 505) come back in the API's JSON error
+ * shape (http_error.c), as do unsupported transfer codings (400, 501).
+ *
  * Synchronization: http_addr_parse, http_listen, http_stop and http_free
  * are for one controlling thread; the daemon's threads run between
  * http_listen and http_stop. The connection table has its own lock

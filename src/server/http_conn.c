@@ -184,11 +184,19 @@ bool http_conn_busy(struct MHD_Connection *c)
 	return ok;
 }
 
+void http_conn_handled(struct MHD_Connection *c)
+{
+	http_conn_t *k = http_conn_of(c);
+	if (k)
+		k->handled = true;
+}
+
 void http_conn_waiting(struct MHD_Connection *c)
 {
 	http_conn_t *k = http_conn_of(c);
 	if (!k)
 		return;
+	k->handled = false;
 	pthread_mutex_lock(&k->h->cmu);
 	k->phase = HTTP_CONN_WAITING;
 	k->since = time_now_ns();

@@ -2,6 +2,8 @@
  *
  * The files, each calling only the ones after it:
  *  http.c        the daemon, the handler, plain replies and SSE streams;
+ *  http_error.c  libmicrohttpd's own error replies as JSON, and
+ *                http_queue, through which every reply of ours goes;
  *  http_conn.c   the connection table: phases, the request deadline,
  *                the per-address limit, eviction past max_conns.
  *
@@ -41,6 +43,9 @@ typedef struct http_conn {
 	/* under cmu: past max_conns_per_ip from its address when it came;
 	 * its request gets a 429, and it is closed first */
 	bool over_ip;
+	/* the connection's own thread alone: the handler has seen its
+	 * current request (http_error.c) */
+	bool handled;
 } http_conn_t;
 
 struct http {
@@ -65,6 +70,14 @@ struct http {
 	pthread_t reaper;
 };
 
+/* ---- http_error.c ---- */
+
+/* libmicrohttpd's MHD_queue_response, called directly: every reply the
+ * transport makes goes through here, so that http_error.c's own
+ * MHD_queue_response sees only the library's error pages. */
+enum MHD_Result http_queue(struct MHD_Connection *c, unsigned status,
+			   struct MHD_Response *r);
+
 /* ---- http_conn.c ---- */
 
 /* Initializes the table's lock and condition (http_new). */
@@ -84,6 +97,8 @@ bool http_conn_over_ip(struct MHD_Connection *c);
  * response is sent. false when the table has cut it already (answer
  * nothing). */
 bool http_conn_busy(struct MHD_Connection *c);
+/* The handler's first call for c's current request (sets handled). */
+void http_conn_handled(struct MHD_Connection *c);
 /* c's response was sent: it waits for its next request from now. */
 void http_conn_waiting(struct MHD_Connection *c);
 /* Starts the reaper thread that enforces the request deadline and
