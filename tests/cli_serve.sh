@@ -431,7 +431,8 @@ fi
 	pass "--chat-template with an unknown name -> exit 2" || fail "--chat-template nosuch" "$(cat "$TMP/ct.err")"
 
 # ---- chat (ChatML vocabulary), queue full, cancel on disconnect ----
-if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
+# --drain-seconds 0: the SIGTERM at the end cuts the stream in flight at once
+if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 --drain-seconds 0 -q; then
 	st=$(post /v1/chat/completions '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":8,"temperature":0}')
 	c=$(json_get "$TMP/r.json" 'j["object"]+"|"+j["choices"][0]["message"]["role"]+"|"+str(type(j["choices"][0]["message"]["content"])==str)')
 	[[ $st == 200 && $c == "chat.completion|assistant|True" ]] && pass "chat completion (ChatML)" || fail "chat completion" "$st $c $(head -c 200 "$TMP/r.json")"
@@ -494,11 +495,19 @@ if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 -q; then
 		done
 		[[ $ok -eq 1 ]] && pass "a client that disconnects cancels its generation ($body)" || fail "cancel on disconnect ($body)" "$c0 -> $c1"
 	done
-	# SIGTERM with a stream in flight
-	curl -sN --max-time 30 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":2000,"stream":true}' "$URL/v1/completions" &
+	# SIGTERM with a stream in flight and --drain-seconds 0: the stream is
+	# cut at once, ends with an SSE error event and no [DONE], exit 3
+	curl -sN --max-time 60 -o "$TMP/term.txt" -d '{"prompt":"Once","max_tokens":2000,"stream":true}' "$URL/v1/completions" &
 	CURL=$!
-	sleep 0.5
-	stop_server chat
+	for _ in $(seq 100); do grep -q '"text"' "$TMP/term.txt" 2>/dev/null && break; sleep 0.2; done
+	kill -TERM "$SPID"
+	for _ in $(seq 100); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.2; done
+	if kill -0 "$SPID" 2>/dev/null; then kill -9 "$SPID"; fi
+	wait "$SPID"; rc=$?
 	wait $CURL
+	last=$(grep '^data: ' "$TMP/term.txt" | tail -1)
+	if [[ $rc == 3 && $last == 'data: {"error":'*'"server_error"'* ]] && ! grep -q '\[DONE\]' "$TMP/term.txt"; then
+		pass "SIGTERM with a stream in flight (--drain-seconds 0): the stream ends with an error event, no [DONE]; exit 3"
+	else fail "SIGTERM with a stream in flight" "exit $rc, last event ${last:0:200}"; fi
 fi
 exit 0

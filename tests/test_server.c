@@ -777,7 +777,8 @@ static void expect_event(server_job_t *j, const sched_event_t *ev,
 
 /* A completion's stream: nothing at its start, a chunk per text (UTF-8
  * cleaned, escaped), the finish reason and usage after the end, then
- * [DONE]. */
+ * [DONE]; an error as the error body and no [DONE] (a cut stream never
+ * looks complete). */
 static void test_format_completion(void **state)
 {
 	(void)state;
@@ -805,14 +806,14 @@ static void test_format_completion(void **state)
 	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_ERROR, .status = 503,
 					 .msg = "the server is stopping"},
 		     "data: {\"error\":{\"message\":\"the server is stopping\","
-		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n" DONE, t);
+		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n", t);
 	server_reply_free(&r);
 	server_free(s);
 }
 
 /* A chat's stream: the assistant's role alone at its start, text as
  * content deltas, an empty delta with the finish reason and usage at the
- * end, then [DONE]; an error as the error body. */
+ * end, then [DONE]; an error as the error body, without [DONE]. */
 static void test_format_chat(void **state)
 {
 	(void)state;
@@ -838,7 +839,7 @@ static void test_format_chat(void **state)
 	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_ERROR, .status = 500,
 					 .msg = "out of \"memory\""},
 		     "data: {\"error\":{\"message\":\"out of \\\"memory\\\"\","
-		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n" DONE, t);
+		     "\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n", t);
 	server_reply_free(&r);
 	server_reply_free(&r0);
 	server_free(s);

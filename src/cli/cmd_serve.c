@@ -1,9 +1,7 @@
 /* egang serve: the OpenAI-compatible HTTP server (src/server/server.h). */
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/cli.h"
 #include "engine/engine_open.h"
@@ -24,8 +22,11 @@ static const char serve_help[] =
 	"Up to --parallel generations run at once on the elastic gang, one token\n"
 	"step for all of them (continuous batching: requests join and leave at\n"
 	"any step, a sequence's logits do not depend on the others); the rest\n"
-	"wait in a bounded FIFO queue (full: 429). SIGINT/SIGTERM cancel the\n"
-	"running generations, answer queued requests with 503 and exit 0.\n"
+	"wait in a bounded FIFO queue (full: 429). SIGTERM or SIGINT drains: new\n"
+	"and queued requests get 503, /health 503 \"draining\", the running\n"
+	"generations go on for up to --drain-seconds; what still runs then (or at\n"
+	"a second signal) ends with an error (503, or a last SSE error event, no\n"
+	"[DONE]). Exit 0 when every one finished, 3 when some were cut.\n"
 	"\n"
 	"  -m, --model FILE        GGUF file or llama2.c checkpoint (required)\n"
 	"  -z, --tokenizer FILE    llama2.c tokenizer.bin (required for .bin models)\n"
@@ -67,20 +68,30 @@ static const char serve_help[] =
 	"                          (chatml, llama2, llama3, zephyr, qwen3, gemma3);\n"
 	"                          without one an unrecognised template gets 400\n"
 	"      --timeout S         close connections idle for S seconds (default 30)\n"
-	"      --max-conns N       concurrent connections (default 256)\n"
+	"      --request-timeout S close a connection that has not sent a whole\n"
+	"                          request S seconds after it opened or after its\n"
+	"                          last response, active or not (default 20; 0 off)\n"
+	"      --max-conns N       concurrent connections (default 256); past it the\n"
+	"                          one waiting longest for a whole request is closed\n"
+	"      --max-conns-per-ip N  connections from one address (default 64; past\n"
+	"                          it a request gets 429; 0 = none, behind a balancer)\n"
+	"      --drain-seconds N   on SIGTERM, let running generations finish for up\n"
+	"                          to N seconds (default 30; 0 = cut at once)\n"
 	"  -q, --quiet             no startup and shutdown lines\n"
 	"  -h, --help              this text\n"
 	"\n"
 	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad request\n"
 	"or unimplemented field (below), 401 bad key, 404 unknown path or model, 405\n"
-	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 503 stopping.\n";
+	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 501 transfer\n"
+	"coding, 503 stopping.\n";
 
 typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
 		*chat_template, *api_key_file;
 	char *key; /* from api_key, api_key_file or $EGANG_API_KEY */
 	int backend, kv; /* backend: 0 user, 1 scx */
-	int64_t port, ctx, max_queue, timeout, max_conns, parallel, kv_mb, prefill_chunk;
+	int64_t port, ctx, max_queue, timeout, max_conns, max_per_ip, req_timeout, drain;
+	int64_t parallel, kv_mb, prefill_chunk;
 	cli_cpus_t cpus;
 } serve_opts_t;
 
@@ -125,7 +136,8 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		.chat_template = tmpl, .max_queue = (int)o->max_queue,
 		.api_key = o->key, .policy_index = index, .host = o->host,
 		.port = (int)o->port, .timeout_s = (int)o->timeout,
-		.max_conns = (int)o->max_conns,
+		.request_timeout_s = (int)o->req_timeout, .max_conns = (int)o->max_conns,
+		.max_conns_per_ip = (int)o->max_per_ip,
 	};
 	server_config_engine(&cfg, e, o->model);
 	server_config_batch(&cfg, m, o->kv_mb, o->parallel);
@@ -138,32 +150,14 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		free(tmpl);
 		return EXIT_INPUT;
 	}
-	/* Every thread started from here on inherits this mask, so only
-	 * sigwait() below sees SIGINT/SIGTERM; SIGPIPE never kills us. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	sigset_t set; /* blocked before any thread starts */
+	server_signals_block(&set);
 	if (server_start(s) < 0) {
 		log_error("%s", err_get());
 		status = EXIT_FAIL;
 	} else {
-		bool v6 = strchr(o->host, ':') != NULL;
-		log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
-			 "core%s, policy %s, control %s, ctx %d, queue %lld, parallel %d, "
-			 "kv %s (%zu B/position), %zu MiB",
-			 m->name, chat_name(chat_kind(tmpl, m->tok)),
-			 v6 ? "[" : "", o->host, v6 ? "]" : "", server_port(s),
-			 e->n_cpus, e->n_cpus > 1 ? "s" : "", e->lib.rec[index].name,
-			 o->control, e->ctx, (long long)o->max_queue, cfg.parallel,
-			 kv_type_names[cfg.kv_type], forward_kv_pos_bytes(m, cfg.kv_type),
-			 cfg.kv_bytes >> 20);
-		int sig = 0;
-		sigwait(&set, &sig);
-		log_info("egang serve: %s, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-		server_stop(s);
+		server_config_log(&cfg, server_port(s), o->control);
+		status = server_run_until_signal(s, &set, (int)o->drain);
 	}
 	server_free(s);
 	free(tmpl);
@@ -176,6 +170,7 @@ int cmd_serve(int argc, char **argv)
 {
 	serve_opts_t o = {.host = "127.0.0.1", .policy = "elastic", .port = 8080,
 			  .max_queue = 64, .timeout = 30, .max_conns = 256,
+			  .max_per_ip = 64, .req_timeout = 20, .drain = 30,
 			  .prefill_chunk = 64};
 	const cli_opt_t opts[] = {
 		OPT_STR("model", 'm', &o.model, .required = true),
@@ -195,6 +190,9 @@ int cmd_serve(int argc, char **argv)
 		OPT_STR("chat-template", 0, &o.chat_template),
 		OPT_INT("timeout", 0, &o.timeout, 1, 86400),
 		OPT_INT("max-conns", 0, &o.max_conns, 1, 100000),
+		OPT_INT("max-conns-per-ip", 0, &o.max_per_ip, 0, 100000),
+		OPT_INT("request-timeout", 0, &o.req_timeout, 0, 86400),
+		OPT_INT("drain-seconds", 0, &o.drain, 0, 86400),
 		OPT_INT("parallel", 0, &o.parallel, 1, 64),
 		OPT_INT("kv-mb", 0, &o.kv_mb, 1, 1 << 20),
 		OPT_INT("prefill-chunk", 0, &o.prefill_chunk, 1, 1024),

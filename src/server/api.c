@@ -116,11 +116,14 @@ static void handle_get(api_t *a, server_endpoint_t ep, const char *path,
 		       server_reply_t *out)
 {
 	if (ep == EP_HEALTH) {
-		bool stopping = sched_stopping(a->sched);
+		static const char *const down[SCHED_PHASE_COUNT] = {
+			[SCHED_PHASE_RUN] = NULL, [SCHED_PHASE_DRAIN] = "draining",
+			[SCHED_PHASE_STOP] = "stopping"};
 		int depth;
 		bool busy;
 		sched_queue_state(a->sched, &depth, &busy);
-		out->body = metrics_health_text(a->cfg.model_id, stopping, depth,
+		out->body = metrics_health_text(a->cfg.model_id,
+						down[sched_phase(a->sched)], depth,
 						busy, &out->status);
 		return;
 	}

@@ -93,8 +93,8 @@ void api_fields_help(FILE *out);
 char *api_error_body(int status, const char *param, const char *code,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Appends the SSE bytes of one event of j ("data: JSON\n\n"; the end
- * and an error add "data: [DONE]\n\n"; a completion's start adds
- * nothing). */
+ * adds "data: [DONE]\n\n"; an error is the stream's last event, with no
+ * [DONE] after it; a completion's start adds nothing). */
 void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out);
 /* The reply to a finished non-streaming job: its status and body
  * (malloc'd). Both keep a running offset in j (completions' logprobs):

@@ -207,10 +207,11 @@ void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 		break;
 	}
 	case SCHED_EVENT_ERROR: {
+		/* the stream's last event: no [DONE] after it, so that a client
+		 * that waits for [DONE] never takes a cut text for a whole one */
 		char *body = api_error_body(ev->status, NULL, NULL, "%s", ev->msg);
 		sse_event(out, json_loads(body, 0, NULL));
 		free(body);
-		sbuf_str(out, "data: [DONE]\n\n");
 		break;
 	}
 	case SCHED_EVENT_COUNT: /* not an event; named for -Wswitch */

@@ -1,6 +1,6 @@
-/* http: the libmicrohttpd glue (http.h): connections, request bodies,
+/* http: the libmicrohttpd glue (http.h): the daemon, request bodies,
  * plain replies, and the content reader that streams a job's events as
- * server-sent events. */
+ * server-sent events. The connection table is http_conn.c's. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -15,28 +16,27 @@
 #include "server/api.h"
 #include "server/buf.h"
 #include "server/http.h"
+#include "server/http_impl.h"
 #include "server/metrics.h"
 #include "server/sched.h"
 
 #define KEEPALIVE_MS 1000       /* SSE comment while a stream waits */
 #define DISCARD_MAX (16u << 20) /* body bytes read past the cap, then close */
 
-struct http {
-	http_config_t cfg;
-	api_t *api;
-	sched_t *sched;
-	metrics_t *metrics;
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} addr;
-	unsigned flags; /* MHD_USE_* */
-	struct MHD_Daemon *mhd;
-	int port;
-};
+/* Asks the client to close its connection after r when `close` is set,
+ * and while the server drains, so that a balancer's next request opens
+ * one elsewhere. */
+static void add_close(http_t *h, struct MHD_Response *r, bool close)
+{
+	if (close || sched_stopping(h->sched))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+}
 
-static enum MHD_Result send_reply(struct MHD_Connection *c, int status,
-				  const char *ctype, const char *allow, char *body)
+/* Queues body (takes it) with its status and headers; `close` ends the
+ * connection after it. */
+static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int status,
+				  const char *ctype, const char *allow, char *body,
+				  bool close)
 {
 	size_t n = strlen(body);
 	struct MHD_Response *r =
@@ -48,18 +48,21 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, int status,
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+	add_close(h, r, close);
+	enum MHD_Result ret = http_queue(c, (unsigned)status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
+/* A JSON error; `close` ends the connection after it (an error answered
+ * before the request's body was read). */
 static enum MHD_Result send_error(http_t *h, struct MHD_Connection *c,
 				  server_endpoint_t ep, int status,
-				  const char *msg)
+				  const char *msg, bool close)
 {
 	metrics_count(h->metrics, ep, status);
-	return send_reply(c, status, "application/json", NULL,
-			  api_error_body(status, NULL, NULL, "%s", msg));
+	return send_reply(h, c, status, "application/json", NULL,
+			  api_error_body(status, NULL, NULL, "%s", msg), close);
 }
 
 /* ---- streaming ---- */
@@ -176,22 +179,29 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	st->job = j;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	add_close(h, r, false);
 	metrics_count(h->metrics, ep, 200);
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	enum MHD_Result ret = http_queue(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
-/* Enqueues a validated job, then streams it or waits for its reply. */
+/* Enqueues a validated job, then streams it or waits for its reply. It
+ * is in flight (metrics_in_flight) from before the enqueue until its
+ * request completes (http_completed), so that a drain never misses it. */
 static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
-				  server_job_t *j, server_endpoint_t ep)
+				  bool *live, server_job_t *j, server_endpoint_t ep)
 {
+	metrics_in_flight_add(h->metrics, 1);
+	*live = true;
 	int q = sched_enqueue(h->sched, api_job_work(j));
 	if (q) {
+		metrics_in_flight_add(h->metrics, -1);
+		*live = false;
 		api_job_free(j);
 		return send_error(h, c, ep, q,
 				  q == 429 ? "the request queue is full; retry later"
-					   : "the server is shutting down");
+					   : "the server is shutting down", false);
 	}
 	if (api_job_stream(j))
 		return stream_job(h, c, j, ep);
@@ -205,7 +215,7 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)h->cfg.timeout_s);
 	metrics_count(h->metrics, ep, status);
-	return send_reply(c, status, "application/json", NULL, body);
+	return send_reply(h, c, status, "application/json", NULL, body, false);
 }
 
 /* ---- connections ---- */
@@ -214,7 +224,8 @@ typedef struct conn_state {
 	sbuf_t body;
 	size_t seen;   /* body bytes received */
 	bool too_big;
-	bool answered; /* a response was queued early (413) */
+	bool answered; /* a response was queued early (413, 400, 501) */
+	bool live;     /* counted in metrics_in_flight */
 } conn_state_t;
 
 /* The 413 reply. */
@@ -224,18 +235,86 @@ static enum MHD_Result send_too_big(http_t *h, struct MHD_Connection *c,
 	char msg[96];
 	snprintf(msg, sizeof msg, "the request body is over %u bytes",
 		 SERVER_MAX_BODY);
-	return send_error(h, c, api_route(url), 413, msg);
+	return send_error(h, c, api_route(url), 413, msg, false);
 }
 
-/* A request's first call: its state, and a 413 at once when its
- * Content-Length is past DISCARD_MAX. */
+/* The Transfer-Encoding header fields of a request, in order, as one
+ * list (RFC 9112 section 6.1). */
+typedef struct te_list {
+	int n;           /* header fields */
+	int n_codings;   /* codings in all */
+	int n_chunked;   /* of them "chunked" */
+	bool last_chunked; /* the last coding is "chunked" */
+	bool exact;      /* one field whose value is "chunked" */
+} te_list_t;
+
+static enum MHD_Result te_field(void *cls, enum MHD_ValueKind kind,
+				const char *key, const char *value)
+{
+	(void)kind;
+	te_list_t *t = cls;
+	if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return MHD_YES;
+	t->exact = ++t->n == 1 && !strcasecmp(value, "chunked");
+	for (const char *p = value; *p;) {
+		p += strspn(p, " \t,");
+		size_t n = strcspn(p, " \t,;");
+		if (n) {
+			bool chunked = n == 7 && !strncasecmp(p, "chunked", 7);
+			t->n_codings++;
+			t->n_chunked += chunked;
+			t->last_chunked = chunked;
+		}
+		p += n;
+		p += strcspn(p, ","); /* a coding's parameters */
+	}
+	return MHD_YES;
+}
+
+/* The status a request's transfer codings get: 0 none, or "chunked"
+ * alone (libmicrohttpd decodes it); 400 when chunked is not the last
+ * coding or comes twice (RFC 9112 6.3: the body's length cannot be
+ * known); 501 for any other coding (RFC 9112 6.1: none is implemented).
+ * libmicrohttpd would read such a body until the client closes. */
+static int te_status(struct MHD_Connection *c)
+{
+	te_list_t t = {0};
+	MHD_get_connection_values(c, MHD_HEADER_KIND, te_field, &t);
+	if (!t.n || t.exact)
+		return 0;
+	if (!t.last_chunked || t.n_chunked > 1)
+		return 400;
+	return 501;
+}
+
+/* A request's first call: its state; at once a 429 on a connection past
+ * the per-address limit, a 400 or 501 for a transfer coding it cannot
+ * read, a 413 when its Content-Length is past DISCARD_MAX. */
 static enum MHD_Result conn_begin(http_t *h, struct MHD_Connection *c,
 				  const char *url, void **con_cls)
 {
+	http_conn_handled(c);
 	conn_state_t *cs = calloc(1, sizeof *cs);
 	if (!cs)
 		return MHD_NO;
 	*con_cls = cs;
+	if (http_conn_over_ip(c)) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "too many connections from this address "
+			 "(--max-conns-per-ip %d); retry later", h->cfg.max_conns_per_ip);
+		cs->answered = true;
+		return send_error(h, c, api_route(url), 429, msg, true);
+	}
+	int te = te_status(c);
+	if (te) { /* answered before the body, which cannot be delimited */
+		cs->answered = true;
+		return send_error(h, c, api_route(url), te,
+				  te == 400 ? "the request's Transfer-Encoding does "
+					      "not end with chunked, or repeats it"
+					    : "the request's Transfer-Encoding names a "
+					      "coding the server does not implement "
+					      "(only chunked)", true);
+	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > DISCARD_MAX) {
@@ -282,6 +361,8 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 	}
 	if (cs->answered)
 		return MHD_YES;
+	if (!http_conn_busy(c))
+		return MHD_NO; /* cut while its body arrived */
 	if (cs->too_big)
 		return send_too_big(h, c, url);
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -290,19 +371,24 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 	api_handle(h->api, method, url, auth, cs->body.p, cs->body.len, &rep);
 	if (!rep.job) {
 		metrics_count(h->metrics, rep.endpoint, rep.status);
-		return send_reply(c, rep.status, rep.content_type, rep.allow, rep.body);
+		return send_reply(h, c, rep.status, rep.content_type, rep.allow,
+				  rep.body, false);
 	}
-	return answer_job(h, c, rep.job, rep.endpoint);
+	return answer_job(h, c, &cs->live, rep.job, rep.endpoint);
 }
 
+/* A request is over (its response sent, or the connection gone): the
+ * connection waits for its next one. */
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			   enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)c;
 	(void)toe;
+	http_t *h = cls;
 	conn_state_t *cs = *con_cls;
+	http_conn_waiting(c);
 	if (cs) {
+		if (cs->live)
+			metrics_in_flight_add(h->metrics, -1);
 		sbuf_free(&cs->body);
 		free(cs);
 		*con_cls = NULL;
@@ -333,9 +419,12 @@ http_t *http_new(const http_config_t *cfg, api_t *api, sched_t *sched,
 	h->cfg = *cfg;
 	if (!h->cfg.host)
 		h->cfg.host = "127.0.0.1";
+	if (h->cfg.max_conns <= 0)
+		h->cfg.max_conns = HTTP_MAX_CONNS;
 	h->api = api;
 	h->sched = sched;
 	h->metrics = metrics;
+	http_conn_init(h);
 	return h;
 }
 
@@ -344,6 +433,7 @@ void http_free(http_t *h)
 	if (!h)
 		return;
 	http_stop(h);
+	http_conn_destroy(h);
 	free(h);
 }
 
@@ -351,8 +441,9 @@ int http_addr_parse(http_t *h)
 {
 	const http_config_t *cfg = &h->cfg;
 	memset(&h->addr, 0, sizeof h->addr);
+	/* poll(2), not select(2): descriptors past FD_SETSIZE stay usable */
 	h->flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-		   MHD_USE_ERROR_LOG;
+		   MHD_USE_POLL | MHD_USE_ERROR_LOG;
 	if (inet_pton(AF_INET, cfg->host, &h->addr.v4.sin_addr) == 1) {
 		h->addr.v4.sin_family = AF_INET;
 		h->addr.v4.sin_port = htons((uint16_t)cfg->port);
@@ -367,19 +458,31 @@ int http_addr_parse(http_t *h)
 	return 0;
 }
 
+/* libmicrohttpd's own connection limit: max_conns, plus room for the
+ * connections the table has cut and the library has not closed yet. */
+static unsigned mhd_conn_limit(const http_config_t *cfg)
+{
+	return (unsigned)cfg->max_conns + (unsigned)cfg->max_conns / 4 + 16;
+}
+
 int http_listen(http_t *h)
 {
 	const http_config_t *cfg = &h->cfg;
+	if (http_conn_start(h) < 0)
+		return -1;
 	h->mhd = MHD_start_daemon(
 		h->flags, (uint16_t)cfg->port, NULL, NULL, http_handler, h,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&h->addr,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_conns,
+		MHD_OPTION_CONNECTION_LIMIT, mhd_conn_limit(cfg),
+		MHD_OPTION_NOTIFY_CONNECTION, http_conn_notify, h,
 		MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
 		MHD_OPTION_EXTERNAL_LOGGER, http_log, h, MHD_OPTION_END);
-	if (!h->mhd)
+	if (!h->mhd) {
+		http_conn_stop(h);
 		return err_set("cannot listen on %s port %d (in use, or not "
 			       "allowed)", cfg->host, cfg->port);
+	}
 	const union MHD_DaemonInfo *di =
 		MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = di ? di->port : cfg->port;
@@ -390,6 +493,7 @@ int http_port(const http_t *h) { return h->port; }
 
 void http_stop(http_t *h)
 {
+	http_conn_stop(h);
 	if (h->mhd) {
 		MHD_stop_daemon(h->mhd);
 		h->mhd = NULL;

@@ -6,9 +6,26 @@
  * the scheduler and has the API format each one as server-sent events. A
  * client that goes away cancels its job.
  *
+ * Connections (http_conn.c): a connection that has not yet sent a whole
+ * request (headers and body) is *waiting*; one whose request the handler
+ * has is *busy* until its response is sent. A waiting connection is
+ * closed once request_timeout_s has passed since it connected or since
+ * its previous response, however many bytes it trickles; and when a new
+ * connection would make more than max_conns, a waiting one is closed to
+ * make room (one over its address's limit first, else the one waiting
+ * longest; with none waiting, the new one), so idle and slow clients
+ * cannot hold every connection while others wait. A connection past
+ * max_conns_per_ip from its address gets a 429 JSON error for its request
+ * and is closed, or is closed after a second without one.
+ *
+ * Errors that libmicrohttpd answers itself (a malformed request line,
+ * header or chunk, 413, 414, 431, 505) come back in the API's JSON error
+ * shape (http_error.c), as do unsupported transfer codings (400, 501).
+ *
  * Synchronization: http_addr_parse, http_listen, http_stop and http_free
  * are for one controlling thread; the daemon's threads run between
- * http_listen and http_stop. No lock of its own. */
+ * http_listen and http_stop. The connection table has its own lock
+ * (http_impl.h), never held together with another. */
 #ifndef EGANG_SERVER_HTTP_H
 #define EGANG_SERVER_HTTP_H
 
@@ -20,11 +37,16 @@
 
 #define SERVER_MAX_BODY (1u << 20) /* request bodies larger get 413 */
 
+/* The connections a daemon serves at once when its config says 0. */
+#define HTTP_MAX_CONNS 256
+
 typedef struct http_config {
 	const char *host; /* numeric IPv4 or IPv6 address; NULL: 127.0.0.1 */
 	int port;         /* 0: any free port */
 	int timeout_s;    /* idle connection timeout (slow clients) */
-	int max_conns;    /* concurrent connections */
+	int request_timeout_s; /* a waiting connection's deadline; 0: none */
+	int max_conns;    /* concurrent connections; 0: HTTP_MAX_CONNS */
+	int max_conns_per_ip; /* from one address; 0: no limit */
 } http_config_t;
 
 typedef struct http http_t; /* opaque */

@@ -32,6 +32,10 @@ struct metrics {
 	 * positions they saved */
 	size_t kv_used;
 	uint64_t prefix_hits, prefix_tokens;
+	/* the drain (server.c, http.c); the transport's closes (http_conn.c) */
+	int in_flight;
+	bool draining;
+	uint64_t closed[METRICS_CLOSE_COUNT];
 };
 
 static const double ttft_le[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -167,14 +171,45 @@ void metrics_set_kv_used(metrics_t *m, size_t bytes)
 	pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_in_flight_add(metrics_t *m, int delta)
+{
+	pthread_mutex_lock(&m->mu);
+	m->in_flight += delta;
+	pthread_mutex_unlock(&m->mu);
+}
+
+int metrics_in_flight(metrics_t *m)
+{
+	pthread_mutex_lock(&m->mu);
+	int n = m->in_flight;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
+
+void metrics_set_draining(metrics_t *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->draining = true;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_count_closed(metrics_t *m, metrics_close_t why, int n)
+{
+	if ((unsigned)why >= METRICS_CLOSE_COUNT || n <= 0)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->closed[why] += (uint64_t)n;
+	pthread_mutex_unlock(&m->mu);
+}
+
 /* ---- /health ---- */
 
-char *metrics_health_text(const char *model, bool stopping, int depth,
+char *metrics_health_text(const char *model, const char *down, int depth,
 			  bool busy, int *status)
 {
-	*status = stopping ? 503 : 200;
+	*status = down ? 503 : 200;
 	return buf_json_dump(json_pack("{s:s, s:s, s:i, s:b}", "status",
-				       stopping ? "stopping" : "ok", "model",
+				       down ? down : "ok", "model",
 				       model, "queue", depth, "busy", busy));
 }
 
@@ -356,6 +391,29 @@ static void metrics_print_policy(FILE *f, const metrics_t *m)
 		(double)g.last_p99_ns / 1e9);
 }
 
+/* The drain and the transport's own closes, under m->mu. */
+static void metrics_print_lifecycle(FILE *f, const metrics_t *m)
+{
+	static const char *const why[METRICS_CLOSE_COUNT] = {
+		[METRICS_CLOSE_EVICTED] = "evicted",
+		[METRICS_CLOSE_REQUEST_TIMEOUT] = "request_timeout",
+		[METRICS_CLOSE_PER_IP] = "per_ip"};
+	metric_head(f, "egang_draining", "gauge",
+		    "1 once SIGTERM or SIGINT began the drain (/health answers 503).");
+	fprintf(f, "egang_draining %d\n", m->draining ? 1 : 0);
+	metric_head(f, "egang_requests_in_flight", "gauge",
+		    "Generation requests accepted and not yet answered in full "
+		    "(queued, running, or a stream's last bytes unsent).");
+	fprintf(f, "egang_requests_in_flight %d\n", m->in_flight);
+	metric_head(f, "egang_connections_closed_total", "counter",
+		    "Connections the server closed before a whole request arrived: "
+		    "evicted past --max-conns, past --request-timeout, or past "
+		    "--max-conns-per-ip without a request.");
+	for (int i = 0; i < METRICS_CLOSE_COUNT; i++)
+		fprintf(f, "egang_connections_closed_total{reason=\"%s\"} %llu\n",
+			why[i], (unsigned long long)m->closed[i]);
+}
+
 char *metrics_text(metrics_t *m, int depth, bool busy)
 {
 	char *text = NULL;
@@ -367,6 +425,7 @@ char *metrics_text(metrics_t *m, int depth, bool busy)
 	metrics_print_requests(f, m);
 	metrics_print_gang(f, m, depth, busy);
 	metrics_print_batch(f, m);
+	metrics_print_lifecycle(f, m);
 	pthread_mutex_unlock(&m->mu);
 	metrics_print_policy(f, m);
 	metric_head(f, "process_resident_memory_bytes", "gauge",

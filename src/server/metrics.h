@@ -93,10 +93,31 @@ void metrics_record_admission(metrics_t *m, double wait_s, bool hit,
 void metrics_set_gang_width(metrics_t *m, uint32_t width);
 void metrics_set_kv_used(metrics_t *m, size_t bytes);
 
+/* ---- the drain and the connections (server.h, http.h) ---- */
+
+/* Why the transport closed a connection itself (egang_connections_closed_total). */
+typedef enum metrics_close {
+	METRICS_CLOSE_EVICTED,         /* a waiting one, past --max-conns */
+	METRICS_CLOSE_REQUEST_TIMEOUT, /* no whole request within --request-timeout */
+	METRICS_CLOSE_PER_IP,          /* past --max-conns-per-ip, no request sent */
+	METRICS_CLOSE_COUNT
+} metrics_close_t;
+
+/* Adds delta to the generation requests in flight: accepted by the
+ * scheduler and not yet answered in full (a stream until its last byte). */
+void metrics_in_flight_add(metrics_t *m, int delta);
+/* The generation requests in flight now (egang_requests_in_flight). */
+int metrics_in_flight(metrics_t *m);
+/* Marks the drain as begun (egang_draining 1). */
+void metrics_set_draining(metrics_t *m);
+/* Counts n connections the transport closed for `why`. */
+void metrics_count_closed(metrics_t *m, metrics_close_t why, int n);
+
 /* The Prometheus text; depth and busy are the queue's gauges. malloc'd. */
 char *metrics_text(metrics_t *m, int depth, bool busy);
-/* The /health body; sets *status (200, or 503 while stopping). malloc'd. */
-char *metrics_health_text(const char *model, bool stopping, int depth,
+/* The /health body; sets *status: 200 with "status":"ok" while down is
+ * NULL, else 503 with "status": down ("draining", "stopping"). malloc'd. */
+char *metrics_health_text(const char *model, const char *down, int depth,
 			  bool busy, int *status);
 
 #endif

@@ -40,10 +40,29 @@ void sched_free(sched_t *s)
 
 /* ---- one job at a time (parallel 1) ---- */
 
-/* Before every token: the policy runtime, and the per-token latency. */
+/* Once the drain has begun: answers every queued job with 503 (the
+ * generation thread's side of sched_drain; the batch loop refuses them
+ * in its admission instead). */
+static void gen_flush_queue(sched_t *s)
+{
+	if (s->flushed || !atomic_load_explicit(&s->draining, memory_order_relaxed))
+		return;
+	s->flushed = true; /* no job is queued after draining is set */
+	sched_job_t *j = sched_queue_take_all(s);
+	while (j) {
+		sched_job_t *next = j->next;
+		sched_job_fail(s, j, 503, "the server is shutting down");
+		sched_job_release(j);
+		j = next;
+	}
+}
+
+/* Before every token: the drain's refusals, the policy runtime, and the
+ * per-token latency. */
 static void gen_before_token(void *user, uint64_t pos)
 {
 	sched_gen_ctx_t *c = user;
+	gen_flush_queue(c->s);
 	if (c->s->have_rt)
 		policy_rt_before_token(&c->s->rt, pos);
 	uint64_t now = time_now_ns();
@@ -84,7 +103,7 @@ static void gen_loop(sched_t *s, forward_t *f, gang_t *g)
 {
 	sched_job_t *j;
 	while ((j = sched_queue_pop_wait(s))) {
-		if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
+		if (atomic_load_explicit(&s->draining, memory_order_relaxed))
 			sched_job_fail(s, j, 503, "the server is shutting down");
 		else if (atomic_load_explicit(&j->cancel, memory_order_relaxed))
 			sched_job_fail(s, j, 503, "the client went away");
@@ -170,14 +189,26 @@ int sched_start(sched_t *s)
 	return 0;
 }
 
-void sched_stop(sched_t *s)
+void sched_drain(sched_t *s)
 {
 	pthread_mutex_lock(&s->qmu);
+	atomic_store_explicit(&s->draining, true, memory_order_relaxed);
+	pthread_cond_broadcast(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+}
+
+int sched_stop(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	atomic_store_explicit(&s->draining, true, memory_order_relaxed);
 	atomic_store_explicit(&s->stopping, true, memory_order_relaxed);
 	pthread_cond_broadcast(&s->qcv);
 	pthread_mutex_unlock(&s->qmu);
-	if (s->gen_started) { /* cancels the running job, fails the queued */
+	int cut = 0;
+	if (s->gen_started) { /* cuts the running jobs, fails the queued */
 		pthread_join(s->gen, NULL);
 		s->gen_started = false;
+		cut = s->n_cut;
 	}
+	return cut;
 }

@@ -24,10 +24,17 @@
  * The generation thread alone touches the slots, the prefix cache, the
  * policy runtime and a running job's timing fields.
  *
- * Synchronization: sched_enqueue, sched_stopping, sched_queue_state and
- * the sched_job_* functions may run on any thread at any time between
- * sched_new and sched_free; sched_start/sched_stop/sched_free are for one
- * controlling thread. */
+ * Shutdown has two phases. The drain (sched_drain) refuses new jobs with
+ * 503, answers the queued ones with 503 at once (the generation thread
+ * takes them off the queue at its next token step) and lets the running
+ * generations finish. The stop (sched_stop) cuts what still runs: a cut
+ * generation ends with a 503 ERROR event, never an END, so that no client
+ * takes a cut text for a complete one.
+ *
+ * Synchronization: sched_enqueue, sched_drain, sched_phase, sched_stopping,
+ * sched_queue_state and the sched_job_* functions may run on any thread at
+ * any time between sched_new and sched_free; sched_start/sched_stop/
+ * sched_free are for one controlling thread. */
 #ifndef EGANG_SERVER_SCHED_H
 #define EGANG_SERVER_SCHED_H
 
@@ -122,6 +129,14 @@ typedef struct sched_result {
 	int64_t n_prompt, n_gen;
 } sched_result_t;
 
+/* Where the scheduler is in its life (sched_phase). */
+typedef enum sched_phase {
+	SCHED_PHASE_RUN,   /* takes jobs */
+	SCHED_PHASE_DRAIN, /* refuses new jobs, lets running ones finish */
+	SCHED_PHASE_STOP,  /* cuts the running ones; the thread ends */
+	SCHED_PHASE_COUNT
+} sched_phase_t;
+
 typedef struct sched sched_t;         /* opaque */
 typedef struct sched_job sched_job_t; /* opaque, refcounted */
 
@@ -135,17 +150,25 @@ void sched_free(sched_t *s);
 /* Starts the generation thread and waits until it has its forward pass
  * and gang; -1 + err_get() when it could not. */
 int sched_start(sched_t *s);
-/* Cancels the running generations at their next token, answers queued
- * jobs with a 503 error, joins the generation thread. Idempotent. */
-void sched_stop(sched_t *s);
+/* Begins the drain: from now on sched_enqueue answers 503, and the queued
+ * jobs end with a 503 error at the generation thread's next token step
+ * (or at once when it is idle); the running generations go on. Idempotent. */
+void sched_drain(sched_t *s);
+/* Drains (if not yet), then cuts the running generations at their next
+ * token (each ends with a 503 ERROR event), answers the queued jobs with
+ * 503 and joins the generation thread. Returns how many running
+ * generations it cut (0 on a second call). */
+int sched_stop(sched_t *s);
 
 /* ---- the queue (sched_queue.c) ---- */
 
 /* 0 queued (the queue takes a reference); 429 full; 503 stopping or not
  * started. */
 int sched_enqueue(sched_t *s, sched_job_t *j);
-/* True once sched_stop has begun. */
+/* True once sched_drain or sched_stop has begun (no new jobs). */
 bool sched_stopping(const sched_t *s);
+/* The phase: RUN, DRAIN after sched_drain, STOP after sched_stop. */
+sched_phase_t sched_phase(const sched_t *s);
 /* The jobs waiting, and whether a generation runs. */
 void sched_queue_state(sched_t *s, int *depth, bool *busy);
 

@@ -264,14 +264,15 @@ static bool admit(batch_t *b)
 		sched_job_t *j = sched_queue_peek(s);
 		if (!j)
 			return b->live > 0 || !stopping;
-		bool refuse = stopping || atomic_load_explicit(&j->cancel, memory_order_relaxed);
+		bool draining = atomic_load_explicit(&s->draining, memory_order_relaxed);
+		bool refuse = draining || atomic_load_explicit(&j->cancel, memory_order_relaxed);
 		int32_t cap = kv_cap_of(b, j);
 		size_t need = forward_kv_bytes(b->f, cap);
 		if (!refuse && (b->live == b->n_slots || !kv_room(b, need)))
 			return true; /* waits for a sequence to leave */
 		sched_queue_pop(s);
 		if (refuse) {
-			sched_job_fail(s, j, 503, stopping ? "the server is shutting down"
+			sched_job_fail(s, j, 503, draining ? "the server is shutting down"
 							   : "the client went away");
 			sched_job_release(j);
 			continue;

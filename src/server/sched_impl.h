@@ -59,13 +59,21 @@ struct sched {
 	sched_job_t *head, *tail;
 	int depth;
 	bool running_job;
-	/* lifecycle: gen_ready, gen_rc and gen_err under qmu */
-	_Atomic bool stopping; /* relaxed: polled at each token; qmu orders
-				  the queue hand-over */
+	/* lifecycle: gen_ready, gen_rc and gen_err under qmu. draining
+	 * (no new jobs; queued ones answered 503) is set under qmu by
+	 * sched_drain and sched_stop, stopping (cut the running ones) by
+	 * sched_stop after draining. Both relaxed: they are polled at each
+	 * token, and qmu orders the queue hand-over (sched_enqueue reads
+	 * draining under qmu, so no job is queued after the drain began). */
+	_Atomic bool draining;
+	_Atomic bool stopping;
 	bool gen_started, gen_ready;
 	int gen_rc;
 	char gen_err[256];
 	pthread_t gen;
+	/* generation thread only; sched_stop reads n_cut after the join */
+	int n_cut;    /* running generations the stop cut */
+	bool flushed; /* the queue was answered 503 after the drain began */
 	/* the policy runtime: generation thread only (policy/control.h) */
 	policy_rt_t rt;
 	bool have_rt;
@@ -96,7 +104,8 @@ void sched_job_on_token(void *user, const engine_token_t *t);
 /* Ends j with an error (an ERROR event) and counts it in the metrics. */
 void sched_job_fail(sched_t *s, sched_job_t *j, int status, const char *msg);
 /* Ends a job that ran: records the generation's metrics (gang g, or NULL;
- * t0 its start), runs the policy guard's check, then the END event. Frees
+ * t0 its start), runs the policy guard's check, then the END event, or a
+ * 503 ERROR event when sched_stop cut it (counted in s->n_cut). Frees
  * r's contents. */
 void sched_job_complete(sched_t *s, gang_t *g, sched_job_t *j,
 			engine_result_t *r, uint64_t t0);
@@ -119,6 +128,10 @@ void sched_queue_pop(sched_t *s);
  * the caller may then end the gang's generation and sched_queue_wait.
  * Else false, nothing changed (a job is queued or the scheduler stops). */
 bool sched_queue_try_park(sched_t *s);
+/* Takes every queued job off the queue (the generation thread's drain):
+ * the first, linked through next; NULL when none. The caller owns the
+ * queue's references. */
+sched_job_t *sched_queue_take_all(sched_t *s);
 /* Blocks until a job is queued or the scheduler stops. */
 void sched_queue_wait(sched_t *s);
 /* Clears the running mark (a job ended). */

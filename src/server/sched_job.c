@@ -119,16 +119,29 @@ void sched_job_on_token(void *user, const engine_token_t *t)
 	pthread_mutex_unlock(&j->mu);
 }
 
-void sched_job_fail(sched_t *s, sched_job_t *j, int status, const char *msg)
+/* The job's error (under j->mu): status, a copy of msg, the ERROR event. */
+static void job_set_error(sched_job_t *j, int status, char *copy)
 {
-	metrics_job_failed(s->metrics, status);
-	char *copy = strdup(msg ? msg : "");
-	if (!copy)
-		abort(); /* out of memory */
-	pthread_mutex_lock(&j->mu);
 	j->err_status = status;
 	j->err_msg = copy;
 	job_push(j, SCHED_EVENT_ERROR, 0, 0);
+}
+
+/* A copy of msg; aborts when out of memory. */
+static char *job_msg(const char *msg)
+{
+	char *copy = strdup(msg ? msg : "");
+	if (!copy)
+		abort(); /* out of memory */
+	return copy;
+}
+
+void sched_job_fail(sched_t *s, sched_job_t *j, int status, const char *msg)
+{
+	metrics_job_failed(s->metrics, status);
+	char *copy = job_msg(msg);
+	pthread_mutex_lock(&j->mu);
+	job_set_error(j, status, copy);
 	j->done = true;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
@@ -162,11 +175,22 @@ void sched_job_complete(sched_t *s, gang_t *g, sched_job_t *j,
 			engine_result_t *r, uint64_t t0)
 {
 	job_record(s, g, j, r, t0);
+	/* cut by sched_stop, not stopped by its client or its limits: an
+	 * error, so that nobody takes the text for a complete one */
+	bool cut = r->stop == STOP_CANCEL &&
+		   atomic_load_explicit(&s->stopping, memory_order_relaxed) &&
+		   !atomic_load_explicit(&j->cancel, memory_order_relaxed);
+	char *copy = cut ? job_msg("the server shut down before the generation "
+				   "finished") : NULL;
+	s->n_cut += cut;
 	pthread_mutex_lock(&j->mu);
 	j->stop = r->stop;
 	j->n_prompt = r->n_prompt;
 	j->n_gen = r->n_gen;
-	job_push(j, SCHED_EVENT_END, 0, 0);
+	if (cut)
+		job_set_error(j, 503, copy);
+	else
+		job_push(j, SCHED_EVENT_END, 0, 0);
 	j->done = true;
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);

@@ -8,7 +8,7 @@ int sched_enqueue(sched_t *s, sched_job_t *j)
 {
 	pthread_mutex_lock(&s->qmu);
 	int rc = 0;
-	if (atomic_load_explicit(&s->stopping, memory_order_relaxed) || !s->gen_ready)
+	if (atomic_load_explicit(&s->draining, memory_order_relaxed) || !s->gen_ready)
 		rc = 503;
 	else if (s->depth >= s->cfg.max_queue && (s->running_job || s->depth > 0))
 		rc = 429; /* max_queue waiting behind a running one */
@@ -30,7 +30,16 @@ int sched_enqueue(sched_t *s, sched_job_t *j)
 
 bool sched_stopping(const sched_t *s)
 {
-	return atomic_load_explicit(&s->stopping, memory_order_relaxed);
+	return atomic_load_explicit(&s->draining, memory_order_relaxed);
+}
+
+sched_phase_t sched_phase(const sched_t *s)
+{
+	if (atomic_load_explicit(&s->stopping, memory_order_relaxed))
+		return SCHED_PHASE_STOP;
+	return atomic_load_explicit(&s->draining, memory_order_relaxed)
+		       ? SCHED_PHASE_DRAIN
+		       : SCHED_PHASE_RUN;
 }
 
 void sched_queue_state(sched_t *s, int *depth, bool *busy)
@@ -96,6 +105,16 @@ bool sched_queue_try_park(sched_t *s)
 		s->running_job = false;
 	pthread_mutex_unlock(&s->qmu);
 	return idle;
+}
+
+sched_job_t *sched_queue_take_all(sched_t *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	sched_job_t *j = s->head;
+	s->head = s->tail = NULL;
+	s->depth = 0;
+	pthread_mutex_unlock(&s->qmu);
+	return j;
 }
 
 void sched_queue_wait(sched_t *s)

@@ -1,8 +1,10 @@
 /* server: the lifecycle above the pipeline (server.h): builds the stages
  * bottom up (metrics, scheduler, API, transport), starts and stops them in
  * order, and passes the public calls down to the stage that owns them. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "server/api.h"
@@ -10,6 +12,8 @@
 #include "server/metrics.h"
 #include "server/sched.h"
 #include "server/server.h"
+
+#define SERVER_CUT_GRACE_MS 5000 /* for the answers of cut generations */
 
 struct server {
 	server_config_t cfg;
@@ -30,6 +34,10 @@ static int config_check(const server_config_t *cfg)
 		return err_set("server: context %d is too small", cfg->ctx);
 	if (cfg->max_queue < 0)
 		return err_set("server: --max-queue must be >= 0");
+	if (cfg->max_conns < 0 || cfg->max_conns_per_ip < 0 ||
+	    cfg->request_timeout_s < 0)
+		return err_set("server: --max-conns, --max-conns-per-ip and "
+			       "--request-timeout must be >= 0");
 	if (cfg->policies && cfg->control &&
 	    (cfg->policies->n_slots != (cfg->n_cpus > 1 ? cfg->n_cpus : 1) ||
 	     cfg->policy_index < 0 || cfg->policy_index >= cfg->policies->n))
@@ -63,7 +71,8 @@ static int server_build(server_t *s)
 	};
 	http_config_t hc = {
 		.host = c->host, .port = c->port, .timeout_s = c->timeout_s,
-		.max_conns = c->max_conns,
+		.request_timeout_s = c->request_timeout_s,
+		.max_conns = c->max_conns, .max_conns_per_ip = c->max_conns_per_ip,
 	};
 	if (!(s->metrics = metrics_new(&mc)) || !(s->sched = sched_new(&sc, s->metrics)) ||
 	    !(s->api = api_new(&ac, s->sched, s->metrics)) ||
@@ -118,13 +127,47 @@ int server_start(server_t *s)
 
 int server_port(const server_t *s) { return http_port(s->http); }
 
-void server_stop(server_t *s)
+/* Waits until every accepted generation has been answered (true), a
+ * signal of `interrupt` arrives or ms pass (false). */
+static bool wait_answered(server_t *s, int64_t ms, const sigset_t *interrupt)
+{
+	uint64_t end = time_now_ns() + (uint64_t)ms * 1000000u;
+	while (metrics_in_flight(s->metrics) > 0) {
+		uint64_t now = time_now_ns();
+		if (now >= end)
+			return false;
+		uint64_t left = end - now < 50000000u ? end - now : 50000000u;
+		struct timespec ts = {0, (long)left};
+		if (interrupt) {
+			if (sigtimedwait(interrupt, NULL, &ts) > 0)
+				return false;
+		} else {
+			nanosleep(&ts, NULL);
+		}
+	}
+	return true;
+}
+
+int server_stop(server_t *s)
 {
 	/* the scheduler first: it answers every job a handler waits for */
-	if (s->sched)
-		sched_stop(s->sched);
-	if (s->http)
+	int cut = s->sched ? sched_stop(s->sched) : 0;
+	if (s->http) {
+		/* the cut generations' error events and replies go out before
+		 * the daemon closes their connections; a client that does not
+		 * read gets SERVER_CUT_GRACE_MS */
+		wait_answered(s, SERVER_CUT_GRACE_MS, NULL);
 		http_stop(s->http);
+	}
+	return cut;
+}
+
+int server_drain(server_t *s, int seconds, const sigset_t *interrupt)
+{
+	sched_drain(s->sched);
+	metrics_set_draining(s->metrics);
+	wait_answered(s, (int64_t)seconds * 1000, interrupt);
+	return server_stop(s);
 }
 
 /* ---- requests ---- */

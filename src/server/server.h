@@ -25,6 +25,7 @@
 #ifndef EGANG_SERVER_H
 #define EGANG_SERVER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,9 @@
 #include "policy/control.h"
 #include "policy/policy.h"
 #include "server/api.h" /* server_reply_t, server_job_t, server_endpoint_t */
+
+/* `egang serve`'s exit status when its drain cut running generations */
+#define SERVER_EXIT_CUT 3
 
 typedef struct server server_t; /* opaque */
 
@@ -64,7 +68,11 @@ typedef struct server_config {
 	const char *host; /* numeric IPv4 or IPv6 address */
 	int port;
 	int timeout_s;   /* idle connection timeout (slow clients) */
-	int max_conns;   /* concurrent connections */
+	/* the time a connection has to send a whole request, from its start
+	 * or its previous response (0: none; http.h "Connections") */
+	int request_timeout_s;
+	int max_conns;   /* concurrent connections, 0: 256 (http.h: eviction) */
+	int max_conns_per_ip; /* from one address; 0: no limit */
 	/* continuous batching (sched_batch.c): up to `parallel` sequences
 	 * per token step (1: one job at a time, engine_generate), prompts
 	 * prefilled prefill_chunk tokens per step, the sequences' KV caches
@@ -103,11 +111,20 @@ void server_count(server_t *s, server_endpoint_t ep, int status);
 int server_start(server_t *s);
 /* The port the daemon listens on (after server_start). */
 int server_port(const server_t *s);
-/* Stops the scheduler first (sched_stop: the running generations end at
- * their next token, the queued jobs are answered with 503, the generation
- * thread is joined), so that every handler waiting on a job has its
- * answer, then the daemon (joins its threads). Idempotent. */
-void server_stop(server_t *s);
+/* Stops the scheduler first (sched_stop: the running generations are cut
+ * at their next token and end with a 503 error, the queued jobs are
+ * answered with 503, the generation thread is joined), waits a few
+ * seconds for those answers to be sent, then stops the daemon (joins its
+ * threads). Returns the generations it cut (0 on a second call). */
+int server_stop(server_t *s);
+/* The graceful drain before server_stop: new generation requests and the
+ * queued ones get 503 at once and /health answers 503 "draining" (the
+ * socket stays open, so a balancer gets an answer it may retry
+ * elsewhere, not a refused connection), while the running generations go
+ * on until every accepted one has been answered, `seconds` have passed,
+ * or a signal of `interrupt` (blocked in the caller) arrives; then
+ * server_stop cuts what still runs. Returns the generations cut. */
+int server_drain(server_t *s, int seconds, const sigset_t *interrupt);
 
 /* ---- configuration for `egang serve` (server_config.c) ---- */
 
@@ -143,6 +160,18 @@ void server_config_batch(server_config_t *cfg, const model_t *m, int64_t kv_mb,
  * `name` (chat_kind_from_name), or without a name the file's
  * tokenizer.chat_template (NULL when it has none). malloc'd. */
 char *server_chat_template(const model_t *m, const char *name);
+/* Blocks SIGINT and SIGTERM in the calling thread, so that every thread
+ * it starts afterwards inherits the mask and only its sigwait sees them,
+ * and ignores SIGPIPE; *set: the two. */
+void server_signals_block(sigset_t *set);
+/* The startup line (log_info): model, chat template, address, cores,
+ * policy, control word, context, queue, parallelism, KV type and budget. */
+void server_config_log(const server_config_t *cfg, int port, const char *control);
+/* Waits for a signal of set (blocked by server_signals_block), then
+ * drains up to drain_s seconds (server_drain; another signal cuts at
+ * once), with a line for each. The exit status: EXIT_OK when every
+ * generation finished, SERVER_EXIT_CUT when the drain cut some. */
+int server_run_until_signal(server_t *s, const sigset_t *set, int drain_s);
 /* True when host is a numeric IPv4 or IPv6 address (--host). */
 bool server_host_ok(const char *host);
 /* --backend scx: egang's sched_ext scheduler loaded (unless it is) with

@@ -1,8 +1,11 @@
 /* server_config: what `egang serve` (or any program that serves a model)
  * derives before server_new: the API key from its sources, the
  * configuration from an open engine, the batching defaults from the
- * memory, the chat template, and the sched_ext backend for the process. */
+ * memory, the chat template, and the sched_ext backend for the process;
+ * and around its run, the signals that begin the drain. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +149,48 @@ char *server_chat_template(const model_t *m, const char *name)
 }
 
 bool server_host_ok(const char *host) { return http_host_ok(host); }
+
+/* ---- running until a signal ---- */
+
+void server_signals_block(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+void server_config_log(const server_config_t *cfg, int port, const char *control)
+{
+	bool v6 = strchr(cfg->host, ':') != NULL;
+	const char *policy = cfg->policies ? cfg->policies->rec[cfg->policy_index].name
+					   : "static";
+	log_info("egang serve: %s (%s chat template) on http://%s%s%s:%d, %d "
+		 "core%s, policy %s, control %s, ctx %d, queue %d, parallel %d, "
+		 "kv %s (%zu B/position), %zu MiB",
+		 cfg->model_id, chat_name(chat_kind(cfg->chat_template, cfg->tok)),
+		 v6 ? "[" : "", cfg->host, v6 ? "]" : "", port, cfg->n_cpus,
+		 cfg->n_cpus > 1 ? "s" : "", policy, control, cfg->ctx,
+		 cfg->max_queue, cfg->parallel, kv_type_names[cfg->kv_type],
+		 forward_kv_pos_bytes(cfg->m, cfg->kv_type), cfg->kv_bytes >> 20);
+}
+
+int server_run_until_signal(server_t *s, const sigset_t *set, int drain_s)
+{
+	int sig = 0;
+	sigwait(set, &sig);
+	log_info("egang serve: %s, draining (up to %d s; a second signal cuts at "
+		 "once)", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
+	int cut = server_drain(s, drain_s, set);
+	if (!cut) {
+		log_info("egang serve: drained, every generation finished");
+		return EXIT_OK;
+	}
+	log_error("serve: the drain cut %d running generation%s (exit %d)",
+		  cut, cut > 1 ? "s" : "", SERVER_EXIT_CUT);
+	return SERVER_EXIT_CUT;
+}
 
 int server_scx_attach(const engine_t *e, int index, bool *ours)
 {
