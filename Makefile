@@ -203,6 +203,39 @@ scx-switching: kernel
 	@$(MAKE) --no-print-directory SCX=1 VMLINUX_BTF=build/kernel/vmlinux all
 	@tools/figures/akts/switching-scx.sh $(abspath build/$(CCNAME)-release-scx)
 
+# ---- a fleet behind HAProxy, and the soak (README "A fleet") ----
+# make test-fleet: three replicas behind HAProxy on loopback
+# (tools/fleet/), each scenario of tests/fleet/ under 16-client streaming
+# load, one at a time (each runs a whole fleet; about a minute on 2
+# cores), then each scenario's request counts. HAProxy is Debian's
+# package (tools/deps-fleet.sh); where it is missing and cannot be
+# installed the target says SKIP, or fails under CI (CI=true).
+# make soak: SOAK_SECONDS (600) of normal, hostile and disconnecting
+# clients against one `serve --parallel 8`, its RSS, threads and open
+# files sampled to SOAK_DIR (doc/soak) as CSV and a PNG; fails when they
+# grow after the warm-up (tools/fleet/soak.sh; not in CI).
+.PHONY: test-fleet test-fleet-run soak
+FLEET_TESTS := $(filter-out tests/fleet/lib.sh,$(sort $(wildcard tests/fleet/*.sh)))
+FLEET_REPORT = $(abspath $(B))/fleet-report.txt
+SOAK_SECONDS ?= 600
+SOAK_DIR ?= doc/soak
+
+test-fleet: deps
+	@if tools/deps-fleet.sh; then $(MAKE) --no-print-directory test-fleet-run; \
+	elif [ "$${CI:-}" = true ]; then \
+		echo "FAIL: make test-fleet (haproxy is missing and tools/deps-fleet.sh could not install it; under CI)"; exit 1; \
+	else echo "SKIP: make test-fleet (haproxy is missing and tools/deps-fleet.sh could not install it)"; fi
+
+test-fleet-run: $(B)/egang egang
+	@mkdir -p $(B) && rm -f $(FLEET_REPORT); \
+	EGANG=$(abspath $(B)/egang) FLEET_REPORT=$(FLEET_REPORT) TEST_JOBS=1 \
+		tests/run.sh $(FLEET_TESTS); rc=$$?; \
+	cat $(FLEET_REPORT) 2>/dev/null; exit $$rc
+
+soak: deps
+	@$(MAKE) --no-print-directory $(B)/egang egang
+	@EGANG=$(abspath $(B)/egang) tools/fleet/soak.sh $(SOAK_SECONDS) $(SOAK_DIR)
+
 # ---- ARM64 (README "ARM64") ----
 # Cross-builds egang and the unit tests for aarch64, runs them under
 # qemu-user (with and without the dotprod extension) and checks a

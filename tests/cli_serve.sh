@@ -393,6 +393,31 @@ PY
 	else fail "bench serve --ramp" "rc $rc: $line $(head -c 200 "$TMP/bench.err")"; fi
 	expect_exit "bench serve --ramp not shorter than --seconds" 2 "--ramp 5 is not shorter than --seconds 2" \
 		"$EGANG" bench serve --url "$URL" --ramp 5 --seconds 2
+	# --turns with --log: every request one CSV line, each conversation's
+	# turns 1 and 2, the logged response header; no request left in flight
+	"$EGANG" bench serve --url "$URL" --clients 2 --seconds 2 --max-tokens 4 --turns 2 \
+		--session-header X-Session-Id --log "$TMP/load.csv" --log-header Content-Type \
+		>"$TMP/bench.out" 2>"$TMP/bench.err"
+	rc=$?
+	n=$(sed -n 's/^bench serve: .* requests \([0-9]*\) .*/\1/p' "$TMP/bench.out")
+	summary=$(/usr/bin/python3 - "$TMP/load.csv" <<'PY'
+import csv, sys
+rs = list(csv.DictReader(open(sys.argv[1])))
+turns = {r["session"]: set() for r in rs}
+for r in rs:
+    turns[r["session"]].add(r["turn"])
+print(len(rs), sorted({r["outcome"] for r in rs}), sorted({r["header"] for r in rs}),
+      sum(1 for t in turns.values() if {"1", "2"} <= t))
+PY
+)
+	inflight=$(curl -s "$URL/metrics" | sed -n 's/^egang_requests_in_flight //p')
+	if [[ $rc -eq 0 && $summary == "$n ['ok'] ['text/event-stream'] "[1-9]* && $inflight == 0 ]]; then
+		pass "bench serve --turns --log: one line per request, turns 1 and 2, in flight 0 after ($summary)"
+	else fail "bench serve --turns --log" "rc $rc requests '$n' csv '$summary' in flight '$inflight' $(head -c 200 "$TMP/bench.err")"; fi
+	expect_exit "bench serve --session-header without --turns" 2 "--session-header needs --turns" \
+		"$EGANG" bench serve --url "$URL" --session-header X-Session-Id
+	expect_exit "bench serve --log in a missing directory" 2 "--log $TMP/no/such.csv: No such file" \
+		"$EGANG" bench serve --url "$URL" --seconds 1 --log "$TMP/no/such.csv"
 	stop_server main
 fi
 

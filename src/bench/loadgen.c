@@ -2,12 +2,28 @@
 #include "bench/loadgen.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <strings.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/base.h"
+
+/* An event's first choice: its text (a completion's "text", a chat
+ * delta's "content") into st->text with keep_text, its finish_reason. */
+static void stream_choice(loadgen_stream_t *st, json_t *choice)
+{
+	json_t *text = json_object_get(choice, "text");
+	if (!text)
+		text = json_object_get(json_object_get(choice, "delta"), "content");
+	if (st->keep_text && json_is_string(text))
+		sbuf_add(&st->text, json_string_value(text), json_string_length(text));
+	json_t *fr = json_object_get(choice, "finish_reason");
+	if (json_is_string(fr))
+		snprintf(st->finish, sizeof st->finish, "%s", json_string_value(fr));
+}
 
 static void stream_line(loadgen_stream_t *st)
 {
@@ -22,10 +38,16 @@ static void stream_line(loadgen_stream_t *st)
 	if (!st->t_first)
 		st->t_first = time_now_ns();
 	json_t *j = json_loads(d, 0, NULL);
+	if (json_object_get(j, "error"))
+		st->error_seen = true;
+	stream_choice(st, json_array_get(json_object_get(j, "choices"), 0));
 	json_t *u = j ? json_object_get(j, "usage") : NULL;
 	json_t *ct = u ? json_object_get(u, "completion_tokens") : NULL;
+	json_t *pt = u ? json_object_get(u, "prompt_tokens") : NULL;
 	if (json_is_integer(ct))
 		st->completion_tokens = json_integer_value(ct);
+	if (json_is_integer(pt))
+		st->prompt_tokens = json_integer_value(pt);
 	json_decref(j);
 }
 
@@ -40,6 +62,25 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
 		} else if (st->len + 1 < sizeof st->line) {
 			st->line[st->len++] = p[i];
 		}
+	}
+	return total;
+}
+
+/* A response header line: want_header's value into header_value. */
+static size_t on_header(char *p, size_t size, size_t n, void *user)
+{
+	loadgen_stream_t *st = user;
+	size_t total = size * n, k = st->want_header ? strlen(st->want_header) : 0;
+	if (k && total > k && p[k] == ':' && !strncasecmp(p, st->want_header, k)) {
+		size_t a = k + 1, b = total;
+		while (a < b && (p[a] == ' ' || p[a] == '\t'))
+			a++;
+		while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+			b--;
+		size_t len = b - a < sizeof st->header_value - 1 ? b - a
+								 : sizeof st->header_value - 1;
+		memcpy(st->header_value, p + a, len);
+		st->header_value[len] = '\0';
 	}
 	return total;
 }
@@ -75,8 +116,11 @@ char *loadgen_body(const char *prompt, int max_tokens, bool chat,
 void loadgen_setup(CURL *h, const char *url, struct curl_slist *hdr,
 		   const char *body, long timeout_s, loadgen_stream_t *st)
 {
-	memset(st, 0, sizeof *st);
-	st->completion_tokens = -1;
+	memset(st, 0, offsetof(loadgen_stream_t, want_header));
+	st->completion_tokens = st->prompt_tokens = -1;
+	st->text.len = 0;
+	if (st->text.p)
+		st->text.p[0] = '\0';
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -85,6 +129,8 @@ void loadgen_setup(CURL *h, const char *url, struct curl_slist *hdr,
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, st);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, st);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, st);
 }
 
@@ -111,7 +157,7 @@ bool loadgen_request_ok(const char *url, struct curl_slist *hdr,
 			const char *body, long timeout_s)
 {
 	CURL *h = curl_easy_init();
-	loadgen_stream_t *st = malloc(sizeof *st);
+	loadgen_stream_t *st = calloc(1, sizeof *st);
 	bool ok = false;
 	if (h && st) {
 		loadgen_setup(h, url, hdr, body, timeout_s, st);

@@ -13,13 +13,28 @@
 
 #include <curl/curl.h>
 
+#include "server/buf.h"
+
+/* One request's stream. The fields up to keep_text are cleared by
+ * loadgen_setup; the caller's settings after it are kept (they hold for
+ * every request on the stream). */
 typedef struct loadgen_stream {
 	char line[8192];
 	size_t len;
 	uint64_t t0;      /* set by the caller: when the request counts from */
 	uint64_t t_first; /* time_now_ns() of the first data event, 0 if none */
 	bool done_seen;   /* "data: [DONE]" arrived */
+	bool error_seen;  /* an event carried an "error" object (the server
+			     ended the stream with an error) */
 	int64_t completion_tokens; /* from the last usage object, -1 if none */
+	int64_t prompt_tokens;     /* from the last usage object, -1 if none */
+	char finish[16];  /* the last non-null finish_reason, "" if none */
+	char header_value[128]; /* want_header's value, "" if absent */
+	/* kept by loadgen_setup: */
+	const char *want_header; /* a response header to keep (NULL: none) */
+	bool keep_text;   /* append the generated text to text */
+	sbuf_t text;      /* the generated text (keep_text); emptied by
+			     loadgen_setup, freed by the caller (sbuf_free) */
 } loadgen_stream_t;
 
 /* Headers for every request: JSON content type and, with key, the bearer

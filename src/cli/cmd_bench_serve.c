@@ -11,9 +11,13 @@ static const char bench_serve_help[] =
 	"\n"
 	"Load for `egang serve`: CLIENTS threads send streaming completions back\n"
 	"to back for SECONDS. Every request must get a 200 with a complete event\n"
-	"stream or a 429; anything else (another status, a transport error, a\n"
-	"stream without data: [DONE], a timeout) counts as failed and makes the\n"
-	"exit status 1. Prints one line starting \"bench serve\": requests/s,\n"
+	"stream or a 429; anything else counts as failed and makes the exit\n"
+	"status 1: failed_connect (no response: a refused connection, a timeout\n"
+	"before the status line), failed_status (another status), failed_stream\n"
+	"(a 200 whose stream broke: a transport error or timeout, no data:\n"
+	"[DONE], an error event, or finish_reason \"length\" before --max-tokens,\n"
+	"an answer cut short; keep prompt + --max-tokens within the server's\n"
+	"--ctx). Prints one line starting \"bench serve\": requests/s,\n"
 	"time to first token p50/p99, generated tok/s, and the server's RSS\n"
 	"after the first 100 requests and at the end (from /metrics'\n"
 	"process_resident_memory_bytes, or /proc/PID/status with --pid).\n"
@@ -34,6 +38,20 @@ static const char bench_serve_help[] =
 	"      --ramp S            start the clients one after another over S\n"
 	"                          seconds (client i at i*S/N; default 0: all at\n"
 	"                          once, a burst of N first requests)\n"
+	"      --turns N           conversations of N turns: each turn's prompt is\n"
+	"                          the last turn's prompt and answer, then --prompt\n"
+	"                          (the first starts with \"RUN-CLIENT-CONV \", its\n"
+	"                          id); a 429 asks the turn again, a failure starts\n"
+	"                          a new conversation\n"
+	"      --session-header NAME  with --turns: send 'NAME: ID' (a balancer's\n"
+	"                          affinity key, e.g. X-Session-Id)\n"
+	"      --log FILE          one CSV line per request: client, request,\n"
+	"                          session, turn, start_s, end_s (Unix time),\n"
+	"                          status (0: none), outcome (ok, busy,\n"
+	"                          failed_connect|status|stream), ttft_s,\n"
+	"                          prompt_tokens, completion_tokens, header\n"
+	"      --log-header NAME   the response header logged as 'header' (e.g.\n"
+	"                          the replica name a balancer adds)\n"
 	"  -h, --help              this text\n";
 
 static void print_result(const serve_load_result_t *r)
@@ -49,11 +67,14 @@ static void print_result(const serve_load_result_t *r)
 			 (double)r->rss_end / 1e6,
 			 r->total < 100 ? "fewer than 100 requests" : "no RSS reading");
 	printf("bench serve: clients %d seconds %.1f requests %llu ok %llu "
-	       "busy_429 %llu failed %llu req/s %.2f ttft_p50 %.1f ms "
+	       "busy_429 %llu failed %llu failed_connect %llu failed_status %llu "
+	       "failed_stream %llu req/s %.2f ttft_p50 %.1f ms "
 	       "ttft_p99 %.1f ms tok/s %.1f per_stream_tok/s %.2f queue_wait %.1f ms %s\n",
 	       r->started, r->wall_s, (unsigned long long)r->total,
 	       (unsigned long long)r->ok, (unsigned long long)r->busy,
-	       (unsigned long long)r->failed, (double)r->total / r->wall_s,
+	       (unsigned long long)r->failed, (unsigned long long)r->failed_connect,
+	       (unsigned long long)r->failed_status,
+	       (unsigned long long)r->failed_stream, (double)r->total / r->wall_s,
 	       1e3 * r->ttft_p50_s, 1e3 * r->ttft_p99_s, (double)r->tokens / r->wall_s,
 	       (double)r->tokens / r->wall_s / (r->started ? r->started : 1),
 	       r->queue_wait_s >= 0 ? 1e3 * r->queue_wait_s : -1.0, rss);
@@ -66,7 +87,9 @@ static void print_result(const serve_load_result_t *r)
 int cmd_bench_serve(int argc, char **argv)
 {
 	const char *url = NULL, *prompt = "Once upon a time", *api_key = NULL;
+	const char *session_header = NULL, *log_path = NULL, *log_header = NULL;
 	int64_t clients = 8, max_tokens = 16, pid = 0, req_timeout = 120, requests = 0;
+	int64_t turns = 0;
 	bool vary = false;
 	double seconds = 10, ramp = 0;
 	bool chat = false;
@@ -83,6 +106,10 @@ int cmd_bench_serve(int argc, char **argv)
 		OPT_INT("requests", 0, &requests, 1, 1 << 30),
 		OPT_FLAG("vary", 0, &vary),
 		OPT_FLOAT("ramp", 0, &ramp, 0, 86400),
+		OPT_INT("turns", 0, &turns, 1, 1 << 20),
+		OPT_STR("session-header", 0, &session_header),
+		OPT_STR("log", 0, &log_path),
+		OPT_STR("log-header", 0, &log_header),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "bench serve", .help = bench_serve_help,
@@ -94,12 +121,18 @@ int cmd_bench_serve(int argc, char **argv)
 		log_error("bench serve: --ramp %g is not shorter than --seconds %g", ramp, seconds);
 		return EXIT_INPUT;
 	}
+	if (session_header && !turns) {
+		log_error("bench serve: --session-header needs --turns (it names a conversation)");
+		return EXIT_INPUT;
+	}
 	serve_load_config_t c = {.url = url, .prompt = prompt, .api_key = api_key,
 				 .clients = (int)clients, .seconds = seconds,
 				 .max_tokens = (int)max_tokens, .chat = chat,
 				 .pid = (long)pid, .req_timeout = (long)req_timeout,
 				 .requests = (long)requests, .vary = vary,
-				 .ramp = ramp};
+				 .ramp = ramp, .turns = (int)turns,
+				 .session_header = session_header,
+				 .log_path = log_path, .log_header = log_header};
 	serve_load_result_t r;
 	if (serve_load_run(&c, &r, &status) < 0) {
 		log_error("%s", err_get());
