@@ -525,9 +525,20 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
 DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
 
+/* The attention kernels per KV type, the same in both AVX-512 tables. */
+#define KV_OPS_AVX512 { \
+	[KV_F16] = {attention_f16_avx512, attn_rows_f16_avx512, \
+		    attn_rows_heads_f16_avx512}, \
+	[KV_F32] = {attention_f32_avx512, attn_rows_f32_avx512, \
+		    attn_rows_heads_f32_avx512}, \
+	[KV_Q8_0] = {attention_q8_0_avx512, attn_rows_q8_0_avx512, \
+		     attn_rows_heads_q8_0_avx512}, \
+}
+
 /* ====================================================================
  * The kernels that do not depend on VNNI: compiled once, at the avx512
  * level, and named by both avx512 tables. */
+
 #if !EGANG_AVX512_VNNI
 
 /* ------------------------------------------------------ conversions */
@@ -1360,14 +1371,7 @@ const kernel_ops_t kops_avx512 = {
 	.swiglu = swiglu_avx512,
 	.gemm_quant = gemm_quant_avx2,
 	.gemm_aux = gemm_aux_avx2,
-	.kv = {
-		[KV_F16] = {attention_f16_avx512, attn_rows_f16_avx512,
-			    attn_rows_heads_f16_avx512},
-		[KV_F32] = {attention_f32_avx512, attn_rows_f32_avx512,
-			    attn_rows_heads_f32_avx512},
-		[KV_Q8_0] = {attention_q8_0_avx512, attn_rows_q8_0_avx512,
-			     attn_rows_heads_q8_0_avx512},
-	},
+	.kv = KV_OPS_AVX512,
 };
 
 #else
@@ -1474,14 +1478,7 @@ const kernel_ops_t kops_avx512vnni = {
 	.swiglu = swiglu_avx512,
 	.gemm_quant = gemm_quant_avx512vnni,
 	.gemm_aux = gemm_aux_avx2,
-	.kv = {
-		[KV_F16] = {attention_f16_avx512, attn_rows_f16_avx512,
-			    attn_rows_heads_f16_avx512},
-		[KV_F32] = {attention_f32_avx512, attn_rows_f32_avx512,
-			    attn_rows_heads_f32_avx512},
-		[KV_Q8_0] = {attention_q8_0_avx512, attn_rows_q8_0_avx512,
-			     attn_rows_heads_q8_0_avx512},
-	},
+	.kv = KV_OPS_AVX512,
 };
 
 #endif /* EGANG_AVX512_VNNI */
