@@ -25,7 +25,8 @@ static const char grammar_help[] =
 	"  -m, --model FILE     GGUF or llama2.c checkpoint (required)\n"
 	"  -z, --tokenizer FILE tokenizer.bin for a llama2.c checkpoint\n"
 	"      --grammar FILE   a GBNF grammar (default: any JSON object)\n"
-	"  -p, --prompt TEXT    the prompt (default: asks for a JSON object)\n"
+	"  -p, --prompt TEXT    the prompt, at most 128 tokens (default: asks for a\n"
+	"                       JSON object)\n"
 	"  -n, --tokens N       tokens per run at most (default 128; a run ends\n"
 	"                       earlier where the grammar is complete and EOS comes)\n"
 	"  -r, --reps R         repetitions (default 5)\n"
@@ -63,7 +64,7 @@ int cmd_bench_grammar(int argc, char **argv)
 	}
 	bench_model_config_t c = {.name = "bench grammar", .model = model, .tok = tok,
 				  .cpus = cpus.cpu, .n_cpus = cpus.n,
-				  .tokens = tokens + 512 /* the prompt */};
+				  .tokens = tokens + 128 /* room for the prompt */};
 	engine_t *e = bench_model_open(&c, &status);
 	bench_grammar_result_t r;
 	if (!e) {
