@@ -25,6 +25,20 @@ echo '{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}' 
 "$EGANG" grammar from-schema - <"$TMP/a.json" >"$TMP/a.gbnf" 2>&1 && grep -q '"\\"a\\"" ws ":" ws integer' "$TMP/a.gbnf" &&
 	pass "from-schema from stdin" || fail "from-schema from stdin" "$(head -3 "$TMP/a.gbnf")"
 
+# match: a whole text, a beginning, a text that fails at a byte
+printf '{"a": [1, "x"], "b": {"c": null}}' >"$TMP/t1"
+printf '{"a": [1, "x' >"$TMP/t2"
+printf '{"a" 1}' >"$TMP/t3"
+echo '{"type":"object"}' | "$EGANG" grammar from-schema - >"$TMP/o.gbnf"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t1"); rc=$?
+[[ $rc == 0 && $out == complete ]] && pass "match: a complete object" || fail "match complete" "$rc $out"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t2"); rc=$?
+[[ $rc == 1 && $out == "prefix: 12 bytes" ]] && pass "match: the beginning of one" || fail "match prefix" "$rc $out"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t3"); rc=$?
+[[ $rc == 1 && $out == "no: at byte 5" ]] && pass "match: where it fails" || fail "match no" "$rc $out"
+expect_exit "match without a text file" 2 'match needs' "$EGANG" grammar match "$TMP/o.gbnf"
+expect_exit "check with two files" 2 'takes one FILE' "$EGANG" grammar check "$TMP/o.gbnf" "$TMP/t1"
+
 printf 'root ::= "a" x\n' >"$TMP/undef.gbnf"
 expect_exit "check: an undefined rule, its line and column" 2 'undef.gbnf: grammar: line 1, column [0-9]+: .*x' \
 	"$EGANG" grammar check "$TMP/undef.gbnf"

@@ -244,29 +244,34 @@ static bool js_need(js_conv_t *c, const char *name)
 
 /* The free-form JSON value rules value-0 .. value-D: value-K's objects and
  * arrays hold value-(K+1); value-D is a scalar, so any value nests at most
- * JSON_SCHEMA_ANY_DEPTH levels. */
+ * JSON_SCHEMA_ANY_DEPTH levels. Their strings (keys too) hold at most
+ * JSON_SCHEMA_ANY_STRING characters and their objects and arrays at most
+ * JSON_SCHEMA_ANY_ITEMS members: a free-form value always ends. */
 static bool js_need_any(js_conv_t *c)
 {
 	if (c->any_done)
 		return true;
-	if (!js_need(c, "ws") || !js_need(c, "string") || !js_need(c, "number") ||
+	if (!js_need(c, "ws") || !js_need(c, "char") || !js_need(c, "number") ||
 	    !js_need(c, "boolean") || !js_need(c, "null"))
+		return false;
+	if (!js_rule_put(c, js_fmt("any-string"), js_fmt("\"\\\"\" char{0,%d} \"\\\"\"", JSON_SCHEMA_ANY_STRING)))
 		return false;
 	for (int k = 0; k <= JSON_SCHEMA_ANY_DEPTH; k++) {
 		char *body;
 		if (k == JSON_SCHEMA_ANY_DEPTH)
-			body = js_fmt("string | number | boolean | null");
+			body = js_fmt("any-string | number | boolean | null");
 		else
-			body = js_fmt("object-%d | array-%d | string | number | boolean | null", k, k);
+			body = js_fmt("object-%d | array-%d | any-string | number | boolean | null", k, k);
 		if (!js_rule_put(c, js_fmt("value-%d", k), body))
 			return false;
 		if (k == JSON_SCHEMA_ANY_DEPTH)
 			break;
-		body = js_fmt("\"{\" ws (string ws \":\" ws value-%d ws (\",\" ws string ws \":\" ws value-%d ws)*)? \"}\"",
-			      k + 1, k + 1);
+		body = js_fmt("\"{\" ws (any-string ws \":\" ws value-%d ws (\",\" ws any-string ws \":\" ws value-%d ws){0,%d})? \"}\"",
+			      k + 1, k + 1, JSON_SCHEMA_ANY_ITEMS - 1);
 		if (!js_rule_put(c, js_fmt("object-%d", k), body))
 			return false;
-		body = js_fmt("\"[\" ws (value-%d ws (\",\" ws value-%d ws)*)? \"]\"", k + 1, k + 1);
+		body = js_fmt("\"[\" ws (value-%d ws (\",\" ws value-%d ws){0,%d})? \"]\"", k + 1, k + 1,
+			      JSON_SCHEMA_ANY_ITEMS - 1);
 		if (!js_rule_put(c, js_fmt("array-%d", k), body))
 			return false;
 	}

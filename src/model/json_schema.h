@@ -36,8 +36,12 @@
 
 /* Extra keys an object with additionalProperties admits at most. */
 #define JSON_SCHEMA_EXTRA_MAX 16
-/* Nesting levels of a free-form value ({"type":"object"}, json_object). */
+/* A free-form value ({"type":"object"}, an array without items, json_object
+ * mode): nesting levels, members of an object or items of an array, and
+ * characters of a string (keys too) at most. */
 #define JSON_SCHEMA_ANY_DEPTH 8
+#define JSON_SCHEMA_ANY_ITEMS 16
+#define JSON_SCHEMA_ANY_STRING 256
 
 /* The GBNF text (malloc'd, root rule "root") that matches exactly the JSON
  * texts valid under schema; NULL + err_get() "json_schema: at #/path:
