@@ -58,3 +58,20 @@ expect_exit "from-schema: malformed JSON, line and column" 2 'trunc.json: line [
 	"$EGANG" grammar from-schema "$TMP/trunc.json"
 expect_exit "an unknown action" 2 "unknown action 'frob'" "$EGANG" grammar frob x
 expect_exit "a missing operand" 2 'ACTION FILE|missing' "$EGANG" grammar check
+
+# allowed: a model's mask per step along given ids (a synthetic stories260k
+# shape: its tokenizer is all that is read)
+if "$EGANG" synth stories260k --layers 1 -o "$TMP/s.gguf" -q 2>"$TMP/err"; then
+	printf 'root ::= " "? ("yes" | "no") "."\n' >"$TMP/yn.gbnf"
+	ids=$("$EGANG" tokenize -m "$TMP/s.gguf" --no-bos "no." | tr ' ' ',')
+	"$EGANG" grammar allowed -m "$TMP/s.gguf" "$TMP/yn.gbnf" "$ids" >"$TMP/masks" 2>"$TMP/err"
+	first=$(awk 'NR==1{print $2}' "$TMP/masks") last=$(tail -1 "$TMP/masks" | awk '{print $2}')
+	nl=$(wc -l <"$TMP/masks") nid=$(tr ',' '\n' <<<"$ids" | wc -l)
+	[[ $first -ge 2 && $last == 1 && $nl == $((nid + 1)) ]] && pass "allowed: $nl steps, $first tokens at the start, only the end token after \"no.\"" ||
+		fail "allowed" "$first $last $nl $nid $(cat "$TMP/err")"
+	printf 'root ::= "a"\n' >"$TMP/a.gbnf"
+	expect_exit "allowed: an id the grammar refuses, its step" 2 'step 0' "$EGANG" grammar allowed -m "$TMP/s.gguf" "$TMP/a.gbnf" "$ids"
+	expect_exit "allowed without -m" 2 'needs -m MODEL' "$EGANG" grammar allowed "$TMP/yn.gbnf" "$ids"
+else
+	fail "synth for allowed" "$(cat "$TMP/err")"
+fi

@@ -229,9 +229,11 @@ static void test_match_optional_all(void **state)
 static void test_match_additional(void **state)
 {
 	(void)state;
-	static const char *const good[] = {"{\"a\":1}", "{\"a\":1,\"x\":\"s\",\"y\":\"t\"}", "{\"x\":\"s\"}", "{}", NULL};
-	static const char *const bad[] = {"{\"a\":1,\"x\":2}", "{\"x\":\"s\",\"a\":1}", NULL};
-	check_docs("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+	static const char *const good[] = {"{\"a\":1}", "{\"a\":1,\"x\":\"s\",\"y\":\"t\"}", "{\"x\":\"s\"}", "{}",
+					   "{\"aa\":\"s\"}", "{\"\":\"s\"}", "{\"\\u0041\":\"s\"}", "{\"b\":\"s\"}", NULL};
+	static const char *const bad[] = {"{\"a\":1,\"x\":2}", "{\"x\":\"s\",\"a\":1}",
+					  "{\"a\":1,\"a\":\"s\"}", "{\"ab\":2,\"ab\":\"s\"}", NULL};
+	check_docs("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"ab\":{\"type\":\"integer\"}},"
 		   "\"additionalProperties\":{\"type\":\"string\"}}", good, bad);
 	static const char *const good2[] = {"{}", NULL};
 	static const char *const bad2[] = {"{\"a\":1}", NULL};
