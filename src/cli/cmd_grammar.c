@@ -36,6 +36,7 @@ static const char grammar_help[] =
 	"               comparing masks with llama.cpp's (tools/llamacpp/\n"
 	"               grammar-agreement)\n"
 	"  -m, --model FILE  the GGUF whose tokenizer `allowed` uses\n"
+	"      --list   `allowed` also lists the allowed ids on each line\n"
 	"\n"
 	"A FILE of '-' is stdin.\n"
 	"  -h, --help   this text\n";
@@ -155,7 +156,7 @@ static int grammar_match(const char *gpath, const char *tpath)
 }
 
 /* One line per step: how many tokens the mask leaves, and their hash. */
-static int grammar_print_masks(grammar_state_t *st, int32_t n_vocab, const int32_t *ids, int n)
+static int grammar_print_masks(grammar_state_t *st, int32_t n_vocab, const int32_t *ids, int n, bool list)
 {
 	float *logits = malloc((size_t)n_vocab * sizeof *logits);
 	if (!logits)
@@ -169,7 +170,11 @@ static int grammar_print_masks(grammar_state_t *st, int32_t n_vocab, const int32
 		for (int32_t t = 0; t < n_vocab; t++)
 			if (logits[t] == 0.0f)
 				h = hash64(&t, sizeof t, h);
-		printf("%d %d %016llx\n", i, (int)k, (unsigned long long)h);
+		printf("%d %d %016llx", i, (int)k, (unsigned long long)h);
+		for (int32_t t = 0; list && t < n_vocab; t++)
+			if (logits[t] == 0.0f)
+				printf(" %d", (int)t);
+		putchar('\n');
 		if (i < n && !grammar_is_end(st, ids[i]) && grammar_accept(st, ids[i]) < 0) {
 			fprintf(stderr, "egang grammar: step %d: %s\n", i, err_get());
 			rc = EXIT_INPUT;
@@ -180,7 +185,7 @@ static int grammar_print_masks(grammar_state_t *st, int32_t n_vocab, const int32
 }
 
 /* `allowed`: the model's tokenizer, the grammar, then the masks. */
-static int grammar_allowed(const char *model, const char *gpath, const char *list)
+static int grammar_allowed(const char *model, const char *gpath, const char *list, bool print)
 {
 	int32_t ids[4096];
 	int n = cli_int_list("IDS", list, ids, 4096, INT32_MAX);
@@ -195,7 +200,7 @@ static int grammar_allowed(const char *model, const char *gpath, const char *lis
 	if (!st)
 		fprintf(stderr, "egang grammar: %s\n", err_get());
 	else
-		rc = grammar_print_masks(st, tokenizer_n_vocab(tok), ids, n);
+		rc = grammar_print_masks(st, tokenizer_n_vocab(tok), ids, n, print);
 	grammar_state_free(st);
 	grammar_vocab_free(v);
 	tokenizer_free(tok);
@@ -209,7 +214,8 @@ int cmd_grammar(int argc, char **argv)
 {
 	const char *ops[3] = {0};
 	const char *model = NULL;
-	cli_opt_t opts[] = {OPT_STR("model", 'm', &model), CLI_END};
+	bool list = false;
+	cli_opt_t opts[] = {OPT_STR("model", 'm', &model), OPT_FLAG("list", 0, &list), CLI_END};
 	cli_cmd_t cmd = {.name = "grammar", .help = grammar_help, .opts = opts, .operands = ops,
 			 .min_operands = 2, .max_operands = 3, .operands_name = "ACTION FILE"};
 	int rc;
@@ -220,7 +226,7 @@ int cmd_grammar(int argc, char **argv)
 			fprintf(stderr, "egang grammar: allowed needs -m MODEL, FILE.gbnf and IDS\n");
 			return EXIT_INPUT;
 		}
-		return grammar_allowed(model, ops[1], ops[2]);
+		return grammar_allowed(model, ops[1], ops[2], list);
 	}
 	if (strcmp(ops[0], "match") == 0) {
 		if (!ops[2]) {

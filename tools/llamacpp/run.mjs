@@ -28,6 +28,10 @@
 //       EGANG_LLAMA_LOGPROBS=FILE, each step's log-probabilities (vocab
 //       float64, -inf where the grammar sampler removed the token) go to
 //       FILE
+//   node run.mjs pieces MODEL THREADS ID...
+//       'tokenizer: MODEL_KIND' (gpt2, llama, ...), then per ID a line 'ID
+//       TOKEN_TYPE JSON_TEXT' from the GGUF's vocabulary (the text in the
+//       vocabulary's own encoding: byte-level characters or <0xHH>)
 //
 // EGANG_NLC_DIR is the folder holding node_modules/node-llama-cpp. The
 // prebuilt CPU binaries of @node-llama-cpp/linux-x64 are used as they are:
@@ -55,7 +59,7 @@ function die(msg) {
 }
 
 const [mode, modelPath, threadsArg, a4, a5] = process.argv.slice(2);
-if (!["bench", "ids", "check", "grammar"].includes(mode) || !modelPath || !threadsArg)
+if (!["bench", "ids", "check", "grammar", "pieces"].includes(mode) || !modelPath || !threadsArg)
 	die("usage: run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS... | grammar MODEL THREADS N GBNF_FILE IDS");
 const threads = Number(threadsArg);
 if (!Number.isInteger(threads) || threads < 1) die(`bad thread count '${threadsArg}'`);
@@ -173,6 +177,11 @@ if (mode === "check") {
 	const eog = [];
 	for (let t = 0; t < (nVocab ?? 0); t++) if (model.isEogToken(t)) eog.push(t);
 	process.stdout.write(`eog: ${eog.join(" ")}\n`);
+} else if (mode === "pieces") {
+	const tk = model.fileInfo.metadata?.tokenizer?.ggml ?? {};
+	process.stdout.write(`tokenizer: ${tk.model}\n`);
+	for (const a of process.argv.slice(5))
+		process.stdout.write(`${a} ${tk.token_type?.[Number(a)] ?? 0} ${JSON.stringify(tk.tokens?.[Number(a)] ?? "")}\n`);
 } else if (mode === "ids") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
