@@ -54,6 +54,21 @@ static void test_parse_errors(void **state)
 	expect_error("root ::= \"a\"\n  \"b\"\n", "line 2, column 3: expecting a rule name");
 	expect_error("root ::= <[12]>\n", "token references");
 	expect_error("ro_ot ::= \"a\"\n", "line 1, column 3: expecting '::='");
+	/* limits that bound the parser's and the matcher's recursion */
+	char *deep = malloc(4096), *chain = malloc(200000);
+	int n = snprintf(deep, 4096, "root ::= ");
+	for (int i = 0; i < 300; i++)
+		deep[n++] = '(';
+	strcpy(deep + n, "\"a\"");
+	expect_error(deep, "line 1, column 266: parentheses nest deeper than 256");
+	n = snprintf(chain, 200000, "root ::= r1 \"x\"\n");
+	for (int i = 1; i < 3000; i++)
+		n += snprintf(chain + n, 200000 - (size_t)n, "r%d ::= r%d \"x\"\n",
+			      i, i + 1);
+	snprintf(chain + n, 200000 - (size_t)n, "r3000 ::= \"y\"\n");
+	expect_error(chain, "more than 2048 rules each start the one before");
+	free(deep);
+	free(chain);
 	/* columns count characters: é is one */
 	expect_error("root ::= \"é\" ?? x\n", "line 1, column 17: undefined rule 'x'");
 }
@@ -224,8 +239,8 @@ static bool brute_allows(const tokenizer_t *t, grammar_state_t *s, int32_t id,
 }
 
 static const char *const walk_grammars[] = {
-	"root ::= \"{\" ws \"\\\"\" [a-z]+ \"\\\"\" ws \":\" ws num ws \"}\"\n"
-	"num ::= \"-\"? [0-9]+ (\".\" [0-9]+)?\nws ::= [ \\n]{0,2}",
+	("root ::= \"{\" ws \"\\\"\" [a-z]+ \"\\\"\" ws \":\" ws num ws \"}\"\n"
+	 "num ::= \"-\"? [0-9]+ (\".\" [0-9]+)?\nws ::= [ \\n]{0,2}"),
 	"root ::= (\"a\" | \"b\")* \"c\"?",
 	"root ::= [^\"\\\\]* \"\\\"\"",
 	"root ::= \"é\"+ | \"😀\" [xy]",

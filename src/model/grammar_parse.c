@@ -25,6 +25,12 @@
 #define ELEMS_MAX (1u << 22)
 /* The most rules (generated ones included). */
 #define RULES_MAX (1 << 20)
+/* The longest chain of rules each referred to at the start of the one
+ * before: the checks below and the matcher's expansion recurse along such
+ * chains, so this bounds their stack (a few hundred KiB). */
+#define CHAIN_MAX 2048
+/* The deepest nesting of parentheses (the parser recurses into each). */
+#define NESTING_MAX 256
 
 typedef struct rulebuf {
 	gelem_t *e;
@@ -46,6 +52,7 @@ typedef struct parser {
 	rule_info_t *rules;
 	int32_t n_rules, cap_rules;
 	uint64_t n_elems;   /* all bodies together */
+	int nesting;        /* parentheses open (the parser recurses) */
 	bool failed;        /* an error is recorded (the first one counts) */
 } parser_t;
 
@@ -459,10 +466,15 @@ static const char *parse_sequence(parser_t *p, const char *pos, int32_t rule,
 			last = b->n;
 			pos = rulebuf_push(p, b, GE_REF, (uint32_t)id) < 0 ? NULL : end;
 		} else if (*pos == '(') {
+			if (p->nesting >= NESTING_MAX)
+				return perr(p, pos, "parentheses nest deeper than %d",
+					    NESTING_MAX);
 			int32_t id = rule_generate(p, rule, pos);
 			if (id < 0)
 				return NULL;
+			p->nesting++;
 			pos = parse_alternates(p, skip_space(pos + 1, true), rule, id, true);
+			p->nesting--;
 			if (!pos)
 				return NULL;
 			if (*pos != ')') {
@@ -595,16 +607,28 @@ static void rules_props(const parser_t *p, bool *nullable, bool *productive)
 	}
 }
 
+/* The user-visible name of rule r: a generated rule names its base. */
+static const char *rule_shown(const parser_t *p, int32_t r)
+{
+	return p->rules[p->rules[r].base].name;
+}
+
 /* Depth-first search for a rule that reaches itself through references
  * at the start of an alternative (after nullable ones only): state 0
- * unseen, 1 on the path, 2 done. Returns the rule found on a cycle, -1. */
-static int32_t left_rec_visit(const parser_t *p, const bool *nullable,
-			      uint8_t *state, int32_t r)
+ * unseen, 1 on the path, 2 done. Returns the rule found on a cycle, -1
+ * none, -2 when the chain is longer than CHAIN_MAX (the error recorded). */
+static int32_t left_rec_visit(parser_t *p, const bool *nullable,
+			      uint8_t *state, int32_t r, int depth)
 {
 	if (state[r] == 1)
 		return r;
 	if (state[r] == 2)
 		return -1;
+	if (depth > CHAIN_MAX) {
+		perr(p, p->rules[r].def_at, "more than %d rules each start the one "
+		     "before (at rule '%s')", CHAIN_MAX, rule_shown(p, r));
+		return -2;
+	}
 	state[r] = 1;
 	bool at_start = true;
 	for (const gelem_t *e = p->rules[r].body.e;; e++) {
@@ -613,8 +637,9 @@ static int32_t left_rec_visit(const parser_t *p, const bool *nullable,
 				break;
 			at_start = true;
 		} else if (at_start && e->type == GE_REF) {
-			int32_t hit = left_rec_visit(p, nullable, state, (int32_t)e->value);
-			if (hit >= 0)
+			int32_t hit = left_rec_visit(p, nullable, state, (int32_t)e->value,
+						     depth + 1);
+			if (hit != -1)
 				return hit;
 			at_start = nullable[e->value];
 		} else {
@@ -625,17 +650,13 @@ static int32_t left_rec_visit(const parser_t *p, const bool *nullable,
 	return -1;
 }
 
-/* The user-visible name of rule r: a generated rule names its base. */
-static const char *rule_shown(const parser_t *p, int32_t r)
-{
-	return p->rules[p->rules[r].base].name;
-}
-
 /* Whether rule r reaches rule target through references to rules that
  * are not productive (seen: the rules visited). */
 static bool unproductive_reach(const parser_t *p, const bool *productive,
-			       uint8_t *seen, int32_t r, int32_t target)
+			       uint8_t *seen, int32_t r, int32_t target, int depth)
 {
+	if (depth > CHAIN_MAX)
+		return false; /* the caller blames the first such rule */
 	for (const gelem_t *e = p->rules[r].body.e; e->type != GE_END; e++) {
 		if (e->type != GE_REF || productive[e->value])
 			continue;
@@ -643,7 +664,8 @@ static bool unproductive_reach(const parser_t *p, const bool *productive,
 			return true;
 		if (!seen[e->value]) {
 			seen[e->value] = 1;
-			if (unproductive_reach(p, productive, seen, (int32_t)e->value, target))
+			if (unproductive_reach(p, productive, seen, (int32_t)e->value, target,
+					       depth + 1))
 				return true;
 		}
 	}
@@ -662,7 +684,7 @@ static int32_t unproductive_culprit(const parser_t *p, const bool *productive,
 		if (first < 0)
 			first = r;
 		memset(seen, 0, (size_t)p->n_rules);
-		if (unproductive_reach(p, productive, seen, r, r))
+		if (unproductive_reach(p, productive, seen, r, r, 0))
 			return r;
 	}
 	return first;
@@ -693,8 +715,10 @@ static int grammar_check(parser_t *p, int32_t *root)
 	rules_props(p, nullable, productive);
 	int rc = 0;
 	for (int32_t r = 0; r < p->n_rules && rc == 0; r++) {
-		int32_t hit = left_rec_visit(p, nullable, state, r);
-		if (hit >= 0) {
+		int32_t hit = left_rec_visit(p, nullable, state, r, 0);
+		if (hit == -2)
+			rc = -1;
+		else if (hit >= 0) {
 			perr(p, p->rules[hit].def_at, "rule '%s' is left-recursive (it "
 			     "can reach itself before matching a character; llama.cpp "
 			     "refuses this too)", rule_shown(p, hit));
