@@ -7,10 +7,10 @@
  * time, the engine's own figure). Greedy under a grammar checks the argmax
  * first and masks only when the grammar refuses it; sampling masks every
  * token (the worst case). Then the mask itself: the tokens of the last
- * sampled constrained run replayed through a fresh matcher, timing
- * grammar_mask (the whole mask, its per-state cache as in the run) and
- * grammar_allows (one token's check) at every position; and the time to
- * build the vocabulary's trie (once per model). */
+ * sampled constrained run replayed through a fresh matcher, timing in
+ * thread CPU time grammar_mask (the whole mask, its per-state cache as in
+ * the run) and grammar_allows (one token's check) at every position; and
+ * the time to build the vocabulary's trie (once per model). */
 #ifndef EGANG_BENCH_GRAMMAR_H
 #define EGANG_BENCH_GRAMMAR_H
 
@@ -30,7 +30,8 @@ typedef struct bench_grammar_result {
 	double greedy[2], sampled[2];
 	double gen_tokens[2];   /* median tokens generated under the grammar:
 				   greedy, sampled */
-	stats_summary_t mask_us;  /* grammar_mask per position, microseconds */
+	stats_summary_t mask_us;  /* grammar_mask per position, microseconds of
+				     thread CPU time */
 	stats_summary_t check_us; /* grammar_allows per position */
 	double vocab_ms;          /* grammar_vocab_new on the model's tokenizer */
 	int64_t trie_nodes;
