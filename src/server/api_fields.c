@@ -49,13 +49,6 @@ static bool is_none(const json_t *v)
 	return json_is_string(v) && !strcmp(json_string_value(v), "none");
 }
 
-static bool is_text_format(const json_t *v)
-{
-	json_t *t = json_object_get(v, "type");
-	return json_is_object(v) && json_object_size(v) == 1 &&
-	       json_is_string(t) && !strcmp(json_string_value(t), "text");
-}
-
 static bool is_text_modality(const json_t *v)
 {
 	json_t *t = json_array_get(v, 0);
@@ -140,6 +133,26 @@ static const api_field_t fields[] = {
 	 "top_logprobs and text_offset (bytes into the\n"
 	 "completion) in choices[].logprobs; the same\n"
 	 "distribution as chat's"},
+	{"response_format", F_BOTH, FIELD_USED, 0, 0,
+	 "{\"type\": \"text\"} (default), {\"type\":\n"
+	 "\"json_object\"}: any JSON object (up to 8 levels,\n"
+	 "16 members or items each, strings of 256\n"
+	 "characters), or {\"type\": \"json_schema\",\n"
+	 "\"json_schema\": {\"name\", \"schema\", \"strict\"}}:\n"
+	 "JSON valid under the schema, keys in its order\n"
+	 "(always strict; `egang grammar from-schema` shows\n"
+	 "the grammar; an unsupported keyword: 400 naming\n"
+	 "it and its schema path)"},
+	{"json_schema", F_BOTH, FIELD_USED, 0, 0,
+	 "llama.cpp's: a JSON schema object, as\n"
+	 "response_format's json_schema.schema"},
+	{"grammar", F_BOTH, FIELD_USED, 0, 0,
+	 "llama.cpp's: GBNF text (its grammars/README.md);\n"
+	 "the output matches root. One of grammar,\n"
+	 "json_schema, response_format (400 for two). A\n"
+	 "step where the grammar allows no token ends the\n"
+	 "request with a 500 naming the grammar (streamed:\n"
+	 "an error event)"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
@@ -152,9 +165,6 @@ static const api_field_t fields[] = {
 	 "{} or {\"include_usage\": true|false}",
 	 "usage is in the last chunk whatever include_usage"},
 	{"tool_choice", F_CHAT, FIELD_DEFAULT, is_none, "\"none\"", "no tools (see tools)"},
-	{"response_format", F_CHAT, FIELD_DEFAULT, is_text_format, "{\"type\": \"text\"}",
-	 "plain text; json_object and json_schema are\n"
-	 "refused (constrained decoding is not built yet)"},
 	{"modalities", F_CHAT, FIELD_DEFAULT, is_text_modality, "[\"text\"]", "text out"},
 	{"store", F_CHAT, FIELD_DEFAULT, is_false, "false", "nothing is stored"},
 	/* ---- refused ---- */
@@ -163,11 +173,6 @@ static const api_field_t fields[] = {
 	{"function_call", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
 	{"parallel_tool_calls", F_CHAT, FIELD_REFUSED, 0, 0,
 	 "tool calls are not implemented"},
-	{"grammar", F_BOTH, FIELD_REFUSED, 0, 0,
-	 "llama.cpp's GBNF: constrained decoding is not\n"
-	 "built yet"},
-	{"json_schema", F_BOTH, FIELD_REFUSED, 0, 0,
-	 "llama.cpp's: constrained decoding is not built yet"},
 	{"audio", F_CHAT, FIELD_REFUSED, 0, 0, "text only"},
 	{"prediction", F_CHAT, FIELD_REFUSED, 0, 0, "no predicted outputs"},
 	{"reasoning_effort", F_CHAT, FIELD_REFUSED, 0, 0, "no reasoning control"},

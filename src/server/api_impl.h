@@ -4,6 +4,8 @@
  *  api.c          the object, routing, authentication, the GET endpoints,
  *                 api_handle;
  *  api_request.c  a generation request's fields into a job (the 400s);
+ *  api_grammar.c  its output constraint (grammar, json_schema,
+ *                 response_format) compiled to a grammar;
  *  api_tokens.c   /tokenize and /detokenize;
  *  api_fields.c   the table of request fields: which are implemented,
  *                 accepted at their default only, or refused;
@@ -57,6 +59,13 @@ struct server_job {
  * body: 200 or a 400 naming the field. */
 void api_handle_tokens(const api_t *a, server_endpoint_t ep, json_t *body,
 		       server_reply_t *out);
+
+/* ---- api_grammar.c ---- */
+
+/* The request's grammar, json_schema or response_format (at most one
+ * that constrains) compiled into q->grammar (left NULL when none); 0, or
+ * -1 with out filled with the 400 naming the field and what is wrong. */
+int api_parse_grammar(json_t *root, sched_request_t *q, server_reply_t *out);
 
 /* ---- api_fields.c ---- */
 
