@@ -6,7 +6,8 @@ trim_blocks and lstrip_blocks, raise_exception, tojson).
     chat_template_ref.py TEMPLATE BOS EOS CONVERSATION.json
     chat_template_ref.py --out-dir DIR TEMPLATE BOS EOS CONVERSATION.json...
 
-CONVERSATION.json: {"messages": [...], "add_generation_prompt": bool}.
+CONVERSATION.json: {"messages": [...], "add_generation_prompt": bool,
+"tools": [...] (optional)}, the messages as an OpenAI client sends them.
 Prints the rendered text (no newline added); exit 3 when the template
 raises (a conversation it refuses). With --out-dir, each conversation's
 rendering goes to DIR/NAME.ref (NAME: its file name), or DIR/NAME.refused
@@ -33,9 +34,26 @@ env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False,
 env.globals["raise_exception"] = raise_exception
 t = env.from_string(open(tmpl_path, encoding="utf-8").read())
 
+def as_template_sees(messages):
+    """The messages as transformers' and llama.cpp's callers give them to a
+    template: a call's arguments as an object (OpenAI sends a JSON string),
+    an assistant's null content as ""."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("content") is None:
+            m["content"] = ""
+        if m.get("tool_calls"):
+            m["tool_calls"] = [dict(tc, function=dict(tc["function"],
+                               arguments=json.loads(tc["function"]["arguments"])))
+                               for tc in m["tool_calls"]]
+        out.append(m)
+    return out
+
 def render(convo_path):
     c = json.load(open(convo_path, encoding="utf-8"))
-    return t.render(messages=c["messages"], add_generation_prompt=c["add_generation_prompt"],
+    return t.render(messages=as_template_sees(c["messages"]), tools=c.get("tools"),
+                    add_generation_prompt=c["add_generation_prompt"],
                     bos_token=bos, eos_token=eos)
 
 if out_dir is None:

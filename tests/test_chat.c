@@ -8,10 +8,10 @@
 #include "model/tokenizer.h"
 
 static const chat_msg_t conv[] = {
-	{"system", "Be brief.", 9},
-	{"user", "Hi", 2},
-	{"assistant", "Hello", 5},
-	{"user", "Bye", 3},
+	{.role = "system", .text = "Be brief.", .len = 9},
+	{.role = "user", .text = "Hi", .len = 2},
+	{.role = "assistant", .text = "Hello", .len = 5},
+	{.role = "user", .text = "Bye", .len = 3},
 };
 
 static void test_kind(void **state)
@@ -77,7 +77,7 @@ static void test_render(void **state)
 	assert_null(text);
 	chat_template_free(none);
 	chat_template_t *t = chat_template_new("<|im_start|>", llama);
-	chat_msg_t bad = {"wizard", "x", 1};
+	chat_msg_t bad = {.role = "wizard", .text = "x", .len = 1};
 	assert_int_equal(chat_render(t, &bad, 1, true, &text), -1);
 	assert_non_null(strstr(err_get(), "wizard"));
 	chat_template_free(t);
@@ -197,7 +197,7 @@ static void test_user_prompt_ids(void **state)
 	tokenizer_t *tok = tokenizer_synth(TOKENIZER_GPT2, 600, 1);
 	chat_template_t *t = chat_template_new(NULL, tok); /* ChatML */
 	const char *q = "Policies: 0 elastic. Answer:";
-	chat_msg_t m = {"user", q, strlen(q)};
+	chat_msg_t m = {.role = "user", .text = q, .len = strlen(q)};
 	char *r;
 	int64_t len = chat_render(t, &m, 1, true, &r);
 	assert_true(len > 0 && strstr(r, q) && strstr(r, "<|im_start|>assistant"));

@@ -173,7 +173,7 @@ static int render_file(const chat_template_t *ct, const char *path)
 	chat_convo_t *c = chat_convo_new(ct);
 	char *out = NULL;
 	int64_t k = -1;
-	if (chat_convo_add_json(c, json_object_get(root, "messages")) < 0)
+	if (chat_convo_load_json(c, root) < 0)
 		log_error("chat: --render: %s", err_get());
 	else if ((k = chat_convo_render(c, json_is_true(json_object_get(root,
 			"add_generation_prompt")), &out)) < 0)
