@@ -23,6 +23,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_scx(int argc, char **argv);
+int cmd_grammar(int argc, char **argv);
 
 /* ---- Option parsing (opt.c) ----------------------------------------------
  * A command describes its options in a table ending with CLI_END and calls

@@ -19,6 +19,7 @@ static const command_t commands[] = {
 	{"generate", cmd_generate, "generate text from a prompt"},
 	{"info", cmd_info, "describe a model file"},
 	{"tokenize", cmd_tokenize, "token ids of each input line (as llama-tokenize)"},
+	{"grammar", cmd_grammar, "check a GBNF grammar; compile a JSON schema to GBNF"},
 	{"chat", cmd_chat, "talk with a model in the terminal (its chat template)"},
 	{"synth", cmd_synth, "write a random-weight GGUF of a real model shape"},
 	{"quantize", cmd_quantize, "quantize a GGUF (a type or a llama-quantize preset)"},

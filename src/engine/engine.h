@@ -70,6 +70,14 @@ typedef struct engine_params {
 	int64_t n_cached;
 	bool stop_at_control; /* any control token ends the generation (the
 				 end-of-turn tokens of chat templates) */
+	/* The generated text must match this grammar (model/grammar.h), or
+	 * NULL. The caller owns it. Each sampled position's logits are
+	 * masked after the forward pass (and after logits_hash/logits_dump,
+	 * which see them unmasked) and before the sampler's chain; the end
+	 * tokens are allowed only where the grammar can end. A position where
+	 * no token is allowed ends the generation with ENGINE_FAIL and an
+	 * error naming it. */
+	const struct grammar *grammar;
 } engine_params_t;
 
 typedef struct engine_result {

@@ -1,0 +1,51 @@
+/* json_schema: a JSON schema (a jansson json_t) compiled to GBNF text in
+ * llama.cpp's grammar syntax (model/grammar.h parses it), so that
+ * constrained decoding produces JSON valid under the schema.
+ *
+ * What is supported, and the choices where the schema leaves room:
+ *  - type (object, array, string, number, integer, boolean, null, and
+ *    arrays of them), enum, const, anyOf, oneOf (as anyOf: the grammar does
+ *    not check exclusivity), allOf of object schemas (merged), $ref to
+ *    "#/$defs/..." and "#/definitions/...", nested to any depth the
+ *    recursion bound allows (a recursive $ref is a grammar rule cycle).
+ *  - object: properties in their declared order; required ones always,
+ *    optional ones each optional, in declared order. additionalProperties
+ *    absent or false: no other key (the strict reading OpenAI's
+ *    json_schema mode uses; llama.cpp's converter admits extra keys when it
+ *    is absent); a schema for it, or true: extra keys after the declared
+ *    ones, at most JSON_SCHEMA_EXTRA_MAX of them. {"type":"object"} alone
+ *    is any JSON object.
+ *  - array: items, prefixItems, minItems, maxItems.
+ *  - string: minLength, maxLength, pattern (an anchored simple regex:
+ *    literals, escapes, classes, groups, alternation, * + ? {m,n}), format
+ *    date, time, date-time, uuid.
+ *  - number/integer: no bounds (minimum/maximum are refused, not ignored).
+ * Robustness against a model that prefers garbage: the whitespace between
+ * tokens is bounded (ws ::= | " " | "\n" [ \t]{0,20}, as llama.cpp's), and
+ * every unbounded repetition of the schema (free-form values, strings,
+ * numbers' digits) is left unbounded only where the schema leaves it so;
+ * free-form values nest at most JSON_SCHEMA_ANY_DEPTH levels.
+ * Anything else (a keyword it does not know, a pattern it cannot
+ * translate) is refused with the keyword and its schema path, never
+ * silently ignored. Annotations (title, description, $schema, $id,
+ * $comment, examples, default, name, strict) are ignored. */
+#ifndef EGANG_JSON_SCHEMA_H
+#define EGANG_JSON_SCHEMA_H
+
+#include <jansson.h>
+
+/* Extra keys an object with additionalProperties admits at most. */
+#define JSON_SCHEMA_EXTRA_MAX 16
+/* Nesting levels of a free-form value ({"type":"object"}, json_object). */
+#define JSON_SCHEMA_ANY_DEPTH 8
+
+/* The GBNF text (malloc'd, root rule "root") that matches exactly the JSON
+ * texts valid under schema; NULL + err_get() "json_schema: at #/path:
+ * <what>" for an unsupported keyword or a malformed schema. */
+char *json_schema_to_gbnf(const json_t *schema);
+
+/* The GBNF text (malloc'd) that matches any JSON object (OpenAI's
+ * response_format json_object); NULL + err_get() on allocation failure. */
+char *json_schema_any_object_gbnf(void);
+
+#endif
