@@ -1,10 +1,12 @@
 /* chat_tools: tools checked, calls read and found (chat_tools.h). */
 #include "model/chat_tools.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "model/json_schema.h"
 
 #define CALL_OPEN "<tool_call>"
 #define CALL_CLOSE "</tool_call>"
@@ -324,4 +326,103 @@ size_t chat_tools_stream_safe(chat_tool_syntax_t s, const char *text,
 	while (safe > from && is_space(text[safe - 1]))
 		safe--; /* white space before a call is not the text's */
 	return safe;
+}
+
+/* ---- the grammar of a call ---- */
+
+static bool gbnf_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+/* Skips a quoted literal or a character class of GBNF text starting at
+ * p (its opening " or [) up to its closing one, escapes included; the
+ * byte after it. */
+static const char *gbnf_skip_quoted(const char *p, char close)
+{
+	for (p++; *p && *p != close; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p ? p + 1 : p;
+}
+
+/* Writes GBNF text g to f with every rule name prefixed by pre: names are
+ * runs of word characters outside literals, classes, repetition counts
+ * {m,n} and comments. */
+static void gbnf_put_prefixed(FILE *f, const char *g, const char *pre)
+{
+	const char *p = g;
+	while (*p) {
+		const char *q = p;
+		if (*p == '"' || *p == '[') {
+			q = gbnf_skip_quoted(p, *p == '"' ? '"' : ']');
+		} else if (*p == '{') {
+			q = strchr(p, '}');
+			q = q ? q + 1 : p + strlen(p);
+		} else if (*p == '#') {
+			q = strchr(p, '\n');
+			q = q ? q : p + strlen(p);
+		} else if (gbnf_word_char(*p)) {
+			fputs(pre, f);
+			while (gbnf_word_char(*q))
+				q++;
+		} else {
+			q = p + 1;
+		}
+		fwrite(p, 1, (size_t)(q - p), f);
+		p = q;
+	}
+	fputc('\n', f);
+}
+
+/* tools[i]'s arguments as GBNF rules "t<i>-..." whose start is
+ * t<i>-root: its parameters schema compiled (json_schema.h), "{}" when
+ * it has none. 0 or -1 + err_get() naming the tool. */
+static int tool_args_gbnf(FILE *f, const json_t *tools, size_t i)
+{
+	json_t *fn = json_object_get(json_array_get(tools, i), "function");
+	json_t *params = json_object_get(fn, "parameters");
+	char pre[32];
+	snprintf(pre, sizeof pre, "t%zu-", i);
+	if (!params || json_is_null(params)) {
+		fprintf(f, "%sroot ::= \"{}\"\n", pre);
+		return 0;
+	}
+	char *g = json_schema_to_gbnf(params);
+	if (!g)
+		return err_set("tools[%zu].function.parameters: %s", i, err_get());
+	gbnf_put_prefixed(f, g, pre);
+	free(g);
+	return 0;
+}
+
+char *chat_tools_grammar(chat_tool_syntax_t s, const json_t *tools,
+			 const char *name)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort(); /* out of memory */
+	bool llama = s == CHAT_TOOLS_LLAMA31;
+	fprintf(f, "root ::= \"%s{\\\"name\\\": \\\"\" call \"}%s\"\ncall ::= ",
+		llama ? "" : "<tool_call>\\n", llama ? "" : "\\n</tool_call>");
+	int rc = 0, alt = 0;
+	for (size_t i = 0; i < json_array_size(tools); i++)
+		if (!name || !strcmp(tool_name(tools, i), name))
+			fprintf(f, "%s\"%s\\\", \\\"%s\\\": \" t%zu-root", alt++ ? " | " : "",
+				tool_name(tools, i), llama ? "parameters" : "arguments", i);
+	fputc('\n', f);
+	for (size_t i = 0; i < json_array_size(tools) && rc == 0; i++)
+		if (!name || !strcmp(tool_name(tools, i), name))
+			rc = tool_args_gbnf(f, tools, i);
+	fclose(f);
+	if (rc < 0 || !alt) {
+		free(text);
+		if (!alt)
+			err_set("tool_choice names '%.64s', which is not in tools", name);
+		return NULL;
+	}
+	return text;
 }

@@ -86,4 +86,13 @@ void chat_parsed_free(chat_parsed_t *p);
 size_t chat_tools_stream_safe(chat_tool_syntax_t s, const char *text,
 			      size_t n, size_t from, bool *call);
 
+/* The GBNF text (malloc'd, start rule "root") of exactly one call in
+ * syntax s, written as chat_tools_parse reads it, to the function named
+ * name (NULL: any function of tools), its arguments valid under the
+ * function's parameters schema (json_schema.h; none: "{}"). NULL +
+ * err_get() naming the tool whose schema json_schema_to_gbnf refuses, or
+ * a name not in tools. */
+char *chat_tools_grammar(chat_tool_syntax_t s, const json_t *tools,
+			 const char *name);
+
 #endif

@@ -88,6 +88,7 @@ static void gen_run(sched_t *s, forward_t *f, gang_t *g, sched_job_t *j)
 		.user = &c,
 		.stop = (const char *const *)q->stop,
 		.n_stop = q->n_stop,
+		.grammar = q->grammar,
 	};
 	uint64_t t0 = time_now_ns();
 	engine_result_t r;

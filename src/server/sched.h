@@ -90,6 +90,8 @@ typedef struct sched_request {
 	int n_stop;
 	bool stream;       /* keep events for sched_job_next (else only the
 			      final result) */
+	struct grammar *grammar; /* the text must match it (engine.h); owned,
+				    NULL: none */
 	char name[48];     /* unique; names the job's logits file */
 } sched_request_t;
 

@@ -193,6 +193,7 @@ static bool slot_start(batch_t *b, slot_t *sl, sched_job_t *j, int32_t cap, size
 		.user = &sl->c,
 		.stop = (const char *const *)q->stop,
 		.n_stop = q->n_stop,
+		.grammar = q->grammar,
 	};
 	if (s->cfg.logits_dir) { /* tests: "pos id hash" per sampled position */
 		char path[4096];

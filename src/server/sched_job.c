@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "model/grammar.h"
 #include "server/sched_impl.h"
 
 /* ---- references ---- */
@@ -29,6 +30,7 @@ static void job_destroy(sched_job_t *j)
 {
 	free(j->req.ids);
 	free((void *)j->req.sp.bias); /* the request's own (api_request.c) */
+	grammar_free(j->req.grammar);
 	for (int i = 0; i < j->req.n_stop; i++)
 		free(j->req.stop[i]);
 	sbuf_free(&j->text);
