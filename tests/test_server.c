@@ -504,7 +504,7 @@ static const field_case_t chat_fields[] = {
 	{"presence_penalty", "0.5", true},
 	{"prompt_cache_key", "\"k\"", false},
 	{"reasoning_effort", "\"low\"", false},
-	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"response_format", "{\"type\":\"json_object\"}", true},
 	{"safety_identifier", "\"u\"", false},
 	{"seed", "3", true},
 	{"service_tier", "\"auto\"", false},
@@ -525,8 +525,8 @@ static const field_case_t chat_fields[] = {
 	{"min_p", "0.1", true},
 	{"repetition_penalty", "1.1", true},
 	{"repeat_last_n", "32", true},
-	{"grammar", "\"root ::= \\\"a\\\"\"", false},
-	{"json_schema", "{\"type\":\"object\"}", false},
+	{"grammar", "\"root ::= \\\"a\\\"\"", true},
+	{"json_schema", "{\"type\":\"object\"}", true},
 };
 
 /* Every field of OpenAI's (legacy) completions request, besides prompt. */
@@ -552,8 +552,8 @@ static const field_case_t cmpl_fields[] = {
 	{"min_p", "0.1", true},
 	{"repetition_penalty", "1.1", true},
 	{"repeat_last_n", "32", true},
-	{"grammar", "\"root ::= \\\"a\\\"\"", false},
-	{"response_format", "{\"type\":\"json_object\"}", false},
+	{"grammar", "\"root ::= \\\"a\\\"\"", true},
+	{"response_format", "{\"type\":\"json_object\"}", true},
 	{"tools", "[]", false},
 };
 
@@ -1092,6 +1092,64 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The output constraints: grammar, json_schema, response_format compile to
+ * the job's grammar; a bad one is a 400 naming the field and where. */
+static void test_grammar_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q = expect_job(s, "/v1/completions",
+		"{\"prompt\":\"a\",\"grammar\":\"root ::= [0-9]+\"}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"response_format\":{\"type\":"
+		       "\"json_schema\",\"json_schema\":{\"name\":\"x\",\"strict\":true,\"schema\":"
+		       "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}}}}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/completions", "{\"prompt\":\"a\",\"json_schema\":{\"enum\":[1,2]}}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"response_format\":{\"type\":\"text\"}}", &r);
+	assert_null(q->grammar);
+	server_reply_free(&r);
+	/* a grammar that does not parse: its line and column */
+	const char *m = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"grammar\":\"root ::= \\\"a\\\"\\nx ::= (\"}",
+				       "grammar", NULL);
+	if (!strstr(m, "line 2"))
+		fail_msg("'%s' does not name the line", m);
+	/* a schema with an unsupported keyword: its path */
+	m = BAD_CHAT(s, CHAT_BASE ",\"json_schema\":{\"properties\":{\"a\":{\"minimum\":1}}}}",
+		     "json_schema", NULL);
+	assert_non_null(strstr(m, "#/properties/a/minimum"));
+	m = BAD_CHAT(s, CHAT_BASE ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+		     "{\"name\":\"x\",\"schema\":{\"type\":\"string\",\"format\":\"email\"}}}}",
+		     "response_format", NULL);
+	assert_non_null(strstr(m, "#/format"));
+	BAD_CHAT(s, CHAT_BASE ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\"}}}",
+		 "response_format", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"response_format\":{\"type\":\"xml\"}}", "response_format", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"response_format\":\"json\"}", "response_format", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"response_format\":{\"type\":\"json_object\",\"schema\":{}}}",
+		 "response_format", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+		 "{\"schema\":{},\"strict\":\"yes\"}}}", "response_format", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"grammar\":5}", "grammar", NULL);
+	/* two constraints at once */
+	m = BAD_CHAT(s, CHAT_BASE ",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":"
+		     "{\"type\":\"json_object\"}}", "response_format", NULL);
+	assert_non_null(strstr(m, "both constrain"));
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"grammar\":\"root ::= \\\"a\\\"\",\"json_schema\":{}}",
+		       "json_schema", NULL);
+	/* text is no constraint: with a grammar, fine */
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"grammar\":\"root ::= \\\"a\\\"\","
+		       "\"response_format\":{\"type\":\"text\"}}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	server_free(s);
+}
+
 int main(void)
 {
 	log_quiet = true;
@@ -1107,6 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_unsupported_fields),
+		cmocka_unit_test(test_grammar_fields),
 		cmocka_unit_test(test_processing_fields),
 		cmocka_unit_test(test_logprobs_fields),
 		cmocka_unit_test(test_format_logprobs),

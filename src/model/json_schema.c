@@ -573,7 +573,7 @@ static const char *js_visit_string(js_conv_t *c, const json_t *schema, const cha
 			return js_fail(c, "format", "unsupported format \"%s\" (date, time, date-time, uuid)", f);
 		char name[32];
 		snprintf(name, sizeof name, "%s-string", f);
-		return js_need(c, name) ? js_rule_add(c, hint, strdup(name)) : NULL;
+		return js_need(c, name) ? js_rule_find(c, name)->name : NULL;
 	}
 	if (!js_need(c, "string"))
 		return NULL;
@@ -583,7 +583,7 @@ static const char *js_visit_string(js_conv_t *c, const json_t *schema, const cha
 	if (max >= 0 && min > max)
 		return js_fail(c, "minLength", "\"minLength\" %ld is above \"maxLength\" %ld", min, max);
 	if (min == 0 && max < 0)
-		return js_rule_add(c, hint, strdup("string"));
+		return "string";
 	char *rep = js_repeat(min, max);
 	char *body = rep ? js_fmt("\"\\\"\" char%s \"\\\"\"", rep) : NULL;
 	free(rep);
@@ -816,7 +816,7 @@ static const char *js_visit_object(js_conv_t *c, const json_t *schema, const cha
 			return js_fail(c, "required", "\"required\" without \"properties\" is not supported");
 		if (!js_need_any(c))
 			return NULL;
-		return js_rule_add(c, hint, strdup("object-0"));
+		return "object-0";
 	}
 	js_props_t *p = calloc(1, sizeof *p);
 	if (!p) {

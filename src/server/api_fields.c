@@ -44,13 +44,6 @@ static bool is_empty_string(const json_t *v)
 	return json_is_string(v) && json_string_length(v) == 0;
 }
 
-static bool is_text_format(const json_t *v)
-{
-	json_t *t = json_object_get(v, "type");
-	return json_is_object(v) && json_object_size(v) == 1 &&
-	       json_is_string(t) && !strcmp(json_string_value(t), "text");
-}
-
 static bool is_text_modality(const json_t *v)
 {
 	json_t *t = json_array_get(v, 0);
@@ -152,6 +145,22 @@ static const api_field_t fields[] = {
 	{"parallel_tool_calls", F_CHAT, FIELD_USED, 0, 0,
 	 "true (default): every call the answer holds;\n"
 	 "false: the first only"},
+	{"response_format", F_BOTH, FIELD_USED, 0, 0,
+	 "{\"type\": \"text\"} (default), {\"type\":\n"
+	 "\"json_object\"}: any JSON object, or {\"type\":\n"
+	 "\"json_schema\", \"json_schema\": {\"name\", \"schema\",\n"
+	 "\"strict\"}}: JSON valid under the schema (always\n"
+	 "strict; `egang grammar from-schema` shows the\n"
+	 "grammar; unsupported keywords: 400 naming them)"},
+	{"json_schema", F_BOTH, FIELD_USED, 0, 0,
+	 "llama.cpp's: a JSON schema object, as\n"
+	 "response_format's json_schema.schema"},
+	{"grammar", F_BOTH, FIELD_USED, 0, 0,
+	 "llama.cpp's: GBNF text (its grammars/README.md);\n"
+	 "the output matches root. One of grammar,\n"
+	 "json_schema, response_format (400 for two). A\n"
+	 "step where the grammar allows no token ends the\n"
+	 "request with an error"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
@@ -163,9 +172,6 @@ static const api_field_t fields[] = {
 	{"stream_options", F_BOTH, FIELD_DEFAULT, is_stream_options,
 	 "{} or {\"include_usage\": true|false}",
 	 "usage is in the last chunk whatever include_usage"},
-	{"response_format", F_CHAT, FIELD_DEFAULT, is_text_format, "{\"type\": \"text\"}",
-	 "plain text; json_object and json_schema are\n"
-	 "refused (constrained decoding is not built yet)"},
 	{"modalities", F_CHAT, FIELD_DEFAULT, is_text_modality, "[\"text\"]", "text out"},
 	{"store", F_CHAT, FIELD_DEFAULT, is_false, "false", "nothing is stored"},
 	/* ---- refused ---- */
@@ -173,11 +179,6 @@ static const api_field_t fields[] = {
 	 "OpenAI's deprecated form: send tools"},
 	{"function_call", F_CHAT, FIELD_REFUSED, 0, 0,
 	 "OpenAI's deprecated form: send tool_choice"},
-	{"grammar", F_BOTH, FIELD_REFUSED, 0, 0,
-	 "llama.cpp's GBNF: constrained decoding is not\n"
-	 "built yet"},
-	{"json_schema", F_BOTH, FIELD_REFUSED, 0, 0,
-	 "llama.cpp's: constrained decoding is not built yet"},
 	{"audio", F_CHAT, FIELD_REFUSED, 0, 0, "text only"},
 	{"prediction", F_CHAT, FIELD_REFUSED, 0, 0, "no predicted outputs"},
 	{"reasoning_effort", F_CHAT, FIELD_REFUSED, 0, 0, "no reasoning control"},

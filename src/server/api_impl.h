@@ -6,6 +6,8 @@
  *  api_request.c  a generation request's fields into a job (the 400s);
  *  api_tools.c    its tools, tool_choice and parallel_tool_calls, and a
  *                 message's tool_calls;
+ *  api_grammar.c  its output constraint (grammar, json_schema,
+ *                 response_format) compiled to a grammar;
  *  api_tokens.c   /tokenize and /detokenize;
  *  api_fields.c   the table of request fields: which are implemented,
  *                 accepted at their default only, or refused;
@@ -81,6 +83,12 @@ int api_tools_parse(api_t *a, json_t *root, server_job_t *j,
 int api_tools_msg_calls(json_t *m, size_t i, chat_msg_t *msg,
 			server_reply_t *out);
 void api_tools_free_calls(chat_msg_t *msg);
+/* ---- api_grammar.c ---- */
+
+/* The request's grammar, json_schema or response_format (at most one
+ * that constrains) compiled into q->grammar (left NULL when none); 0, or
+ * -1 with out filled with the 400 naming the field and what is wrong. */
+int api_parse_grammar(json_t *root, sched_request_t *q, server_reply_t *out);
 
 /* ---- api_fields.c ---- */
 

@@ -352,7 +352,8 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 	if (parse_limits(a, root, q, chat, out) < 0 ||
 	    parse_sampling(a, root, q, out) < 0 ||
 	    parse_processing(a, root, q, out) < 0 ||
-	    parse_logprobs(root, q, chat, out) < 0)
+	    parse_logprobs(root, q, chat, out) < 0 ||
+	    api_parse_grammar(root, q, out) < 0)
 		return -1;
 	if ((v = json_object_get(root, "stream")) && !json_is_null(v)) {
 		if (!json_is_boolean(v)) {

@@ -73,6 +73,14 @@ static int choice_parse(json_t *v, const json_t *tools, tool_choice_t *tc,
 static int call_grammar(api_t *a, server_job_t *j, const char *name,
 			server_reply_t *out)
 {
+	sched_request_t *q = sched_job_request(j->work);
+	if (q->grammar) {
+		REPLY_ERR(out, 400, "tool_choice", NULL,
+			  "'tool_choice' %s constrains the answer to a call; it cannot "
+			  "go with grammar, json_schema or a JSON response_format",
+			  name ? "naming a function" : "\"required\"");
+		return -1;
+	}
 	char *text = chat_tools_grammar(j->syntax, j->tools, name);
 	grammar_t *g = text ? grammar_parse(text) : NULL;
 	free(text);
@@ -80,7 +88,7 @@ static int call_grammar(api_t *a, server_job_t *j, const char *name,
 		REPLY_ERR(out, 400, "tools", NULL, "%s", err_get());
 		return -1;
 	}
-	sched_job_request(j->work)->grammar = g;
+	q->grammar = g;
 	return 0;
 }
 

@@ -90,8 +90,9 @@ typedef struct sched_request {
 	int n_stop;
 	bool stream;       /* keep events for sched_job_next (else only the
 			      final result) */
-	struct grammar *grammar; /* the text must match it (engine.h); owned,
-				    NULL: none */
+	struct grammar *grammar; /* the output's grammar (model/grammar.h:
+				    grammar, json_schema, response_format),
+				    or NULL; the job owns it */
 	char name[48];     /* unique; names the job's logits file */
 } sched_request_t;
 
