@@ -1,6 +1,7 @@
 /* chat_convo: the conversation and its KV (chat_convo.h). */
 #include "engine/chat_convo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,8 +118,11 @@ static int calls_copy(const json_t *m, size_t i, chat_tool_call_t **calls,
 	*n = 0;
 	if (!tc || json_is_null(tc))
 		return 0;
-	if (chat_calls_from_json(tc, calls, n) < 0)
-		return err_set("messages[%zu].%s", i, err_get());
+	if (chat_calls_from_json(tc, calls, n) < 0) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", err_get());
+		return err_set("messages[%zu].%s", i, why);
+	}
 	for (int k = 0; k < *n; k++) {
 		(*calls)[k].id = NULL;
 		if (!((*calls)[k].name = strdup((*calls)[k].name)))

@@ -391,7 +391,7 @@ static int tool_args_gbnf(FILE *f, const json_t *tools, size_t i)
 	}
 	char *g = json_schema_to_gbnf(params);
 	if (!g)
-		return err_set("tools[%zu].function.parameters: %s", i, err_get());
+		return err_wrap("tools[%zu].function.parameters", i);
 	gbnf_put_prefixed(f, g, pre);
 	free(g);
 	return 0;
