@@ -10,14 +10,19 @@
  * the reference. Schedules run serially and on a gang whose membership
  * changes at random between steps. Models: synthetic f32, q8_0, q4_0 and
  * q4_k_m (2 layers), with KV caches of each type (f32, f16, q8_0). The
- * count of compared logits rows is printed. */
+ * count of compared logits rows is printed. Then the same through the
+ * engine's sequences (engine_seq_*, the server's path) with a grammar on
+ * some of them: constrained and unconstrained sequences in one batch give
+ * the logits (before the mask) and tokens each gives alone. */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/base.h"
+#include "engine/engine.h"
 #include "gang/gang.h"
 #include "kernels/kernels.h"
 #include "model/forward.h"
+#include "model/grammar.h"
 #include "model/model.h"
 
 #include "testutil.h"
@@ -188,6 +193,171 @@ static void test_batch_q8_0(void **state) { (void)state; check_model("q8_0", KV_
 static void test_batch_q4_0(void **state) { (void)state; check_model("q4_0", KV_Q8_0); }
 static void test_batch_q4_k_m(void **state) { (void)state; check_model("q4_k_m", KV_F16); }
 
+/* ---- grammars in a batch (engine_seq_*) ---- */
+
+#define GSEQ 3
+
+typedef struct gseq_out {
+	char *hash;   /* the logits_hash lines: "pos id hash", before the mask */
+	size_t hash_len;
+	char text[4096];
+	size_t text_len;
+	int64_t n;
+	int32_t ids[CTX];
+	engine_stop_t stop;
+} gseq_out_t;
+
+static int gseq_text(void *user, const char *s, size_t n)
+{
+	gseq_out_t *o = user;
+	if (o->text_len + n < sizeof o->text) {
+		memcpy(o->text + o->text_len, s, n);
+		o->text_len += n;
+	}
+	return 0;
+}
+
+/* Runs the sequences in mask `which` (bit i: params[i]) together in batch
+ * steps, each step every live sequence's prompt (first) or last token;
+ * one at a time when which has one bit. Results into out[i]. */
+static void gseq_run(const model_t *m, forward_t *f, const engine_params_t *params,
+		     unsigned which, gseq_out_t *out)
+{
+	engine_seq_t *seq[GSEQ] = {0};
+	forward_kv_t kv[GSEQ] = {0};
+	FILE *hf[GSEQ] = {0};
+	for (int i = 0; i < GSEQ; i++) {
+		if (!(which >> i & 1))
+			continue;
+		memset(&out[i], 0, sizeof out[i]);
+		engine_params_t p = params[i];
+		hf[i] = open_memstream(&out[i].hash, &out[i].hash_len);
+		p.logits_hash = hf[i];
+		p.on_text = gseq_text;
+		p.user = &out[i];
+		int rc = 0;
+		seq[i] = engine_seq_new(m, CTX, &p, &rc);
+		if (!seq[i])
+			fail_msg("engine_seq_new: %s", err_get());
+		assert_int_equal(forward_kv_alloc(f, &kv[i], CTX), 0);
+	}
+	for (;;) {
+		forward_seg_t segs[GSEQ];
+		int who[GSEQ], ns = 0;
+		for (int i = 0; i < GSEQ; i++) {
+			if (!seq[i] || engine_seq_done(seq[i]))
+				continue;
+			int64_t n, np = engine_seq_n_prompt(seq[i]);
+			const int32_t *ids = engine_seq_ids(seq[i], &n);
+			segs[ns] = n == np ? (forward_seg_t){&kv[i], ids, (int32_t)n, 0, true}
+					   : (forward_seg_t){&kv[i], ids + n - 1, 1,
+							     (int32_t)n - 1, true};
+			who[ns++] = i;
+		}
+		if (!ns)
+			break;
+		assert_int_equal(forward_set_segs(f, segs, ns), 0);
+		wave_plan_run_serial(forward_batch_plan(f));
+		assert_int_equal(forward_batch_status(f), 0);
+		for (int k = 0; k < ns; k++) {
+			int rc = engine_seq_accept(seq[who[k]], forward_seg_logits(f, k));
+			if (rc < 0)
+				fail_msg("sequence %d: %s", who[k], err_get());
+			compared++;
+		}
+	}
+	for (int i = 0; i < GSEQ; i++) {
+		if (!seq[i])
+			continue;
+		engine_result_t r;
+		assert_int_equal(engine_seq_finish(seq[i], &r), 0);
+		out[i].stop = r.stop;
+		out[i].n = r.n_prompt + r.n_gen;
+		memcpy(out[i].ids, r.ids, (size_t)out[i].n * sizeof *r.ids);
+		engine_result_free(&r);
+		engine_seq_free(seq[i]);
+		fclose(hf[i]);
+		forward_kv_free(&kv[i]);
+	}
+}
+
+static void gseq_out_free(gseq_out_t *o)
+{
+	for (int i = 0; i < GSEQ; i++)
+		free(o[i].hash);
+}
+
+static void test_batch_grammar(void **state)
+{
+	(void)state;
+	char path[256];
+	snprintf(path, sizeof path, "%s/batch-grammar.gguf", test_tmpdir());
+	quant_mix_t mix;
+	assert_int_equal(quant_mix_from_name("q8_0", &mix), 0);
+	assert_int_equal(synth_write_mix(synth_find("smollm-135m"), &mix, 5, 2, path,
+					 NULL, NULL), 0);
+	model_t *m = model_load(path, NULL);
+	assert_non_null(m);
+	forward_t *f = forward_new_kv(m, CTX, KV_F16, 0);
+	assert_non_null(f);
+	const char *text = "root ::= \"{\\\"k\\\": \" [0-9]{1,4} (\", \" [a-z]+)* \"}\"";
+	grammar_t *g = grammar_parse(text);
+	if (!g)
+		fail_msg("%s", err_get());
+	static const int32_t prompts[GSEQ][5] = {{1, 400, 500, 600, 700},
+						 {1, 401, 501, 601, 701},
+						 {1, 402, 502, 602, 702}};
+	engine_params_t params[GSEQ];
+	for (int i = 0; i < GSEQ; i++)
+		params[i] = (engine_params_t){.prompt_ids = prompts[i], .n_prompt_ids = 5,
+					      .n_predict = 24,
+					      .sampler = {.top_p = 1.0f, .seed = 9}};
+	params[0].grammar = g;          /* constrained, sampled (the full mask) */
+	params[0].sampler.temp = 0.9f;
+	params[1].sampler.temp = 0.0f;  /* unconstrained, greedy */
+	params[2].grammar = g;          /* constrained, greedy (argmax checked first) */
+	params[2].sampler.temp = 0.0f;
+	gseq_out_t alone[GSEQ], together[GSEQ];
+	for (int i = 0; i < GSEQ; i++)
+		gseq_run(m, f, params, 1u << i, alone);
+	gseq_run(m, f, params, 7, together);
+	for (int i = 0; i < GSEQ; i++) {
+		if (alone[i].hash_len != together[i].hash_len ||
+		    memcmp(alone[i].hash, together[i].hash, alone[i].hash_len))
+			fail_msg("sequence %d: logits or tokens differ in the batch:\n%s\n"
+				 "alone:\n%s", i, together[i].hash, alone[i].hash);
+		assert_int_equal(alone[i].n, together[i].n);
+		assert_memory_equal(alone[i].ids, together[i].ids,
+				    (size_t)alone[i].n * sizeof(int32_t));
+		assert_int_equal(alone[i].text_len, together[i].text_len);
+		print_message("sequence %d (%s): %s, \"%.*s\"\n", i,
+			      params[i].grammar ? "grammar" : "free",
+			      engine_stop_name(alone[i].stop), (int)alone[i].text_len,
+			      alone[i].text);
+	}
+	for (int i = 0; i < GSEQ; i += 2) { /* the constrained ones' text */
+		grammar_state_t *s = grammar_state_new(g, NULL);
+		if (grammar_accept_bytes(s, alone[i].text, alone[i].text_len) < 0)
+			fail_msg("sequence %d: text \"%.*s\" is outside the grammar", i,
+				 (int)alone[i].text_len, alone[i].text);
+		if (alone[i].stop == STOP_EOS)
+			assert_true(grammar_done(s));
+		assert_true(alone[i].text_len > 3);
+		grammar_state_free(s);
+	}
+	/* the unconstrained greedy sequence does not follow the grammar by
+	 * itself (a random model), so the mask did work above */
+	grammar_state_t *s = grammar_state_new(g, NULL);
+	assert_int_equal(grammar_accept_bytes(s, alone[1].text, alone[1].text_len), -1);
+	grammar_state_free(s);
+	gseq_out_free(alone);
+	gseq_out_free(together);
+	grammar_free(g);
+	forward_free(f);
+	model_free(m);
+	unlink(path);
+}
+
 /* Bad segments are refused before anything runs. */
 static void test_batch_bad(void **state)
 {
@@ -248,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_batch_q4_0),
 		cmocka_unit_test(test_batch_q4_k_m),
 		cmocka_unit_test(test_batch_bad),
+		cmocka_unit_test(test_batch_grammar),
 	};
 	return cmocka_run_group_tests(tests, NULL, report);
 }

@@ -34,7 +34,7 @@ static void test_parse_errors(void **state)
 	expect_error("item ::= \"a\"\n", "line 1, column 1: no rule named 'root'");
 	expect_error("root ::= \"abc\n", "line 1, column 10: unterminated string literal");
 	expect_error("root ::= [a-z\n", "line 1, column 10: unterminated character class");
-	expect_error("root ::= \"a\"\nx ::= \"\\q\"\n", "line 2, column 8: unknown escape \\q");
+	expect_error("root ::= \"a\"\nx ::= \"\\q\"\n", "line 2, column 8: unknown escape '\\q'");
 	expect_error("root ::= \"\\x4\"\n", "line 1, column 14: expecting 2 hex digits");
 	expect_error("root ::= \"\\U00110000\"\n", "beyond U+10FFFF");
 	expect_error("root = \"a\"\n", "line 1, column 6: expecting '::='");

@@ -4,11 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "gang/membership.h"
+#include "cli/cmd_generate.h"
 #include "engine/chat_convo.h"
 #include "engine/engine.h"
-#include "engine/engine_open.h"
 
 static const char generate_help[] =
 	"usage: egang generate -m MODEL [options]\n"
@@ -53,100 +51,11 @@ static const char generate_help[] =
 	"                          (the format of ../shared/models/expected/*.ids)\n"
 	"      --no-echo           do not print the prompt's text\n"
 	"      --stop STR          stop before STR is generated (repeatable, up to 8)\n"
+	"      --grammar FILE      the text must match this GBNF grammar (llama.cpp's\n"
+	"                          syntax, start rule root); ends at EOS only where the\n"
+	"                          grammar is complete; an error if it gets stuck\n"
 	"  -q, --quiet             no speed report\n"
 	"  -h, --help              this text\n";
-
-typedef struct run_ctx {
-	engine_t *e;
-	membership_t ms;
-	FILE *trace;
-	uint64_t last_ns;
-} run_ctx_t;
-
-static int on_text(void *user, const char *s, size_t n)
-{
-	(void)user;
-	fwrite(s, 1, n, stdout);
-	fflush(stdout);
-	return 0;
-}
-
-/* --trace: the token that just ended: tag, participant mask, microseconds */
-static void trace_token(run_ctx_t *rc)
-{
-	gang_stats_t st;
-	uint64_t now = time_now_ns();
-	gang_stats(rc->e->g, &st);
-	fprintf(rc->trace, "%llu %#x %.1f\n", (unsigned long long)st.tokens,
-		st.last_mask, (double)(now - rc->last_ns) / 1e3);
-}
-
-static void before_token(void *user, uint64_t index)
-{
-	run_ctx_t *rc = user;
-	if (rc->trace && rc->e->g && index > 0)
-		trace_token(rc);
-	rc->last_ns = time_now_ns();
-	membership_before_token(&rc->ms, index);
-}
-
-typedef struct gen_opts {
-	const char *model, *tok, *prompt, *prompt_ids, *hash, *dump, *membership, *trace, *ids,
-		*control, *policies, *system;
-	int64_t n_predict, top_k, seed, ctx;
-	double temp, top_p;
-	int sampler, kv, tmpl; /* tmpl: in chat_names, -1 none */
-	bool no_echo, chat;
-	const char *stops[8];
-	int n_stop;
-	cli_cpus_t cpus;
-	int32_t ids_buf[4096]; int n_ids; /* --prompt-ids */
-	int32_t *chat_ids; int64_t n_chat_ids; /* --chat: the templated prompt */
-} gen_opts_t;
-
-/* Runs the generation on an open engine; an exit code. */
-static int generate(const gen_opts_t *o, run_ctx_t *rc, FILE *hash,
-		    FILE *dump)
-{
-	engine_t *e = rc->e;
-	engine_params_t ep = {
-		.prompt = o->prompt,
-		.prompt_ids = o->chat_ids ? o->chat_ids : o->n_ids ? o->ids_buf : NULL,
-		.n_prompt_ids = o->chat_ids ? o->n_chat_ids : o->n_ids,
-		.n_predict = (int32_t)o->n_predict,
-		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,
-			    .top_k = (int32_t)o->top_k, .seed = (uint64_t)o->seed,
-			    .mode = o->sampler == 1 ? SAMPLER_LLAMA2C : SAMPLER_EGANG},
-		.echo_prompt = !o->no_echo, .stop_at_control = o->chat,
-		.logits_hash = hash, .logits_dump = dump,
-		.before_token = before_token, .on_text = on_text, .user = rc,
-		.stop = o->stops, .n_stop = o->n_stop,
-	};
-	if (membership_start(&rc->ms, e->g) < 0) {
-		log_error("%s", err_get());
-		return EXIT_FAIL;
-	}
-	engine_result_t r;
-	int grc = engine_run(e, &ep, &r);
-	membership_stop(&rc->ms);
-	if (grc < 0) {
-		log_error("%s", err_get());
-		return grc == ENGINE_FAIL ? EXIT_FAIL : EXIT_INPUT;
-	}
-	int status = EXIT_OK;
-	if (rc->trace && e->g)
-		trace_token(rc); /* the last token */
-	if (o->ids && engine_write_ids(o->ids, &r) < 0) {
-		log_error("%s", err_get());
-		status = EXIT_FAIL;
-	}
-	fputc('\n', stdout);
-	fflush(stdout);
-	if (!log_quiet)
-		engine_print_result(e, &r, stderr);
-	engine_result_free(&r);
-	return status;
-}
 
 static const char *const sampler_names[] = {"egang", "llama2c", NULL};
 static const char *const chat_names[] = {"chatml", "llama2", "llama3", "zephyr",
@@ -182,6 +91,7 @@ int cmd_generate(int argc, char **argv)
 		OPT_CHOICE("chat-template", 0, &o.tmpl, chat_names),
 		OPT_STR("system", 0, &o.system, .empty_ok = true),
 		OPT_LIST("stop", 0, o.stops, &o.n_stop),
+		OPT_STR("grammar", 0, &o.grammar_path),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "generate", .help = generate_help, .opts = opts};
@@ -202,8 +112,13 @@ int cmd_generate(int argc, char **argv)
 			  "gang's membership; use one");
 		return EXIT_INPUT;
 	}
+	if (o.grammar_path && !(o.grammar = grammar_load(o.grammar_path))) {
+		log_error("generate: --grammar: %s", err_get());
+		return EXIT_INPUT;
+	}
 	run_ctx_t rc = {0};
 	if (membership_parse(&rc.ms, o.membership) < 0) {
+		grammar_free(o.grammar);
 		log_error("%s", err_get());
 		return EXIT_INPUT;
 	}
@@ -231,7 +146,7 @@ int cmd_generate(int argc, char **argv)
 		log_error("--trace %s: %s", o.trace, strerror(errno));
 		status = EXIT_INPUT;
 	} else {
-		status = generate(&o, &rc, hash, dump);
+		status = generate_run(&o, &rc, hash, dump);
 	}
 	if (hash && fclose(hash) != 0 && status == EXIT_OK) {
 		log_error("--logits-hash: write failed");
@@ -246,5 +161,6 @@ int cmd_generate(int argc, char **argv)
 	engine_close(rc.e);
 	membership_free(&rc.ms);
 	free(o.chat_ids);
+	grammar_free(o.grammar);
 	return status;
 }

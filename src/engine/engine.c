@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/base.h"
+#include "model/grammar.h"
 #include "model/utf8.h"
 
 const char *engine_stop_name(engine_stop_t s)
@@ -248,6 +249,7 @@ typedef struct gen {
 	uint64_t t0, t_prefill;
 	int32_t pos;       /* the position the token loop goes on from */
 	float *logits;     /* of position pos, when the prompt left them */
+	grammar_state_t *gs; /* with p->grammar, else NULL */
 	bool stopped;
 	int rc;
 } gen_t;
@@ -342,6 +344,62 @@ static int logits_check(const float *logits, int32_t vocab, int32_t pos)
 	return ENGINE_FAIL;
 }
 
+/* The matcher of p->grammar (NULL without one, or with *rc = ENGINE_FAIL
+ * + err_get() when memory ran out): on the model's vocabulary trie, with
+ * the control tokens as end tokens where they end the generation. */
+static grammar_state_t *grammar_start(const model_t *m, const engine_params_t *p,
+				      int *rc)
+{
+	if (!p->grammar)
+		return NULL;
+	const grammar_vocab_t *v = model_grammar_vocab(m);
+	grammar_state_t *gs = v ? grammar_state_new(p->grammar, v) : NULL;
+	if (!gs) {
+		*rc = ENGINE_FAIL;
+		return NULL;
+	}
+	grammar_state_set_control_ends(gs, p->stop_at_control);
+	return gs;
+}
+
+/* The token after position pos from logits (finite, vocab), under the
+ * grammar when gs is not NULL: the logits of the tokens it refuses become
+ * -inf before the sampler's chain (bias, penalties, temperature...), and
+ * the matcher takes the token. When the sampler is a plain argmax
+ * (sampler_is_argmax), the argmax is checked first and the whole mask is
+ * computed only when the grammar refuses it: the same token, since the
+ * lowest-id largest logit that the grammar allows is then that one.
+ * ENGINE_FAIL + err_get() when no token is allowed (a stuck grammar) or
+ * memory ran out. */
+static int32_t sample_constrained(grammar_state_t *gs, sampler_t *smp,
+				  float *logits, int32_t vocab, int32_t pos)
+{
+	if (!gs)
+		return sampler_sample(smp, logits);
+	int32_t next = -1;
+	if (sampler_is_argmax(smp)) {
+		next = sampler_argmax(logits, vocab);
+		if (!grammar_allows(gs, next))
+			next = -1;
+	}
+	if (next < 0) {
+		int32_t allowed = grammar_mask(gs, logits);
+		if (allowed < 0)
+			return ENGINE_FAIL;
+		if (allowed == 0) {
+			err_set("grammar: no token of the vocabulary can continue the "
+				"text at position %d (the grammar is stuck)", pos + 1);
+			return ENGINE_FAIL;
+		}
+		next = sampler_sample(smp, logits);
+	}
+	if (grammar_accept(gs, next) < 0) { /* a forced logit bias on a refused token */
+		err_wrap("position %d", pos + 1);
+		return ENGINE_FAIL;
+	}
+	return next;
+}
+
 /* Samples the token after position pos from logits (hash line first);
  * ENGINE_FAIL + err_get() when they are not finite (logits_check). */
 static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
@@ -357,7 +415,9 @@ static int32_t gen_sample(gen_t *s, sampler_t *smp, float *logits,
 		       p->logits_dump);
 	if (logits_check(logits, s->m->cfg.vocab_size, pos) < 0)
 		return ENGINE_FAIL;
-	int32_t next = sampler_sample(smp, logits);
+	int32_t next = sample_constrained(s->gs, smp, logits, s->m->cfg.vocab_size, pos);
+	if (next < 0)
+		return ENGINE_FAIL;
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next,
 			(unsigned long long)h);
@@ -428,6 +488,13 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		free(s.ids);
 		return -1;
 	}
+	int grc = 0;
+	s.gs = grammar_start(m, p, &grc);
+	if (grc < 0) {
+		sampler_free(smp);
+		free(s.ids);
+		return grc;
+	}
 	for (int64_t i = 0; i < s.n_prompt; i++) /* the penalties' window */
 		sampler_accept(smp, s.ids[i], false);
 	int64_t n_prompt = s.n_prompt, n = n_prompt;
@@ -491,6 +558,7 @@ int engine_generate(const model_t *m, forward_t *f, gang_t *g,
 		gang_end(g);
 	gen_finish(&s, n);
 	sampler_free(smp);
+	grammar_state_free(s.gs);
 	return s.rc;
 }
 
@@ -500,6 +568,7 @@ struct engine_seq {
 	int32_t ctx, *ids;
 	int64_t n_prompt, n;
 	sampler_t *smp;
+	grammar_state_t *gs; /* with p->grammar, else NULL */
 	text_out_t out;
 	char piece[512];
 	engine_stop_t stop;
@@ -525,8 +594,12 @@ engine_seq_t *engine_seq_new(const model_t *m, int32_t ctx, const engine_params_
 		return NULL;
 	}
 	s->smp = sampler_new(m->cfg.vocab_size, &p->sampler);
-	if (!s->smp) {
-		*rc = -1;
+	int grc = 0;
+	if (s->smp)
+		s->gs = grammar_start(m, p, &grc);
+	if (!s->smp || grc < 0) {
+		*rc = s->smp ? grc : -1;
+		sampler_free(s->smp);
 		free(s->ids);
 		free(s);
 		return NULL;
@@ -562,7 +635,12 @@ int engine_seq_accept(engine_seq_t *s, float *logits)
 		s->done = true; /* the caller fails the sequence */
 		return ENGINE_FAIL;
 	}
-	int32_t next = sampler_sample(s->smp, logits);
+	int32_t next = sample_constrained(s->gs, s->smp, logits,
+					  s->m->cfg.vocab_size, pos);
+	if (next < 0) {
+		s->done = true; /* the caller fails the sequence */
+		return ENGINE_FAIL;
+	}
 	sampler_accept(s->smp, next, true);
 	if (p->logits_hash)
 		fprintf(p->logits_hash, "%d %d %016llx\n", pos, next, (unsigned long long)h);
@@ -629,6 +707,7 @@ void engine_seq_free(engine_seq_t *s)
 	free(s->ids);
 	free(s->out.buf);
 	sampler_free(s->smp);
+	grammar_state_free(s->gs);
 	free(s);
 }
 

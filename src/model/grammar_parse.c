@@ -36,6 +36,7 @@ typedef struct rule_info {
 	const char *def_at; /* where it is defined (generated: the group or
 			       repetition), NULL until then */
 	const char *ref_at; /* its first reference */
+	int32_t base;       /* the written rule a generated one belongs to */
 	rulebuf_t body;
 	bool defined;
 } rule_info_t;
@@ -147,7 +148,7 @@ static int32_t rule_add(parser_t *p, const char *name, size_t len)
 	}
 	memcpy(copy, name, len);
 	copy[len] = 0;
-	p->rules[p->n_rules] = (rule_info_t){.name = copy};
+	p->rules[p->n_rules] = (rule_info_t){.name = copy, .base = p->n_rules};
 	return p->n_rules++;
 }
 
@@ -171,6 +172,7 @@ static int32_t rule_generate(parser_t *p, int32_t base, const char *at)
 	if (id >= 0) {
 		p->rules[id].def_at = at;
 		p->rules[id].ref_at = at;
+		p->rules[id].base = p->rules[base].base;
 	}
 	return id;
 }
@@ -266,9 +268,10 @@ static const char *parse_char(parser_t *p, const char *pos, uint32_t *cp)
 	case 0:
 		return perr(p, pos, "a backslash at the end of the grammar");
 	default: {
-		char q[32];
-		quote_at(pos + 1, q, sizeof q);
-		return perr(p, pos, "unknown escape \\%s", q + 1 /* drop the quote */);
+		int n = 1; /* the escaped character, whole */
+		while (n < 4 && (((unsigned char)pos[1 + n]) & 0xC0) == 0x80)
+			n++;
+		return perr(p, pos, "unknown escape '\\%.*s'", n, pos + 1);
 	}
 	}
 }
@@ -625,7 +628,44 @@ static int32_t left_rec_visit(const parser_t *p, const bool *nullable,
 /* The user-visible name of rule r: a generated rule names its base. */
 static const char *rule_shown(const parser_t *p, int32_t r)
 {
-	return p->rules[r].name;
+	return p->rules[p->rules[r].base].name;
+}
+
+/* Whether rule r reaches rule target through references to rules that
+ * are not productive (seen: the rules visited). */
+static bool unproductive_reach(const parser_t *p, const bool *productive,
+			       uint8_t *seen, int32_t r, int32_t target)
+{
+	for (const gelem_t *e = p->rules[r].body.e; e->type != GE_END; e++) {
+		if (e->type != GE_REF || productive[e->value])
+			continue;
+		if ((int32_t)e->value == target)
+			return true;
+		if (!seen[e->value]) {
+			seen[e->value] = 1;
+			if (unproductive_reach(p, productive, seen, (int32_t)e->value, target))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The rule to blame when some rule never ends: one on a cycle of such
+ * rules (the others only refer to it), the first in definition order. */
+static int32_t unproductive_culprit(const parser_t *p, const bool *productive,
+				    uint8_t *seen)
+{
+	int32_t first = -1;
+	for (int32_t r = 0; r < p->n_rules; r++) {
+		if (productive[r])
+			continue;
+		if (first < 0)
+			first = r;
+		memset(seen, 0, (size_t)p->n_rules);
+		if (unproductive_reach(p, productive, seen, r, r))
+			return r;
+	}
+	return first;
 }
 
 /* Undefined rules, the root, left recursion, rules that never end. */
@@ -661,12 +701,12 @@ static int grammar_check(parser_t *p, int32_t *root)
 			rc = -1;
 		}
 	}
-	for (int32_t r = 0; r < p->n_rules && rc == 0; r++)
-		if (!productive[r]) {
-			perr(p, p->rules[r].def_at, "rule '%s' can never end (no finite "
-			     "text matches it)", rule_shown(p, r));
-			rc = -1;
-		}
+	int32_t never = rc == 0 ? unproductive_culprit(p, productive, state) : -1;
+	if (never >= 0) {
+		perr(p, p->rules[never].def_at, "rule '%s' can never end (no finite "
+		     "text matches it)", rule_shown(p, never));
+		rc = -1;
+	}
 	free(nullable);
 	free(state);
 	return rc;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "model/grammar.h"
 
 /* The facts of each architecture (model.h): llama.cpp's llama_model_rope_type
  * and the graphs of its models (llama, qwen2, qwen3, gemma3, phi3). */
@@ -53,7 +55,33 @@ void model_free(model_t *m)
 	free(m->layers);
 	free(m->owned);
 	free(m->name_owned);
+	grammar_vocab_free(atomic_load_explicit(&m->grammar_vocab,
+						memory_order_acquire));
 	free(m);
+}
+
+const grammar_vocab_t *model_grammar_vocab(const model_t *m)
+{
+	/* acquire: pairs with the release of the CAS below, so the trie's
+	 * contents are visible before its pointer is used */
+	grammar_vocab_t *v = atomic_load_explicit(&m->grammar_vocab,
+						  memory_order_acquire);
+	if (v)
+		return v;
+	v = grammar_vocab_new(m->tok, m->cfg.vocab_size);
+	if (!v)
+		return NULL;
+	grammar_vocab_t *none = NULL;
+	/* the field is the cache of an object that is never defined const
+	 * (model_load allocates it), so writing through the cast is sound */
+	model_t *mm = (model_t *)m;
+	if (!atomic_compare_exchange_strong_explicit(&mm->grammar_vocab, &none, v,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		grammar_vocab_free(v); /* another thread's copy won */
+		v = none;
+	}
+	return v;
 }
 
 /* Checks the shape-level constraints shared by both formats. */

@@ -147,6 +147,9 @@ typedef struct model {
 	size_t pmem_len;
 	float *owned; /* norms and biases converted to f32 */
 	char *name_owned;
+	/* The tokenizer's bytes as a grammar trie (model/grammar.h), built
+	 * by model_grammar_vocab on first use, freed by model_free. */
+	struct grammar_vocab *_Atomic grammar_vocab;
 } model_t;
 
 /* Where model_load puts the weight matrices.
@@ -181,6 +184,11 @@ void model_set_weights(model_weights_t mode);
  * field and offset on any malformed input. */
 model_t *model_load(const char *path, const char *tok_path);
 void model_free(model_t *m);
+/* The vocabulary trie that grammar masks walk (model/grammar.h), for
+ * logits of cfg.vocab_size: built on the first call (any thread; two
+ * racing callers build it twice and one copy is dropped) and kept until
+ * model_free. NULL + err_get() when memory ran out. */
+const struct grammar_vocab *model_grammar_vocab(const model_t *m);
 
 /* Bytes decode streams from t per token: its packed copy's (Q5_0's is
  * 34/22 of its rows', kernels.h) plus the rows past its last whole group,

@@ -520,6 +520,14 @@ int sampler_logprobs(const sampler_t *s, int32_t id, sampler_logprobs_t *out)
 	return 0;
 }
 
+bool sampler_is_argmax(const sampler_t *s)
+{
+	/* the conditions under which sampler_sample below goes straight to
+	 * sampler_argmax without changing a logit */
+	return s->p.temp == 0.0f && !s->p.n_bias && !(s->h.ring || s->h.n_distinct) &&
+	       !s->kept;
+}
+
 int32_t sampler_sample(sampler_t *s, float *logits)
 {
 	if (s->p.n_bias)

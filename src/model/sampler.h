@@ -105,6 +105,11 @@ void sampler_accept(sampler_t *s, int32_t id, bool generated);
  * with p.logprobs; 0, or -1 when p.logprobs was off or nothing was
  * sampled yet. One pass over the vocabulary, more with alternatives. */
 int sampler_logprobs(const sampler_t *s, int32_t id, sampler_logprobs_t *out);
+/* True when the next sampler_sample is exactly sampler_argmax of the
+ * logits it gets: greedy, no logit bias, no penalty, no logprobs kept.
+ * Then a caller may take the argmax itself (engine.c checks a grammar
+ * against it before computing a whole mask). */
+bool sampler_is_argmax(const sampler_t *s);
 /* Index of the largest value (lowest index on ties); 0 when n <= 1. */
 int32_t sampler_argmax(const float *x, int32_t n);
 /* Index of the first NaN or infinity in x (n,), or -1 when all are

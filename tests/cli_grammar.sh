@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# egang generate --grammar on stories260K (models/, offline): the text
+# matches the grammar for greedy and sampled runs over several seeds, the
+# end comes at EOS only where the grammar is complete, greedy's shortcut
+# (the argmax checked first) gives the tokens of the full mask (top-k 1);
+# max tokens before completion ends with length; a stuck grammar ends
+# with one error line; malformed grammar files are refused with the line
+# and column, exit 2.
+set -u
+cd "$(dirname "$0")/.."
+. tests/lib.sh
+have_repo_models "grammar" || exit 0
+M=(-m "$REPO_MODELS/stories260K.bin" -z "$REPO_MODELS/tok512.bin")
+gen() { "$EGANG" generate "${M[@]}" -p "Once upon a time" --no-echo "$@"; }
+
+cat >"$TMP/story.gbnf" <<'EOF'
+# a sentence about one of three names
+root ::= " " name " " words "." ("\n")?
+name ::= "Lily" | "Tom" | "the " [a-z]+
+words ::= [a-z]+ ( ","? " " [a-z]+ ){1,6}
+EOF
+# the same language as an extended regex
+RE='^ (Lily|Tom|the [a-z]+) [a-z]+(,? [a-z]+){1,6}\.$'
+ok=0 eos=0
+for s in 0 1 2 3 4 5 6 7; do
+	if ((s == 0)); then args=(-t 0); else args=(-t 1 -s "$s"); fi
+	gen "${args[@]}" -n 80 --grammar "$TMP/story.gbnf" >"$TMP/out.$s" 2>"$TMP/err.$s"
+	rc=$?
+	text=$(head -1 "$TMP/out.$s")
+	if [[ $rc == 0 && $text =~ $RE ]]; then ok=$((ok + 1)); else
+		fail "grammar run $s" "rc $rc: '$text' $(head -c 200 "$TMP/err.$s")"; fi
+	grep -q "stop: eos" "$TMP/err.$s" && eos=$((eos + 1))
+done
+[[ $ok == 8 ]] && pass "generate --grammar: 8 runs (greedy, 7 seeds) each match the grammar"
+[[ $eos == 8 ]] && pass "generate --grammar: each ends at EOS once complete" ||
+	fail "grammar eos" "$eos of 8 ended at EOS"
+# free text from the same prompt does not follow it: the mask did the work
+free=$(gen -t 0 -n 40 -q | head -1)
+[[ ! $free =~ $RE ]] && pass "generate without the grammar: the text does not match it" ||
+	fail "free text matched the grammar" "$free"
+# greedy checks the argmax first; temperature 1 with top-k 1 masks every
+# step: the same tokens
+gen -t 0 -n 80 --grammar "$TMP/story.gbnf" --ids "$TMP/greedy.ids" -q >/dev/null
+gen -t 1 --top-k 1 -n 80 --grammar "$TMP/story.gbnf" --ids "$TMP/topk1.ids" -q >/dev/null
+check "grammar: greedy's shortcut gives the full mask's tokens" cmp "$TMP/greedy.ids" "$TMP/topk1.ids"
+# the same logits hashes with and without the grammar up to the first
+# token the grammar changes: the mask comes after the logits
+printf 'root ::= [a-z ,.]+\n' >"$TMP/loose.gbnf"
+gen -t 0 -n 30 --logits-hash "$TMP/free.hash" -q >/dev/null
+gen -t 0 -n 30 --grammar "$TMP/loose.gbnf" --logits-hash "$TMP/loose.hash" -q >/dev/null
+[[ $(head -1 "$TMP/free.hash" | cut -d' ' -f1,3) == $(head -1 "$TMP/loose.hash" | cut -d' ' -f1,3) ]] &&
+	pass "grammar: the first position's logits hash is the same as without it" ||
+	fail "logits hash" "$(head -1 "$TMP/free.hash") vs $(head -1 "$TMP/loose.hash")"
+
+# max tokens before the grammar is complete: length, as without one
+printf 'root ::= [a-z ]+ "."\n' >"$TMP/long.gbnf"
+gen -t 0 -n 5 --grammar "$TMP/long.gbnf" >"$TMP/len.out" 2>"$TMP/len.err"
+rc=$?
+[[ $rc == 0 ]] && grep -q "stop: length" "$TMP/len.err" &&
+	pass "grammar: -n before completion ends with length" || fail "length" "rc $rc $(cat "$TMP/len.err")"
+
+# stuck: no token of the vocabulary gives the byte 0x01 (a control byte
+# the engine drops): an error after the text so far, exit 1
+printf 'root ::= " Tom" "\\x01"\n' >"$TMP/stuck.gbnf"
+expect_exit "grammar: a stuck grammar ends with one error line" 1 \
+	"grammar: no token of the vocabulary can continue the text at position [0-9]+ \\(the grammar is stuck\\)" \
+	gen -t 0 -n 20 -q --grammar "$TMP/stuck.gbnf"
+
+# malformed files: one line naming the file, line and column; exit 2
+bad() { # name text pattern
+	printf '%b' "$2" >"$TMP/bad.gbnf"
+	expect_exit "grammar file: $1" 2 "--grammar: grammar $TMP/bad.gbnf: $3" \
+		gen -t 0 -n 5 --grammar "$TMP/bad.gbnf"
+}
+bad "empty" '' "line 1, column 1: empty grammar"
+bad "undefined rule" 'root ::= a b\na ::= "x"\n' "line 1, column 12: undefined rule 'b'"
+bad "unterminated string" 'root ::= "abc\n' "line 1, column 10: unterminated string literal"
+bad "bad escape" 'root ::= "\\q"\n' "line 1, column 11: unknown escape '\\\\q'"
+bad "no root" 'start ::= "a"\n' "line 1, column 1: no rule named 'root'"
+bad "left recursion" 'root ::= root "a" | "a"\n' "line 1, column 1: rule 'root' is left-recursive"
+bad "never ends" 'root ::= "a" x\nx ::= "b" x\n' "line 2, column 1: rule 'x' can never end"
+bad "missing ::=" '# c\n\nroot "a"\n' "line 3, column 6: expecting '::='"
+expect_exit "grammar file: missing file" 2 "--grammar: grammar /nonexistent.gbnf: No such file" \
+	gen -t 0 -n 5 --grammar /nonexistent.gbnf
+"$EGANG" generate --help | grep -q -- "--grammar FILE" && pass "generate --help lists --grammar" ||
+	fail "--help" "no --grammar"
