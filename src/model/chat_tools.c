@@ -230,9 +230,21 @@ static chat_call_out_t *parsed_add(chat_parsed_t *p)
 	return memset(&p->calls[p->n_calls++], 0, sizeof *p->calls);
 }
 
+/* The length of text[0..n) without a tail that begins the closing tag
+ * (a generation cut by its token limit inside it). */
+static size_t cut_partial_close(const char *text, size_t n)
+{
+	const size_t nc = strlen(CALL_CLOSE);
+	for (size_t k = nc - 1; k > 0; k--)
+		if (k <= n && !memcmp(text + n - k, CALL_CLOSE, k))
+			return n - k;
+	return n;
+}
+
 /* Hermes: text, then <tool_call> blocks separated by white space only;
- * the last block's closing tag may be missing (the generation ended
- * on the end-of-turn token right after the object). */
+ * the last block's closing tag may be missing or cut (the generation
+ * ended on the end-of-turn token right after the object, or on its token
+ * limit inside the tag). */
 static bool parse_hermes(const char *text, size_t n, const json_t *tools,
 			 chat_parsed_t *out)
 {
@@ -248,7 +260,7 @@ static bool parse_hermes(const char *text, size_t n, const json_t *tools,
 			return false;
 		p += no;
 		const char *q = memmem(p, (size_t)(end - p), CALL_CLOSE, nc);
-		const char *body_end = q ? q : end;
+		const char *body_end = q ? q : p + cut_partial_close(p, (size_t)(end - p));
 		if (!call_read(p, (size_t)(body_end - p), NULL, tools, parsed_add(out)))
 			return false;
 		p = q ? q + nc : end;
