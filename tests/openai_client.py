@@ -455,21 +455,50 @@ def _():
            c.finish_reason in ("stop", "length"), "choice %r" % c)
 
 
-@check("response_format json_object raises BadRequestError naming it")
+@check("response_format json_schema: the content is JSON valid under the "
+       "schema (required keys, types, maxLength)")
 def _():
-    expect_refused(openai.BadRequestError, 400, "unsupported_parameter",
-                   "response_format",
-                   lambda: chat(max_tokens=4,
-                                response_format={"type": "json_object"}))
+    schema = {"type": "object",
+              "properties": {"name": {"type": "string", "maxLength": 12},
+                             "age": {"type": "integer"}},
+              "required": ["name", "age"], "additionalProperties": False}
+    r = chat(max_tokens=300, temperature=0, response_format={
+        "type": "json_schema",
+        "json_schema": {"name": "person", "schema": schema, "strict": True}})
+    text = r.choices[0].message.content
+    expect(r.choices[0].finish_reason == "stop", "finish_reason %s: %r" % (
+        r.choices[0].finish_reason, text))
+    doc = json.loads(text)
+    expect(sorted(doc) == ["age", "name"], "keys %r" % sorted(doc))
+    expect(isinstance(doc["name"], str) and len(doc["name"]) <= 12 and
+           isinstance(doc["age"], int) and not isinstance(doc["age"], bool),
+           "values %r" % doc)
 
 
-@check("extra_body fields (grammar; an unknown one) raise BadRequestError "
-       "naming them")
+@check("response_format with an unsupported schema keyword raises "
+       "BadRequestError naming the schema path")
 def _():
-    expect_refused(openai.BadRequestError, 400, "unsupported_parameter",
-                   "grammar", lambda: client.completions.create(
-                       model=MODEL, prompt=PROMPT, max_tokens=4,
-                       extra_body={"grammar": 'root ::= "a"'}))
+    try:
+        chat(max_tokens=4, response_format={
+            "type": "json_schema", "json_schema": {"name": "n", "schema": {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 0}}}}})
+    except openai.BadRequestError as e:
+        expect(e.status_code == 400 and e.param == "response_format",
+               "status %d param %r" % (e.status_code, e.param))
+        expect("#/properties/n/minimum" in str(e), str(e)[:200])
+    else:
+        expect(False, "no exception")
+
+
+@check("extra_body grammar constrains a completion; an unknown field raises "
+       "BadRequestError naming it")
+def _():
+    r = client.completions.create(
+        model=MODEL, prompt=PROMPT, max_tokens=8, temperature=0,
+        extra_body={"grammar": 'root ::= "a" [0-9] [0-9] [0-9]'})
+    t = r.choices[0].text
+    expect(len(t) == 4 and t[0] == "a" and t[1:].isdigit(), repr(t))
     expect_refused(openai.BadRequestError, 400, "unsupported_parameter",
                    "frobnicate", lambda: chat(
                        max_tokens=4, extra_body={"frobnicate": 1}))

@@ -718,6 +718,8 @@ static bool js_props_add(js_conv_t *c, js_props_t *p, const json_t *schema)
 static const char *js_object_rule(js_conv_t *c, const js_props_t *p, const json_t *addl, const char *hint)
 {
 	const char *kv[257];
+	if (!js_need(c, "ws"))
+		return NULL;
 	for (size_t i = 0; i < p->n; i++) {
 		size_t old = js_path_push(c, "properties");
 		js_path_push(c, p->names[i]);
@@ -806,8 +808,6 @@ static const char *js_object_rule(js_conv_t *c, const js_props_t *p, const json_
 
 static const char *js_visit_object(js_conv_t *c, const json_t *schema, const char *hint)
 {
-	if (!js_need(c, "ws"))
-		return NULL;
 	const json_t *addl = json_object_get(schema, "additionalProperties");
 	if (addl && !json_is_boolean(addl) && !json_is_object(addl))
 		return js_fail(c, "additionalProperties", "\"additionalProperties\" must be a boolean or a schema");

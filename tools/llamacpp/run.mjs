@@ -17,6 +17,13 @@
 //       5e-6 without it; doc/kquant-check). With EGANG_LLAMA_LOGPROBS=PREFIX,
 //       prompt i's N steps of log-probabilities (vocab float64 each, from
 //       the binding's softmax of llama.cpp's logits) go to PREFIX.i
+//   node run.mjs grammar MODEL THREADS N GBNF_FILE IDS
+//       as check, for one prompt, with the generation constrained by the
+//       GBNF grammar (llama.cpp's grammar sampler through
+//       llama.createGrammar): up to N greedy tokens, the end-of-generation
+//       token included when the grammar lets the model end ('sequence_ids:
+//       p1 .. pk t1 .. tm', then 'text: JSON-STRING' of the generated
+//       tokens); tools/llamacpp/grammar-agreement
 //
 // EGANG_NLC_DIR is the folder holding node_modules/node-llama-cpp. The
 // prebuilt CPU binaries of @node-llama-cpp/linux-x64 are used as they are:
@@ -44,8 +51,8 @@ function die(msg) {
 }
 
 const [mode, modelPath, threadsArg, a4, a5] = process.argv.slice(2);
-if (!["bench", "ids", "check"].includes(mode) || !modelPath || !threadsArg)
-	die("usage: run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS...");
+if (!["bench", "ids", "check", "grammar"].includes(mode) || !modelPath || !threadsArg)
+	die("usage: run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS... | grammar MODEL THREADS N GBNF_FILE IDS");
 const threads = Number(threadsArg);
 if (!Number.isInteger(threads) || threads < 1) die(`bad thread count '${threadsArg}'`);
 const nlcDir = process.env.EGANG_NLC_DIR;
@@ -61,7 +68,7 @@ const nTasks = () => readdirSync("/proc/self/task").length;
 const tasksBefore = nTasks();
 const context = await model.createContext({
 	contextSize: Number(process.env.EGANG_LLAMA_CTX ?? 512), batchSize: 512, threads,
-	...(mode === "check" ? {
+	...(mode === "check" || mode === "grammar" ? {
 		flashAttention: false,
 		experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
 	} : {}),
@@ -137,6 +144,21 @@ if (mode === "check") {
 		index++;
 		process.stdout.write(`sequence_ids: ${[...prompt, ...out].join(" ")}\n`);
 	}
+} else if (mode === "grammar") {
+	const n = Number(a4);
+	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
+	const list = process.argv[7];
+	const prompt = (list ?? "").split(",").map(Number);
+	if (!list || prompt.some((t) => !Number.isInteger(t) || t < 0)) die(`bad prompt ids '${list}'`);
+	const grammar = await llama.createGrammar({ grammar: readFileSync(a5, "utf8") });
+	const state = new nlc.LlamaGrammarEvaluationState({ model, grammar });
+	const out = [];
+	for await (const tok of seq.evaluate(prompt, { temperature: 0, grammarEvaluationState: state, yieldEogToken: true })) {
+		out.push(tok);
+		if (out.length >= n || model.isEogToken(tok)) break;
+	}
+	process.stdout.write(`sequence_ids: ${[...prompt, ...out].join(" ")}\n`);
+	process.stdout.write(`text: ${JSON.stringify(model.detokenize(out.filter((t) => !model.isEogToken(t))))}\n`);
 } else if (mode === "ids") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
