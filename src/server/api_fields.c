@@ -131,11 +131,11 @@ static const api_field_t fields[] = {
 	{"tools", F_CHAT, FIELD_USED, 0, 0,
 	 "[{\"type\": \"function\", \"function\": {name,\n"
 	 "description, parameters}}]: shown to the model in\n"
-	 "its chat template's tool syntax (Hermes/Qwen\n"
-	 "<tool_call> for ChatML and Qwen3, Llama 3.1's JSON,\n"
-	 "the Hermes syntax in plain turns for the others);\n"
-	 "a call in the answer becomes message.tool_calls,\n"
-	 "finish_reason \"tool_calls\""},
+	 "its template's tool syntax (<tool_call> blocks for\n"
+	 "ChatML and Qwen3, Llama 3.1's JSON, <tool_call>\n"
+	 "blocks in plain turns for the others); a call in\n"
+	 "the answer becomes message.tool_calls (streamed:\n"
+	 "delta.tool_calls), finish_reason \"tool_calls\""},
 	{"tool_choice", F_CHAT, FIELD_USED, 0, 0,
 	 "\"auto\" (with tools; unconstrained: text or\n"
 	 "calls), \"none\" (tools not shown, text only),\n"
