@@ -76,29 +76,6 @@ static const char *piece_or_empty(const tokenizer_t *tok, int32_t id)
 	return p ? p : "";
 }
 
-/* A ChatML template's default system message: the literal text of
- * '<|im_start|>system\n...<|im_end|>' in a template that tests
- * messages[0]['role'] != 'system' (as SmolLM2's and Qwen2.5's do; the
- * newline written as one or as the escape \n). Jinja string escapes \n,
- * \' and \\ are undone; a literal that holds an expression (a quote, a
- * brace) is not a default. NULL when there is none (aborts on out of
- * memory). */
-static char *chatml_default_system_at(const char *p);
-
-static char *chatml_default_system(const char *text)
-{
-	if (!text || (!strstr(text, "messages[0]['role'] != 'system'") &&
-		      !strstr(text, "messages[0]['role'] == 'system'")))
-		return NULL;
-	/* the first literal that is plain text (Qwen2.5 writes the header
-	 * alone in its tools branch, before the default) */
-	static const char head[] = "<|im_start|>system";
-	char *d = NULL;
-	for (const char *p = strstr(text, head); p && !d; p = strstr(p + 1, head))
-		d = chatml_default_system_at(p + sizeof head - 1);
-	return d;
-}
-
 /* The default system message whose literal starts at p (just after
  * "<|im_start|>system"), NULL if the literal is not plain text. */
 static char *chatml_default_system_at(const char *p)
@@ -129,6 +106,28 @@ static char *chatml_default_system_at(const char *p)
 	}
 	*o = '\0';
 	return out;
+}
+
+/* A ChatML template's default system message: the literal text of
+ * '<|im_start|>system\n...<|im_end|>' in a template that tests
+ * messages[0]['role'] != 'system' (SmolLM2's) or == 'system' with the
+ * default in its else branch (Qwen2.5's; the newline written as one or as
+ * the escape \n). Jinja string escapes \n,
+ * \' and \\ are undone; a literal that holds an expression (a quote, a
+ * brace) is not a default. NULL when there is none (aborts on out of
+ * memory). */
+static char *chatml_default_system(const char *text)
+{
+	if (!text || (!strstr(text, "messages[0]['role'] != 'system'") &&
+		      !strstr(text, "messages[0]['role'] == 'system'")))
+		return NULL;
+	/* the first literal that is plain text (Qwen2.5 writes the header
+	 * alone in its tools branch, before the default) */
+	static const char head[] = "<|im_start|>system";
+	char *d = NULL;
+	for (const char *p = strstr(text, head); p && !d; p = strstr(p + 1, head))
+		d = chatml_default_system_at(p + sizeof head - 1);
+	return d;
 }
 
 chat_template_t *chat_template_new(const char *text, const tokenizer_t *tok)

@@ -11,8 +11,11 @@
  *     tokens such as <|im_start|>).
  * The template kind is recognised from markers in tokenizer.chat_template
  * (chat_kind); each kind renders as its reference template does for
- * system, user and assistant messages. A Jinja interpreter would replace
- * the kinds behind the same two calls. */
+ * system, user and assistant messages, and for tools, an assistant's tool
+ * calls and tool results in the kind's tool syntax (chat_tools.h: ChatML
+ * and Qwen3 as Qwen2.5/Qwen3, Llama 3.1 as its template, the other kinds
+ * through a documented generic fallback). A Jinja interpreter would
+ * replace the kinds behind the same two calls. */
 #ifndef EGANG_CHAT_H
 #define EGANG_CHAT_H
 
