@@ -414,18 +414,19 @@ def _():
 
 
 @check("tools streamed (tool_choice required): the tool_calls deltas "
-       "assemble into the same call")
+       "assemble into the same call, no content")
 def _():
     s = client.chat.completions.create(
         model=MODEL, messages=TOOL_ASK, tools=[TOOL], max_tokens=64,
         temperature=0, tool_choice="required", stream=True)
     with s:
         chunks = list(s)
-    calls, finish = {}, []
+    calls, finish, content = {}, [], ""
     for ch in chunks:
         for c in ch.choices:
             if c.finish_reason:
                 finish.append(c.finish_reason)
+            content += c.delta.content or ""
             for tc in c.delta.tool_calls or []:
                 if tc.index not in calls:  # the first: id, type, name
                     expect(tc.id and tc.type == "function" and
@@ -433,6 +434,7 @@ def _():
                     calls[tc.index] = [tc.id, tc.function.name, ""]
                 calls[tc.index][2] += tc.function.arguments or ""
     expect(finish == ["tool_calls"], "finish_reasons %r" % finish)
+    expect(content == "", "content deltas %r beside the call" % content)
     expect(list(calls) == [0], "calls %r" % calls)
     want = seen["tool_message"].tool_calls[0].function
     expect(calls[0][1:] == [want.name, want.arguments],

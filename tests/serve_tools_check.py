@@ -178,7 +178,7 @@ for what, choice in [("required", "required")] + [
 st, text = post("/v1/chat/completions", {"messages": USER, "tools": TOOLS, "tool_choice": "required",
                                          "max_tokens": MAX_CALL, "temperature": 0.9, "seed": 8,
                                          "stream": True})
-calls, finish, done, first = {}, None, False, True
+calls, finish, done, first, content = {}, None, False, True, ""
 for line in text.splitlines():
     if not line.startswith("data: "):
         continue
@@ -188,6 +188,7 @@ for line in text.splitlines():
     ev = json.loads(line[6:])
     c = ev["choices"][0]
     finish = c.get("finish_reason") or finish
+    content += c.get("delta", {}).get("content") or ""
     for tc in c.get("delta", {}).get("tool_calls") or []:
         k = tc["index"]
         if k not in calls:  # its first delta: id, type and name
@@ -195,9 +196,10 @@ for line in text.splitlines():
             calls[k] = {"id": tc.get("id"), "type": tc.get("type"),
                         "function": {"name": tc["function"].get("name"), "arguments": ""}}
         calls[k]["function"]["arguments"] += tc.get("function", {}).get("arguments", "")
-ok("streamed required call: deltas assemble into one valid call, finish_reason tool_calls",
+ok("streamed required call: deltas assemble into one valid call, no content, "
+   "finish_reason tool_calls",
    st == 200 and done and first and finish == "tool_calls" and len(calls) == 1 and
-   args_ok(calls[0]), f"{st} {calls} {finish} {text[-300:]}")
+   args_ok(calls[0]) and content == "", f"{st} {calls} {finish} {content!r} {text[-300:]}")
 
 # the call and its result sent back
 st, r = post_json("/v1/chat/completions", {"messages": USER + [
