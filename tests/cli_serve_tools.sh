@@ -11,7 +11,9 @@
 # same), and, with the real tokenizers (tools/tokenizers.sh; skipped when
 # they cannot be fetched), one-layer random-weight models carrying the
 # Qwen3 vocabulary and template (Hermes) and the Llama 3 vocabulary with
-# the Llama 3.1 template (tests/data/chat-templates/llama3.1.jinja).
+# the Llama 3.1 template (tests/data/chat-templates/llama3.1.jinja); and
+# SmolLM2-135M-Instruct when tools/models.sh installed it (a required call
+# asks about the city the user named).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -57,5 +59,35 @@ PY
 	rm -f "$TMP/llama31.gguf"
 else
 	skip serve-tools-real "the real tokenizers could not be fetched (tools/tokenizers.sh)"
+fi
+
+# a real instruct model (SmolLM2-135M-Instruct, ChatML), when
+# tools/models.sh installed it: a required call names the city asked about
+SMOL=$(tools/models.sh --path smollm2-135m-instruct)
+if [[ -f $SMOL ]]; then
+	if start_server smollm2 -m "$SMOL" --ctx 2048 -q; then
+		/usr/bin/python3 - "$URL" <<'PY'
+import json, sys, urllib.request
+body = {"messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": [{"type": "function", "function": {
+            "name": "get_weather", "description": "Get the current weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30}},
+                           "required": ["city"]}}}],
+        "tool_choice": "required", "max_tokens": 80, "temperature": 0}
+req = urllib.request.Request(sys.argv[1] + "/v1/chat/completions", json.dumps(body).encode(),
+                             {"Content-Type": "application/json"})
+r = json.load(urllib.request.urlopen(req, timeout=120))
+c = r["choices"][0]
+calls = c["message"].get("tool_calls") or [{}]
+f = calls[0].get("function", {})
+good = (c["finish_reason"] == "tool_calls" and f.get("name") == "get_weather" and
+        "paris" in json.loads(f.get("arguments", "{}")).get("city", "").lower())
+print(("PASS: smollm2: a required call asks get_weather about Paris" if good else
+       "FAIL: smollm2: a required call asks get_weather about Paris (%s)" % json.dumps(r)[:400]))
+PY
+		stop_server smollm2
+	fi
+else
+	skip smollm2-tools "SmolLM2-135M-Instruct is not installed (tools/models.sh smollm2-135m-instruct)"
 fi
 exit 0
