@@ -138,9 +138,9 @@ expect_exit "agent missing -m" 2 "bench agent: -m/--model is required" "$EGANG" 
 expect_exit "agent bad --decisions" 2 "--decisions: 0 is out of range" "$EGANG" bench agent -m $TMP/m.gguf --decisions 0
 "$EGANG" bench agent -m $TMP/m.gguf --decisions 10 > $TMP/agent.out 2>&1; rc=$?
 n=$(grep -c '^bench agent: regime ' $TMP/agent.out)
-if [[ $rc -eq 0 && $n -eq 5 ]] && grep -q 'decisions 10 valid [0-9]* .* chance 14.3%' $TMP/agent.out &&
+if [[ $rc -eq 0 && $n -eq 5 ]] && grep -q 'decisions 10 valid [0-9]* .* answers_valid 10 (100.0%) .* chance 14.3%' $TMP/agent.out &&
    [[ $(grep '^bench agent: answers' $TMP/agent.out | grep -o '=[0-9]*' | tr -d = | awk '{s += $1} END {print s}') -eq 10 ]]; then
-	pass "bench agent: 10 decisions, 5 regimes, 7 choices, answers add up"
+	pass "bench agent: 10 decisions, 5 regimes, 7 choices, answers add up, all valid (the answer grammar)"
 else fail "bench agent: 10 decisions" "rc=$rc $(tail -3 $TMP/agent.out)"; fi
 "$EGANG" bench agent -m $TMP/m.gguf --decisions 4 --two-choice > $TMP/agent2.out 2>&1
 if grep -q 'variant two-choice decisions 4 .* chance 50.0%' $TMP/agent2.out; then

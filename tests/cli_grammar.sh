@@ -84,3 +84,14 @@ expect_exit "grammar file: missing file" 2 "--grammar: grammar /nonexistent.gbnf
 	gen -t 0 -n 5 --grammar /nonexistent.gbnf
 "$EGANG" generate --help | grep -q -- "--grammar FILE" && pass "generate --help lists --grammar" ||
 	fail "--help" "no --grammar"
+
+# bench grammar: the summary line, on the story grammar and the built-in
+# JSON one (which the tiny model follows only through the mask)
+"$EGANG" bench grammar "${M[@]}" -p "Once upon a time" -n 24 -r 1 -q --grammar "$TMP/story.gbnf" >"$TMP/bench.out" 2>&1
+rc=$?
+grep -Eq '^bench grammar: .* vocab=512 trie_nodes=[0-9]+ .* greedy tok/s free/grammar [0-9.]+/[0-9.]+ .* sampled tok/s free/grammar [0-9.]+/[0-9.]+ .* mask_us p50/p99/max [0-9.]+/[0-9.]+/[0-9.]+ .* vocab_ms [0-9.]+$' "$TMP/bench.out" &&
+	[[ $rc == 0 ]] && pass "bench grammar --grammar FILE: the summary line" || fail "bench grammar" "rc $rc $(tail -2 "$TMP/bench.out")"
+"$EGANG" bench grammar "${M[@]}" -n 24 -r 1 -q >"$TMP/bench.out" 2>&1
+rc=$?
+grep -q '^bench grammar: .* grammar=json ' "$TMP/bench.out" && [[ $rc == 0 ]] &&
+	pass "bench grammar: the built-in JSON grammar" || fail "bench grammar json" "rc $rc $(tail -2 "$TMP/bench.out")"

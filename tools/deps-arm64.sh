@@ -7,17 +7,10 @@ set -eu
 pkgs=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
       libcmocka-dev:arm64 libhwloc-dev:arm64 libjansson-dev:arm64
       libmicrohttpd-dev:arm64 libpcre2-dev:arm64 libcurl4-openssl-dev:arm64)
-sudo=""
-[[ $(id -u) -ne 0 ]] && sudo="sudo"
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing+=("$p")
-done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-echo "egang: installing missing arm64 packages: ${missing[*]}" >&2
-dpkg --print-foreign-architectures | grep -qx arm64 ||
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	echo "egang: adding the arm64 architecture to dpkg" >&2
+	sudo=""
+	[[ $(id -u) -ne 0 ]] && sudo="sudo"
 	$sudo dpkg --add-architecture arm64
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+exec "$(dirname "$0")/apt-ensure.sh" --label arm64 "${pkgs[@]}"

@@ -93,6 +93,7 @@ int agent_eval_run(controller_t *c, int decisions, bool two_choice,
 		if (a >= 0 && a < 10)
 			out->answers[a]++;
 		out->valid += !d.raw_invalid;
+		out->answers_valid += a >= 0 && a < c->cfg.n_arms;
 		bool ok = a == agent_regime_best(r, two_choice);
 		out->correct += ok;
 		out->per_correct[r] += ok;

@@ -15,7 +15,8 @@
  * cores kept for tenants cost nothing).
  *
  * What it measures is how the answers relate to the regimes: valid raw
- * answers (the unconstrained argmax is a valid index), correct constrained
+ * answers (the unconstrained argmax is a valid index), valid answers (the
+ * grammar-constrained ones: all, by construction), correct constrained
  * answers against chance (1 / choices) and against the best constant
  * answer, the distribution of answers (a constant answer is flagged), and
  * the decision latency. With a model that was never trained for this it
@@ -52,6 +53,7 @@ void agent_eval_lib(policy_lib_t *lib, int n_slots, bool two_choice);
 
 typedef struct agent_eval {
 	int decisions, choices, valid, correct;
+	int answers_valid; /* constrained answers that are an index < choices */
 	double chance;   /* 1 / choices */
 	double majority; /* the best constant answer's share correct */
 	int answers[10];

@@ -90,6 +90,7 @@ static const char bench_help[] =
 	"  matvec      GB/s of the matvec kernels per type, in L2 and from memory\n"
 	"  knobs       a scalar scheduler knob's cost against the index store\n"
 	"  agent       the agent controller over fixed telemetry regimes\n"
+	"  grammar     decode tok/s with and without a grammar, the mask's cost\n"
 	"\n`egang bench WHAT --help` lists its options.\n";
 
 static const struct {
@@ -109,6 +110,7 @@ static const struct {
 	{"membw", cmd_bench_membw},
 	{"knobs", cmd_bench_knobs},
 	{"agent", cmd_bench_agent},
+	{"grammar", cmd_bench_grammar},
 	{"matvec", cmd_bench_matvec},
 };
 

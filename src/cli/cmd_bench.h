@@ -16,5 +16,6 @@ int cmd_bench_membw(int argc, char **argv);      /* cmd_bench_membw.c */
 int cmd_bench_matvec(int argc, char **argv);
 int cmd_bench_knobs(int argc, char **argv);      /* cmd_bench_knobs.c */
 int cmd_bench_agent(int argc, char **argv);      /* cmd_bench_agent.c */
+int cmd_bench_grammar(int argc, char **argv);    /* cmd_bench_grammar.c */
 
 #endif

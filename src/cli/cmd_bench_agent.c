@@ -15,7 +15,9 @@ static const char agent_help[] =
 	"Replays five fixed telemetry regimes (idle, steady, burst, saturation,\n"
 	"antagonist), each with a known best record, to the agent controller\n"
 	"(`egang control --agent`: the model answers one digit) for N decisions,\n"
-	"round robin. Reports valid raw answers, correct answers against chance\n"
+	"round robin. Reports valid raw answers (the unconstrained argmax),\n"
+	"valid answers (through the answer grammar: all, by construction),\n"
+	"correct answers against chance\n"
 	"and against the best constant answer, the answers' distribution (a\n"
 	"constant answer is flagged), decision latency p50/p99. A model never\n"
 	"trained for this measures the plumbing, not judgement.\n"
@@ -36,10 +38,12 @@ static void print_eval(const char *model, const char *tmpl, bool two,
 		       const agent_eval_t *v)
 {
 	printf("bench agent: model %s template %s variant %s decisions %d valid %d (%.1f%%) "
+	       "answers_valid %d (%.1f%%) "
 	       "correct %d (%.1f%%) chance %.1f%% best_constant %.1f%% "
 	       "decision_ms p50 %.3f p99 %.3f%s\n", model, tmpl,
 	       two ? "two-choice" : "full", v->decisions, v->valid,
-	       100.0 * v->valid / v->decisions, v->correct,
+	       100.0 * v->valid / v->decisions, v->answers_valid,
+	       100.0 * v->answers_valid / v->decisions, v->correct,
 	       100.0 * v->correct / v->decisions, 100 * v->chance,
 	       100 * v->majority, v->p50_ms, v->p99_ms,
 	       v->constant ? " CONSTANT-ANSWER" : "");

@@ -816,6 +816,16 @@ bool grammar_allows(grammar_state_t *s, int32_t id)
 				    v->tok_off[id + 1] - v->tok_off[id]);
 }
 
+bool grammar_completes(grammar_state_t *s, int32_t id)
+{
+	const grammar_vocab_t *v = s->v;
+	if (!v || id < 0 || id >= v->n_logits || v->kind[id] != VT_TEXT)
+		return false;
+	mstate_t st = state_bytes(s, s->cur, v->bytes + v->tok_off[id],
+				  v->tok_off[id + 1] - v->tok_off[id]);
+	return state_done(s, st);
+}
+
 int grammar_accept(grammar_state_t *s, int32_t id)
 {
 	const grammar_vocab_t *v = s->v;

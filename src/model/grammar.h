@@ -77,6 +77,10 @@ int32_t grammar_mask(grammar_state_t *s, float *logits);
 /* Whether token id may come next (what grammar_mask would leave), without
  * computing the whole mask: greedy decoding checks the argmax first. */
 bool grammar_allows(grammar_state_t *s, int32_t id);
+/* Whether the text after token id would be a complete match of root (id
+ * allowed, an end token never counts); does not change s. A one-token
+ * answer picks among the tokens that complete (the agent controller). */
+bool grammar_completes(grammar_state_t *s, int32_t id);
 /* Advances the matcher by token id; 0, or -1 + err_get() when id was not
  * allowed (the state is then unchanged). An end token is allowed only
  * where the grammar can end, and leaves the state as it was. */

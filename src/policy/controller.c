@@ -387,7 +387,7 @@ int controller_answer_digit(const char *piece)
 /* Marks every token whose piece is an answer (controller_answer_digit);
  * a digit spelled by no piece falls back to its one-token encoding (a
  * byte piece). The vocabulary must spell all ten. */
-static int agent_init(agent_t *a, const tokenizer_t *tok, int32_t vocab)
+static int agent_digits(agent_t *a, const tokenizer_t *tok, int32_t vocab)
 {
 	a->vocab = vocab;
 	a->digit_of = malloc((size_t)vocab);
@@ -415,6 +415,52 @@ static int agent_init(agent_t *a, const tokenizer_t *tok, int32_t vocab)
 	return 0;
 }
 
+/* The answer's grammar text into buf: root ::= "0" | " 0" | "1" | ...,
+ * one alternative per distinct text of a token that spells an index <
+ * n_valid, in the tokenizer's spelling (its decoded bytes, escaped). */
+static int agent_grammar_text(const agent_t *a, const tokenizer_t *tok, int n_valid,
+			      char *buf, size_t cap)
+{
+	size_t k = (size_t)snprintf(buf, cap, "root ::=");
+	int alts = 0;
+	for (int32_t t = 0; t < a->vocab; t++) {
+		if (a->digit_of[t] < 0 || a->digit_of[t] >= n_valid)
+			continue;
+		char piece[64], alt[300];
+		int n = tokenizer_decode(tok, -1, t, piece, sizeof piece);
+		if (n <= 0 || n > 16)
+			continue;
+		size_t m = (size_t)snprintf(alt, sizeof alt, " \"");
+		for (int i = 0; i < n; i++)
+			m += (size_t)snprintf(alt + m, sizeof alt - m, "\\x%02X",
+					      (unsigned char)piece[i]);
+		m += (size_t)snprintf(alt + m, sizeof alt - m, "\"");
+		if (strstr(buf, alt)) /* the same text from another token */
+			continue;
+		if (k + m + 3 >= cap)
+			return err_set("agent: the answer grammar is too long");
+		k += (size_t)snprintf(buf + k, cap - k, "%s%s", alts++ ? " |" : "", alt);
+	}
+	return alts ? 0 : err_set("agent: no token spells an index below %d", n_valid);
+}
+
+/* The digits, the answer's grammar for indices < n_valid, its matcher on
+ * the vocabulary's trie. */
+static int agent_init(agent_t *a, const tokenizer_t *tok, int32_t vocab, int n_valid)
+{
+	char text[4096];
+	if (agent_digits(a, tok, vocab) < 0 ||
+	    agent_grammar_text(a, tok, n_valid, text, sizeof text) < 0)
+		return -1;
+	a->grammar = grammar_parse(text);
+	a->gvocab = a->grammar ? grammar_vocab_new(tok, vocab) : NULL;
+	a->gstate = a->gvocab ? grammar_state_new(a->grammar, a->gvocab) : NULL;
+	a->masked = malloc((size_t)vocab * sizeof *a->masked);
+	if (!a->gstate || !a->masked)
+		return a->masked ? err_wrap("agent") : err_sys("agent: malloc");
+	return 0;
+}
+
 /* The prompt: the first n_valid records by name, the telemetry, the
  * question. */
 static void agent_prompt(const controller_t *c, const controller_snap_t *s,
@@ -433,28 +479,34 @@ static void agent_prompt(const controller_t *c, const controller_snap_t *s,
 		 s->index, s->fallback);
 }
 
-/* The constrained argmax over the digit tokens of indices < n_valid (0 if
- * none is in the vocabulary); *raw_id the unconstrained argmax. */
-static int agent_choose(const agent_t *a, const float *logits, int n_valid,
+/* The answer: the logits masked by the answer's grammar, then the
+ * largest among the tokens that complete it (a space alone is a prefix,
+ * not an answer), the lowest id on ties; the index its text spells.
+ * *raw_id: the unconstrained argmax. -1 + err_get() when no token
+ * completes the grammar. */
+static int agent_choose(agent_t *a, const tokenizer_t *tok, const float *logits,
 			int32_t *raw_id)
 {
 	*raw_id = sampler_argmax(logits, a->vocab);
-	int best = -1;
-	float bv = -INFINITY;
-	for (int32_t t = 0; t < a->vocab; t++) {
-		int d = a->digit_of[t];
-		if (d >= 0 && d < n_valid && (best < 0 || logits[t] > bv)) {
-			best = d;
-			bv = logits[t];
-		}
-	}
-	return best < 0 ? 0 : best;
+	memcpy(a->masked, logits, (size_t)a->vocab * sizeof *logits);
+	if (grammar_mask(a->gstate, a->masked) < 0)
+		return -1;
+	int32_t best = -1;
+	for (int32_t t = 0; t < a->vocab; t++)
+		if (a->masked[t] != -INFINITY && (best < 0 || a->masked[t] > a->masked[best]) &&
+		    grammar_completes(a->gstate, t))
+			best = t;
+	char piece[64];
+	int n = best < 0 ? 0 : tokenizer_decode(tok, -1, best, piece, sizeof piece);
+	if (n <= 0)
+		return err_set("agent: no token of the vocabulary answers the grammar");
+	return piece[n - 1] - '0'; /* the grammar's texts end in the digit */
 }
 
 static int agent_step(controller_t *c, const controller_snap_t *s,
 		      controller_decision_t *d)
 {
-	const agent_t *a = &c->agent;
+	agent_t *a = &c->agent;
 	int n_valid = c->cfg.n_arms < 10 ? c->cfg.n_arms : 10;
 	char prompt[2048];
 	agent_prompt(c, s, n_valid, prompt, sizeof prompt);
@@ -462,7 +514,12 @@ static int agent_step(controller_t *c, const controller_snap_t *s,
 	if (!logits)
 		return -1;
 	int32_t raw;
-	d->index = agent_choose(a, logits, n_valid, &raw);
+	int index = agent_choose(a, c->cfg.tok, logits, &raw);
+	if (index < 0)
+		return -1;
+	/* the guard against a corrupted answer: the grammar admits only
+	 * indices below n_valid, so this never moves one */
+	d->index = index < n_valid ? index : 0;
 	bool raw_ok = a->digit_of[raw] >= 0 && a->digit_of[raw] < n_valid;
 	d->raw_invalid = !raw_ok;
 	d->decided = true;
@@ -490,7 +547,8 @@ int controller_init(controller_t *c, const controller_config_t *cfg)
 		return bandit_init(&c->bandit, &bc);
 	}
 	case CONTROLLER_AGENT:
-		return agent_init(&c->agent, cfg->tok, cfg->vocab);
+		return agent_init(&c->agent, cfg->tok, cfg->vocab,
+				  cfg->n_arms < 10 ? cfg->n_arms : 10);
 	case CONTROLLER_COUNT:
 		break;
 	}
@@ -499,8 +557,13 @@ int controller_init(controller_t *c, const controller_config_t *cfg)
 
 void controller_free(controller_t *c)
 {
-	free(c->agent.digit_of);
-	c->agent.digit_of = NULL;
+	agent_t *a = &c->agent;
+	free(a->digit_of);
+	grammar_state_free(a->gstate);
+	grammar_vocab_free(a->gvocab);
+	grammar_free(a->grammar);
+	free(a->masked);
+	memset(a, 0, sizeof *a);
 }
 
 void controller_sample(controller_t *c, const controller_snap_t *s)

@@ -26,9 +26,12 @@
  *          mean + sqrt(2 ln N / n). Deterministic given the seed.
  *  AGENT   asks a model for one digit: the caller's logits function runs
  *          the prompt (policies and telemetry in words, ending "Answer with
- *          one digit:"); decoding is constrained to the digit tokens of
- *          valid indices, and the unconstrained argmax is counted in
- *          invalid_raw when it is not a valid index.
+ *          one digit:"); the answer is constrained by a one-rule grammar
+ *          (model/grammar.h) whose alternatives are the texts of the tokens
+ *          spelling a valid index ("3", " 3"): the logits are masked by it
+ *          and the largest token that completes it is the answer, so every
+ *          answer is a valid index by construction. The unconstrained
+ *          argmax is counted in invalid_raw when it is not a valid index.
  *
  * controller_run is the loop of `egang control`: a period, ten telemetry
  * samples inside it, one decision at its end, a line per period. */
@@ -40,6 +43,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/grammar.h"
 #include "model/tokenizer.h"
 #include "policy/control.h"
 #include "policy/policy.h"
@@ -122,6 +126,14 @@ int controller_read_units(const char *path, double *out);
 typedef struct agent {
 	int32_t vocab;
 	int8_t *digit_of; /* (vocab) the digit a token spells, -1 if none */
+	/* The answer's grammar: one rule whose alternatives are the texts of
+	 * the tokens that spell an index < n_valid ("3", " 3"), its matcher
+	 * (never advanced: each decision asks from the start) on the
+	 * vocabulary's trie, and a copy of the logits it masks. */
+	grammar_t *grammar;
+	grammar_vocab_t *gvocab;
+	grammar_state_t *gstate;
+	float *masked;    /* (vocab) */
 } agent_t;
 
 /* The digit an answer piece spells: "D", or "D" after a space in one of
