@@ -25,6 +25,20 @@ echo '{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}' 
 "$EGANG" grammar from-schema - <"$TMP/a.json" >"$TMP/a.gbnf" 2>&1 && grep -q '"\\"a\\"" ws ":" ws integer' "$TMP/a.gbnf" &&
 	pass "from-schema from stdin" || fail "from-schema from stdin" "$(head -3 "$TMP/a.gbnf")"
 
+# match: a whole text, a beginning, a text that fails at a byte
+printf '{"a": [1, "x"], "b": {"c": null}}' >"$TMP/t1"
+printf '{"a": [1, "x' >"$TMP/t2"
+printf '{"a" 1}' >"$TMP/t3"
+echo '{"type":"object"}' | "$EGANG" grammar from-schema - >"$TMP/o.gbnf"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t1"); rc=$?
+[[ $rc == 0 && $out == complete ]] && pass "match: a complete object" || fail "match complete" "$rc $out"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t2"); rc=$?
+[[ $rc == 1 && $out == "prefix: 12 bytes" ]] && pass "match: the beginning of one" || fail "match prefix" "$rc $out"
+out=$("$EGANG" grammar match "$TMP/o.gbnf" "$TMP/t3"); rc=$?
+[[ $rc == 1 && $out == "no: at byte 5" ]] && pass "match: where it fails" || fail "match no" "$rc $out"
+expect_exit "match without a text file" 2 'match needs' "$EGANG" grammar match "$TMP/o.gbnf"
+expect_exit "check with two files" 2 'takes one FILE' "$EGANG" grammar check "$TMP/o.gbnf" "$TMP/t1"
+
 printf 'root ::= "a" x\n' >"$TMP/undef.gbnf"
 expect_exit "check: an undefined rule, its line and column" 2 'undef.gbnf: grammar: line 1, column [0-9]+: .*x' \
 	"$EGANG" grammar check "$TMP/undef.gbnf"
@@ -44,3 +58,20 @@ expect_exit "from-schema: malformed JSON, line and column" 2 'trunc.json: line [
 	"$EGANG" grammar from-schema "$TMP/trunc.json"
 expect_exit "an unknown action" 2 "unknown action 'frob'" "$EGANG" grammar frob x
 expect_exit "a missing operand" 2 'ACTION FILE|missing' "$EGANG" grammar check
+
+# allowed: a model's mask per step along given ids (a synthetic stories260k
+# shape: its tokenizer is all that is read)
+if "$EGANG" synth stories260k --layers 1 -o "$TMP/s.gguf" -q 2>"$TMP/err"; then
+	printf 'root ::= " "? ("yes" | "no") "."\n' >"$TMP/yn.gbnf"
+	ids=$("$EGANG" tokenize -m "$TMP/s.gguf" --no-bos "no." | tr ' ' ',')
+	"$EGANG" grammar allowed -m "$TMP/s.gguf" "$TMP/yn.gbnf" "$ids" >"$TMP/masks" 2>"$TMP/err"
+	first=$(awk 'NR==1{print $2}' "$TMP/masks") last=$(tail -1 "$TMP/masks" | awk '{print $2}')
+	nl=$(wc -l <"$TMP/masks") nid=$(tr ',' '\n' <<<"$ids" | wc -l)
+	[[ $first -ge 2 && $last == 1 && $nl == $((nid + 1)) ]] && pass "allowed: $nl steps, $first tokens at the start, only the end token after \"no.\"" ||
+		fail "allowed" "$first $last $nl $nid $(cat "$TMP/err")"
+	printf 'root ::= "a"\n' >"$TMP/a.gbnf"
+	expect_exit "allowed: an id the grammar refuses, its step" 2 'step 0' "$EGANG" grammar allowed -m "$TMP/s.gguf" "$TMP/a.gbnf" "$ids"
+	expect_exit "allowed without -m" 2 'needs -m MODEL' "$EGANG" grammar allowed "$TMP/yn.gbnf" "$ids"
+else
+	fail "synth for allowed" "$(cat "$TMP/err")"
+fi

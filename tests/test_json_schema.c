@@ -95,7 +95,9 @@ static void test_text_bounds(void **state)
 	free(g);
 	g = gbnf_of("{\"type\":\"object\"}");
 	assert_non_null(strstr(g, "object-0"));
-	assert_non_null(strstr(g, "value-8 ::= string | number | boolean | null"));
+	assert_non_null(strstr(g, "value-8 ::= any-string | number | boolean | null"));
+	assert_non_null(strstr(g, "any-string ::= \"\\\"\" char{0,256} \"\\\"\""));
+	assert_non_null(strstr(g, "){0,15})? \"}\""));
 	free(g);
 	g = json_schema_any_object_gbnf();
 	assert_non_null(g);
@@ -227,9 +229,11 @@ static void test_match_optional_all(void **state)
 static void test_match_additional(void **state)
 {
 	(void)state;
-	static const char *const good[] = {"{\"a\":1}", "{\"a\":1,\"x\":\"s\",\"y\":\"t\"}", "{\"x\":\"s\"}", "{}", NULL};
-	static const char *const bad[] = {"{\"a\":1,\"x\":2}", "{\"x\":\"s\",\"a\":1}", NULL};
-	check_docs("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+	static const char *const good[] = {"{\"a\":1}", "{\"a\":1,\"x\":\"s\",\"y\":\"t\"}", "{\"x\":\"s\"}", "{}",
+					   "{\"aa\":\"s\"}", "{\"\":\"s\"}", "{\"\\u0041\":\"s\"}", "{\"b\":\"s\"}", NULL};
+	static const char *const bad[] = {"{\"a\":1,\"x\":2}", "{\"x\":\"s\",\"a\":1}",
+					  "{\"a\":1,\"a\":\"s\"}", "{\"ab\":2,\"ab\":\"s\"}", NULL};
+	check_docs("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"ab\":{\"type\":\"integer\"}},"
 		   "\"additionalProperties\":{\"type\":\"string\"}}", good, bad);
 	static const char *const good2[] = {"{}", NULL};
 	static const char *const bad2[] = {"{\"a\":1}", NULL};
@@ -346,6 +350,21 @@ static void test_match_nested_free(void **state)
 	assert_true(matches(g, "{\"a\": [1, 2.5, \"x\", {\"b\": null}], \"c\": true}"));
 	assert_false(matches(g, "[]"));
 	assert_false(matches(g, "\"x\""));
+	char big[2048] = "{";
+	for (int i = 0; i < 16; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"k%d\":%d", i ? "," : "", i, i);
+	strcat(big, "}");
+	assert_true(matches(g, big)); /* JSON_SCHEMA_ANY_ITEMS members */
+	big[strlen(big) - 1] = '\0';
+	strcat(big, ",\"k16\":16}");
+	assert_false(matches(g, big));
+	char str[300] = "{\"s\":\"";
+	memset(str + strlen(str), 'x', 256);
+	strcat(str, "\"}");
+	assert_true(matches(g, str)); /* JSON_SCHEMA_ANY_STRING characters */
+	str[strlen(str) - 2] = '\0';
+	strcat(str, "x\"}");
+	assert_false(matches(g, str));
 	char deep[64] = "";
 	for (int i = 0; i < 9; i++)
 		strcat(deep, "[");

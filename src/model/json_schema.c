@@ -244,29 +244,34 @@ static bool js_need(js_conv_t *c, const char *name)
 
 /* The free-form JSON value rules value-0 .. value-D: value-K's objects and
  * arrays hold value-(K+1); value-D is a scalar, so any value nests at most
- * JSON_SCHEMA_ANY_DEPTH levels. */
+ * JSON_SCHEMA_ANY_DEPTH levels. Their strings (keys too) hold at most
+ * JSON_SCHEMA_ANY_STRING characters and their objects and arrays at most
+ * JSON_SCHEMA_ANY_ITEMS members: a free-form value always ends. */
 static bool js_need_any(js_conv_t *c)
 {
 	if (c->any_done)
 		return true;
-	if (!js_need(c, "ws") || !js_need(c, "string") || !js_need(c, "number") ||
+	if (!js_need(c, "ws") || !js_need(c, "char") || !js_need(c, "number") ||
 	    !js_need(c, "boolean") || !js_need(c, "null"))
+		return false;
+	if (!js_rule_put(c, js_fmt("any-string"), js_fmt("\"\\\"\" char{0,%d} \"\\\"\"", JSON_SCHEMA_ANY_STRING)))
 		return false;
 	for (int k = 0; k <= JSON_SCHEMA_ANY_DEPTH; k++) {
 		char *body;
 		if (k == JSON_SCHEMA_ANY_DEPTH)
-			body = js_fmt("string | number | boolean | null");
+			body = js_fmt("any-string | number | boolean | null");
 		else
-			body = js_fmt("object-%d | array-%d | string | number | boolean | null", k, k);
+			body = js_fmt("object-%d | array-%d | any-string | number | boolean | null", k, k);
 		if (!js_rule_put(c, js_fmt("value-%d", k), body))
 			return false;
 		if (k == JSON_SCHEMA_ANY_DEPTH)
 			break;
-		body = js_fmt("\"{\" ws (string ws \":\" ws value-%d ws (\",\" ws string ws \":\" ws value-%d ws)*)? \"}\"",
-			      k + 1, k + 1);
+		body = js_fmt("\"{\" ws (any-string ws \":\" ws value-%d ws (\",\" ws any-string ws \":\" ws value-%d ws){0,%d})? \"}\"",
+			      k + 1, k + 1, JSON_SCHEMA_ANY_ITEMS - 1);
 		if (!js_rule_put(c, js_fmt("object-%d", k), body))
 			return false;
-		body = js_fmt("\"[\" ws (value-%d ws (\",\" ws value-%d ws)*)? \"]\"", k + 1, k + 1);
+		body = js_fmt("\"[\" ws (value-%d ws (\",\" ws value-%d ws){0,%d})? \"]\"", k + 1, k + 1,
+			      JSON_SCHEMA_ANY_ITEMS - 1);
 		if (!js_rule_put(c, js_fmt("array-%d", k), body))
 			return false;
 	}
@@ -710,6 +715,107 @@ static bool js_props_add(js_conv_t *c, js_props_t *p, const json_t *schema)
 	return true;
 }
 
+/* A code point inside a GBNF character class. */
+static void js_class_cp(char *out, size_t *o, uint32_t cp)
+{
+	if (cp > 0x20 && cp < 0x7F && !strchr("]\\-^\"[", (int)cp))
+		out[(*o)++] = (char)cp;
+	else if (cp < 0x100)
+		*o += (size_t)sprintf(out + *o, "\\x%02X", cp);
+	else if (cp < 0x10000)
+		*o += (size_t)sprintf(out + *o, "\\u%04X", cp);
+	else
+		*o += (size_t)sprintf(out + *o, "\\U%08X", cp);
+	out[*o] = '\0';
+}
+
+/* The code point at s (UTF-8, valid: jansson's strings are) and its
+ * length. */
+static uint32_t js_cp(const char *s, int *len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	*len = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
+	uint32_t v = *len == 1 ? u[0] : *len == 2 ? u[0] & 0x1Fu : *len == 3 ? u[0] & 0x0Fu : u[0] & 0x07u;
+	for (int i = 1; i < *len; i++)
+		v = (v << 6) | (u[i] & 0x3Fu);
+	return v;
+}
+
+/* The rest of a key (after its opening quote and the bytes at depth d of
+ * the names in sel) that is none of those names: a trie of the names,
+ * where each branch may end with '"' unless a name ends there, may go on
+ * with the name's next character, or leave the names with any other
+ * character (then any string, at most JSON_SCHEMA_ANY_STRING characters
+ * more). malloc'd. */
+static char *js_key_trie(const js_props_t *p, const bool *sel, size_t d)
+{
+	char *out = strdup("");
+	bool ends = false;
+	uint32_t seen[256];
+	size_t n_seen = 0;
+	for (size_t i = 0; i < p->n && out; i++) {
+		if (!sel[i])
+			continue;
+		if (strlen(p->names[i]) == d) {
+			ends = true;
+			continue;
+		}
+		int len;
+		uint32_t cp = js_cp(p->names[i] + d, &len);
+		size_t k = 0;
+		while (k < n_seen && seen[k] != cp)
+			k++;
+		if (k < n_seen)
+			continue;
+		seen[n_seen++] = cp;
+		bool sub[256];
+		for (size_t j = 0; j < p->n; j++)
+			sub[j] = sel[j] && strlen(p->names[j]) > d && strncmp(p->names[j] + d, p->names[i] + d, (size_t)len) == 0;
+		char *lit = js_literal(p->names[i] + d, (size_t)len);
+		char *rest = lit ? js_key_trie(p, sub, d + (size_t)len) : NULL;
+		char *no = rest ? js_fmt("%s%s%s (%s)", out, *out ? " | " : "", lit, rest) : NULL;
+		free(lit);
+		free(rest);
+		free(out);
+		out = no;
+	}
+	if (!out)
+		return NULL;
+	char cls[256 * 12 + 32];
+	size_t o = (size_t)sprintf(cls, "[^\"\\\\\\x7F\\x00-\\x1F");
+	for (size_t k = 0; k < n_seen; k++)
+		js_class_cp(cls, &o, seen[k]);
+	char *no = js_fmt("%s%s%s] key-rest | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}) key-rest%s",
+			  out, *out ? " | " : "", cls, ends ? "" : " | \"\\\"\"");
+	free(out);
+	return no;
+}
+
+/* The key of an extra member: a JSON string that is not a declared
+ * property's name (so no key appears twice). Names that a JSON encoder
+ * would escape fall back to any string. malloc'd. */
+static char *js_other_key(js_conv_t *c, const js_props_t *p)
+{
+	if (!js_need(c, "char"))
+		return NULL;
+	bool sel[256];
+	bool plain = true;
+	for (size_t i = 0; i < p->n; i++) {
+		sel[i] = true;
+		for (const char *q = p->names[i]; *q; q++)
+			plain &= *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && *q != 0x7F;
+	}
+	if (!plain)
+		return js_fmt("\"\\\"\" char{0,%d} \"\\\"\"", JSON_SCHEMA_ANY_STRING);
+	if (!js_rule_find(c, "key-rest") &&
+	    !js_rule_put(c, js_fmt("key-rest"), js_fmt("char{0,%d} \"\\\"\"", JSON_SCHEMA_ANY_STRING - 1)))
+		return NULL;
+	char *trie = js_key_trie(p, sel, 0);
+	char *r = trie ? js_fmt("\"\\\"\" (%s)", trie) : NULL;
+	free(trie);
+	return r;
+}
+
 /* The object rule: "{" then the properties in declared order (required
  * ones always, optional ones each skippable), then at most
  * JSON_SCHEMA_EXTRA_MAX other keys when additionalProperties allows them.
@@ -754,9 +860,11 @@ static const char *js_object_rule(js_conv_t *c, const js_props_t *p, const json_
 			free(h);
 			js_path_pop(c, old);
 		}
+		char *kh = js_fmt("%s-additional-k", hint);
+		const char *key = val && kh ? js_rule_add(c, kh, js_other_key(c, p)) : NULL;
+		free(kh);
 		char *h = js_fmt("%s-additional-kv", hint);
-		xkv = val && h && js_need(c, "string") ?
-			js_rule_add(c, h, js_fmt("string ws \":\" ws %s ws", val)) : NULL;
+		xkv = key && h ? js_rule_add(c, h, js_fmt("%s ws \":\" ws %s ws", key, val)) : NULL;
 		free(h);
 		if (!xkv)
 			return NULL;

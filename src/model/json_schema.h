@@ -13,22 +13,30 @@
  *    absent or false: no other key (the strict reading OpenAI's
  *    json_schema mode uses; llama.cpp's converter admits extra keys when it
  *    is absent); a schema for it, or true: extra keys after the declared
- *    ones, at most JSON_SCHEMA_EXTRA_MAX of them. {"type":"object"} alone
- *    is any JSON object.
+ *    ones, at most JSON_SCHEMA_EXTRA_MAX of them, none of them a declared
+ *    name. {"type":"object"} alone is any JSON object. The keys come in
+ *    the declared order: a document with the same members in another
+ *    order is valid JSON under the schema but not matched.
  *  - array: items, prefixItems, minItems, maxItems.
  *  - string: minLength, maxLength, pattern (an anchored simple regex:
  *    literals, escapes, classes, groups, alternation, * + ? {m,n}), format
  *    date, time, date-time, uuid.
  *  - number/integer: no bounds (minimum/maximum are refused, not ignored).
+ *  - enum and const: the values' compact JSON text (json_dumps), so an
+ *    object or array in an enum is matched without inner whitespace.
  * Robustness against a model that prefers garbage: the whitespace between
- * tokens is bounded (ws ::= | " " | "\n" [ \t]{0,20}, as llama.cpp's), and
- * every unbounded repetition of the schema (free-form values, strings,
- * numbers' digits) is left unbounded only where the schema leaves it so;
- * free-form values nest at most JSON_SCHEMA_ANY_DEPTH levels.
+ * tokens is bounded (ws ::= | " " | "\n" [ \t]{0,20}, as llama.cpp's);
+ * numbers have at most 16 digits a part (llama.cpp's rule); free-form
+ * values and the keys of extra members are bounded by the JSON_SCHEMA_*
+ * limits below. What stays unbounded is what the schema leaves so: a
+ * string without maxLength (or pattern), an array without maxItems. A
+ * schema that bounds those compiles to a grammar whose every match is of
+ * bounded length, so a generation always ends within enough max_tokens.
  * Anything else (a keyword it does not know, a pattern it cannot
  * translate) is refused with the keyword and its schema path, never
  * silently ignored. Annotations (title, description, $schema, $id,
- * $comment, examples, default, name, strict) are ignored. */
+ * $comment, examples, default, deprecated, readOnly, writeOnly) change
+ * nothing. */
 #ifndef EGANG_JSON_SCHEMA_H
 #define EGANG_JSON_SCHEMA_H
 
@@ -36,8 +44,12 @@
 
 /* Extra keys an object with additionalProperties admits at most. */
 #define JSON_SCHEMA_EXTRA_MAX 16
-/* Nesting levels of a free-form value ({"type":"object"}, json_object). */
+/* A free-form value ({"type":"object"}, an array without items, json_object
+ * mode): nesting levels, members of an object or items of an array, and
+ * characters of a string (keys too) at most. */
 #define JSON_SCHEMA_ANY_DEPTH 8
+#define JSON_SCHEMA_ANY_ITEMS 16
+#define JSON_SCHEMA_ANY_STRING 256
 
 /* The GBNF text (malloc'd, root rule "root") that matches exactly the JSON
  * texts valid under schema; NULL + err_get() "json_schema: at #/path:

@@ -147,11 +147,14 @@ static const api_field_t fields[] = {
 	 "false: the first only"},
 	{"response_format", F_BOTH, FIELD_USED, 0, 0,
 	 "{\"type\": \"text\"} (default), {\"type\":\n"
-	 "\"json_object\"}: any JSON object, or {\"type\":\n"
-	 "\"json_schema\", \"json_schema\": {\"name\", \"schema\",\n"
-	 "\"strict\"}}: JSON valid under the schema (always\n"
-	 "strict; `egang grammar from-schema` shows the\n"
-	 "grammar; unsupported keywords: 400 naming them)"},
+	 "\"json_object\"}: any JSON object (up to 8 levels,\n"
+	 "16 members or items each, strings of 256\n"
+	 "characters), or {\"type\": \"json_schema\",\n"
+	 "\"json_schema\": {\"name\", \"schema\", \"strict\"}}:\n"
+	 "JSON valid under the schema, keys in its order\n"
+	 "(always strict; `egang grammar from-schema` shows\n"
+	 "the grammar; an unsupported keyword: 400 naming\n"
+	 "it and its schema path)"},
 	{"json_schema", F_BOTH, FIELD_USED, 0, 0,
 	 "llama.cpp's: a JSON schema object, as\n"
 	 "response_format's json_schema.schema"},
@@ -160,7 +163,8 @@ static const api_field_t fields[] = {
 	 "the output matches root. One of grammar,\n"
 	 "json_schema, response_format (400 for two). A\n"
 	 "step where the grammar allows no token ends the\n"
-	 "request with an error"},
+	 "request with a 500 naming the grammar (streamed:\n"
+	 "an error event)"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},

@@ -23,7 +23,11 @@
 //       llama.createGrammar): up to N greedy tokens, the end-of-generation
 //       token included when the grammar lets the model end ('sequence_ids:
 //       p1 .. pk t1 .. tm', then 'text: JSON-STRING' of the generated
-//       tokens); tools/llamacpp/grammar-agreement
+//       tokens, then 'eog: IDS', the vocabulary's end-of-generation
+//       tokens); tools/llamacpp/grammar-agreement. With
+//       EGANG_LLAMA_LOGPROBS=FILE, each step's log-probabilities (vocab
+//       float64, -inf where the grammar sampler removed the token) go to
+//       FILE
 //
 // EGANG_NLC_DIR is the folder holding node_modules/node-llama-cpp. The
 // prebuilt CPU binaries of @node-llama-cpp/linux-x64 are used as they are:
@@ -153,12 +157,22 @@ if (mode === "check") {
 	const grammar = await llama.createGrammar({ grammar: readFileSync(a5, "utf8") });
 	const state = new nlc.LlamaGrammarEvaluationState({ model, grammar });
 	const out = [];
-	for await (const tok of seq.evaluate(prompt, { temperature: 0, grammarEvaluationState: state, yieldEogToken: true })) {
-		out.push(tok);
-		if (out.length >= n || model.isEogToken(tok)) break;
+	const dump = process.env.EGANG_LLAMA_LOGPROBS;
+	if (dump && !nVocab) die(`${modelPath}: no tokenizer.ggml.tokens (vocabulary size)`);
+	const lp = dump ? new Float64Array(nVocab * n).fill(-Infinity) : null;
+	for await (const r of seq.evaluateWithMetadata(prompt, { probabilities: !!dump },
+		{ temperature: 0, grammarEvaluationState: state, yieldEogToken: true })) {
+		if (lp)
+			for (const [t, p] of r.probabilities) lp[out.length * nVocab + t] = Math.log(p);
+		out.push(r.token);
+		if (out.length >= n || model.isEogToken(r.token)) break;
 	}
+	if (lp) writeFileSync(dump, Buffer.from(lp.buffer, 0, out.length * nVocab * 8));
 	process.stdout.write(`sequence_ids: ${[...prompt, ...out].join(" ")}\n`);
 	process.stdout.write(`text: ${JSON.stringify(model.detokenize(out.filter((t) => !model.isEogToken(t))))}\n`);
+	const eog = [];
+	for (let t = 0; t < (nVocab ?? 0); t++) if (model.isEogToken(t)) eog.push(t);
+	process.stdout.write(`eog: ${eog.join(" ")}\n`);
 } else if (mode === "ids") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
