@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Chat templates render as their Jinja source does (python3-jinja2, set up
 # as transformers' apply_chat_template): for each template and each
-# conversation of tests/data/chat-conversations.json, `egang chat --render`
-# must print the reference rendering byte for byte. Templates: ChatML,
-# Llama 2 and Zephyr (tests/data/chat-templates, as those models publish
-# them, on stories260K's vocabulary) and the Llama 3, Qwen3 and Gemma 3
-# templates of the real tokenizers (tools/tokenizers.sh; skipped when they
-# cannot be fetched), each on a model carrying its vocabulary.
+# conversation of tests/data/chat-conversations.json and
+# tests/data/chat-tool-conversations.json (tools, assistant tool_calls,
+# tool results), `egang chat --render` must print the reference rendering
+# byte for byte. Templates: ChatML, Llama 2 and Zephyr (as those models
+# publish them), Qwen2.5 and Llama 3.1 (tool syntaxes of their own; the
+# copies in llama.cpp's models/templates) in tests/data/chat-templates, on
+# stories260K's vocabulary, and the Llama 3, Qwen3 and Gemma 3 templates
+# of the real tokenizers (tools/tokenizers.sh; skipped when they cannot be
+# fetched), each on a model carrying its vocabulary. A template without a
+# tool syntax of its own renders the tool conversations as egang's generic
+# fallback documents (chat_template_ref.py --generic-tools: the
+# conversation lowered to plain turns, then the template).
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -17,19 +23,23 @@ DATA=$ROOT/tests/data
 STORIES=$MODELS/stories260K.gguf
 [[ -f $STORIES ]] || { missing_model chat-templates "no $STORIES"; exit 0; }
 W=$TMP
-/usr/bin/python3 - "$DATA/chat-conversations.json" "$W" <<'PY'
+/usr/bin/python3 - "$DATA/chat-conversations.json" "$DATA/chat-tool-conversations.json" "$W" <<'PY'
 import json, sys
-for i, c in enumerate(json.load(open(sys.argv[1]))):
-    json.dump(c, open(f"{sys.argv[2]}/c{i}.json", "w"), ensure_ascii=False)
+for prefix, path in (("c", sys.argv[1]), ("t", sys.argv[2])):
+    for i, c in enumerate(json.load(open(path))):
+        json.dump(c, open(f"{sys.argv[3]}/{prefix}{i}.json", "w"), ensure_ascii=False)
 PY
 checked=0 bad=0
 bad() { fail "$@"; bad=$((bad + 1)); }
-check() { # name model template-file bos eos
-	local name=$1 model=$2 tmpl=$3 bos=$4 eos=$5 c ref
+check() { # name model template-file bos eos tools|generic
+	local name=$1 model=$2 tmpl=$3 bos=$4 eos=$5 tools=$6 c ref
+	local generic=()
+	[[ $tools == generic ]] && generic=(--generic-tools)
 	rm -rf "$W/ref" && mkdir "$W/ref"
-	/usr/bin/python3 "$ROOT/tests/chat_template_ref.py" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/c*.json 2>/dev/null ||
+	/usr/bin/python3 "$ROOT/tests/chat_template_ref.py" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/c*.json 2>/dev/null &&
+	/usr/bin/python3 "$ROOT/tests/chat_template_ref.py" "${generic[@]}" --out-dir "$W/ref" "$tmpl" "$bos" "$eos" "$W"/t*.json 2>/dev/null ||
 		{ bad "chat-template-$name" "the reference renderer failed"; return; }
-	for c in "$W"/c*.json; do
+	for c in "$W"/c*.json "$W"/t*.json; do
 		ref=$W/ref/$(basename "$c")
 		"$EGANG" chat -m "$model" --chat-template-file "$tmpl" --render "$c" >"$W/got" 2>"$W/err"
 		local grc=$?
@@ -47,7 +57,10 @@ check() { # name model template-file bos eos
 	done
 }
 for t in chatml llama2 zephyr; do
-	check "$t" "$STORIES" "$DATA/chat-templates/$t.jinja" "<s>" "</s>"
+	check "$t" "$STORIES" "$DATA/chat-templates/$t.jinja" "<s>" "</s>" generic
+done
+for t in qwen2.5 llama3.1; do
+	check "$t" "$STORIES" "$DATA/chat-templates/$t.jinja" "<s>" "</s>" tools
 done
 if TOK=$("$ROOT/tools/tokenizers.sh" 2>/dev/null); then
 	for v in llama3 qwen3 gemma3; do
@@ -60,7 +73,9 @@ import json; c=json.load(open('$TOK/$v/tokenizer_config.json'))
 g=lambda k: (c.get(k) or {}).get('content', '') if isinstance(c.get(k), dict) else (c.get(k) or '')
 print(g('bos_token') or '-', g('eos_token') or '-')")
 		[[ $bos == - ]] && bos=""
-		check "$v" "$W/$v.gguf" "$W/$v.jinja" "$bos" "$eos"
+		tools=generic
+		[[ $v == qwen3 ]] && tools=tools
+		check "$v" "$W/$v.gguf" "$W/$v.jinja" "$bos" "$eos" $tools
 		rm -f "$W/$v.gguf"
 	done
 else

@@ -4,7 +4,8 @@
 # stories260K, the chatml template, --parallel 2 and a key from
 # --api-key-file; tests/openai_client.py makes the calls (models, chat and
 # completions whole and streamed, seed, max_tokens, stop, logprobs,
-# logit_bias, the refused fields as BadRequestError, NotFoundError,
+# logit_bias, tools (a named and a required call, whole and streamed, the
+# result sent back), the refused fields as BadRequestError, NotFoundError,
 # AuthenticationError, streams closed early and a client timeout) and
 # prints a PASS or FAIL line for each. Without the venv: SKIP, or FAIL
 # under CI=true (.ci/run installs it first).

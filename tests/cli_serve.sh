@@ -467,7 +467,7 @@ if start_server chat -m "$CHAT" --ctx 2048 --max-queue 1 --cores 0 --drain-secon
 	if [[ $first == *'"role":"assistant"'* && "$(sse_text "$TMP/c.txt" chat)" == "$want" && $(grep '^data: ' "$TMP/c.txt" | tail -1) == "data: [DONE]" ]]; then
 		pass "streaming chat: role delta, content deltas = the same text, [DONE]"
 	else fail "streaming chat" "$(head -c 300 "$TMP/c.txt")"; fi
-	for f in '"tools":[{"type":"function","function":{"name":"f"}}]' '"tool_choice":"auto"'; do
+	for f in '"functions":[{"name":"f"}]' '"function_call":"auto"'; do
 		name=${f%%\":*}; name=${name#\"}
 		st=$(post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":2,$f}")
 		got=$(json_get "$TMP/r.json" 'j["error"]["code"]+"|"+j["error"]["param"]')

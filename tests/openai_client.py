@@ -38,11 +38,14 @@ URL, KEY, MODEL, PROMPT, WANT_FILE = sys.argv[1:6]
 WANT = open(WANT_FILE, encoding="utf-8").read()
 MESSAGES = [{"role": "system", "content": "You tell short stories."},
             {"role": "user", "content": "Tell me about a cat."}]
-# a field egang does not implement must be refused by name (400,
-# unsupported_parameter); the tool the `tools` argument carries
+# one small tool: stories260K's 512 positions hold the tools' prompt
+# (446 tokens) and a call (about 60, greedy)
 TOOL = {"type": "function",
-        "function": {"name": "get_weather", "description": "the weather",
-                     "parameters": {"type": "object", "properties": {}}}}
+        "function": {"name": "w",
+                     "parameters": {"type": "object",
+                                    "properties": {"c": {"enum": ["P", "R"]}},
+                                    "required": ["c"]}}}
+TOOL_ASK = [{"role": "user", "content": "Weather?"}]
 
 faulthandler.dump_traceback_later(240, exit=True)
 # loopback only: no proxy from the environment (HTTP_PROXY and the like)
@@ -374,10 +377,84 @@ def _():
 
 # ---- errors as the client's exceptions ----
 
-@check("tools= raises BadRequestError, unsupported_parameter 'tools'")
+@check("a tool_choice naming a function not in tools raises "
+       "BadRequestError (param tool_choice)")
 def _():
-    expect_refused(openai.BadRequestError, 400, "unsupported_parameter",
-                   "tools", lambda: chat(max_tokens=4, tools=[TOOL]))
+    expect_refused(openai.BadRequestError, 400, None, "tool_choice",
+                   lambda: chat(max_tokens=4, tools=[TOOL], tool_choice={
+                       "type": "function", "function": {"name": "nope"}}))
+
+
+# ---- tools ----
+
+def tool_call_ok(call):
+    """A call of TOOL as the client parses it: id, type, name, and
+    arguments that json.loads reads as TOOL's schema wants."""
+    expect(call.type == "function" and call.id.startswith("call_"),
+           "call %r" % call)
+    expect(call.function.name == "w", "name %r" % call.function.name)
+    args = json.loads(call.function.arguments)
+    expect(args in ({"c": "P"}, {"c": "R"}), "arguments %r" % args)
+
+
+@check("tools with a named tool_choice: message.tool_calls[0] has the "
+       "function's name and JSON arguments, finish_reason tool_calls")
+def _():
+    r = client.chat.completions.create(
+        model=MODEL, messages=TOOL_ASK, tools=[TOOL], max_tokens=64,
+        temperature=0, tool_choice={"type": "function",
+                                    "function": {"name": "w"}})
+    c = r.choices[0]
+    seen["tool_message"] = c.message
+    expect(c.finish_reason == "tool_calls", "finish_reason %r: %r"
+           % (c.finish_reason, c.message))
+    expect(c.message.content is None and len(c.message.tool_calls) == 1,
+           "message %r" % c.message)
+    tool_call_ok(c.message.tool_calls[0])
+
+
+@check("tools streamed (tool_choice required): the tool_calls deltas "
+       "assemble into the same call, no content")
+def _():
+    s = client.chat.completions.create(
+        model=MODEL, messages=TOOL_ASK, tools=[TOOL], max_tokens=64,
+        temperature=0, tool_choice="required", stream=True)
+    with s:
+        chunks = list(s)
+    calls, finish, content = {}, [], ""
+    for ch in chunks:
+        for c in ch.choices:
+            if c.finish_reason:
+                finish.append(c.finish_reason)
+            content += c.delta.content or ""
+            for tc in c.delta.tool_calls or []:
+                if tc.index not in calls:  # the first: id, type, name
+                    expect(tc.id and tc.type == "function" and
+                           tc.function.name, "first delta %r" % tc)
+                    calls[tc.index] = [tc.id, tc.function.name, ""]
+                calls[tc.index][2] += tc.function.arguments or ""
+    expect(finish == ["tool_calls"], "finish_reasons %r" % finish)
+    expect(content == "", "content deltas %r beside the call" % content)
+    expect(list(calls) == [0], "calls %r" % calls)
+    want = seen["tool_message"].tool_calls[0].function
+    expect(calls[0][1:] == [want.name, want.arguments],
+           "streamed %r, whole %r" % (calls[0], want))
+    expect(json.loads(calls[0][2]) in ({"c": "P"}, {"c": "R"}),
+           "arguments %r" % calls[0][2])
+
+
+@check("the call and its result sent back (the client's assistant message, "
+       "a role tool message): a text answer")
+def _():
+    m = seen["tool_message"]
+    r = client.chat.completions.create(
+        model=MODEL, tools=[TOOL], tool_choice="none", max_tokens=8,
+        temperature=0, messages=TOOL_ASK + [m, {
+            "role": "tool", "tool_call_id": m.tool_calls[0].id,
+            "content": "sunny"}])
+    c = r.choices[0]
+    expect(isinstance(c.message.content, str) and not c.message.tool_calls and
+           c.finish_reason in ("stop", "length"), "choice %r" % c)
 
 
 @check("response_format json_schema: the content is JSON valid under the "

@@ -22,9 +22,11 @@
 
 static tokenizer_t *tok;
 
+static int32_t server_ctx = CTX; /* the next server_for's context */
+
 /* A server for validation only (never started): ChatML chat template
  * unless tmpl says otherwise, an API key when key is set, and a KV budget
- * of kv_positions positions (0: none). */
+ * of kv_positions positions (0: none); a context of server_ctx. */
 static server_t *server_for(const char *tmpl, const char *key, int32_t kv_positions)
 {
 	if (!tok) {
@@ -36,7 +38,7 @@ static server_t *server_for(const char *tmpl, const char *key, int32_t kv_positi
 		.model_id = "stories260K",
 		.model_file = "stories260K.bin",
 		.chat_template = tmpl,
-		.ctx = CTX,
+		.ctx = server_ctx,
 		.max_queue = 4,
 		.api_key = key,
 		.kv_positions = kv_positions,
@@ -499,7 +501,7 @@ static const field_case_t chat_fields[] = {
 	{"modalities", "[\"text\",\"audio\"]", false},
 	{"model", "\"stories260K\"", true},
 	{"n", "2", false},
-	{"parallel_tool_calls", "true", false},
+	{"parallel_tool_calls", "true", true},
 	{"prediction", "{\"type\":\"content\",\"content\":\"x\"}", false},
 	{"presence_penalty", "0.5", true},
 	{"prompt_cache_key", "\"k\"", false},
@@ -513,8 +515,9 @@ static const field_case_t chat_fields[] = {
 	{"stream", "true", true},
 	{"stream_options", "{\"include_usage\":true}", true},
 	{"temperature", "0.5", true},
-	{"tool_choice", "\"auto\"", false},
-	{"tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", false},
+	{"tool_choice", "\"required\",\"tools\":[{\"type\":\"function\","
+	 "\"function\":{\"name\":\"f\"}}]", true},
+	{"tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", true},
 	{"top_logprobs", "2,\"logprobs\":true", true},
 	{"top_p", "0.5", true},
 	{"user", "\"u\"", true},
@@ -585,7 +588,9 @@ static void expect_fields(server_t *s, const char *path, const char *base,
 static void test_unsupported_fields(void **state)
 {
 	(void)state;
+	server_ctx = 1024; /* tools make a long prompt */
 	server_t *s = server_for(chatml(), NULL, 0);
+	server_ctx = CTX;
 	expect_fields(s, "/v1/chat/completions", CHAT_BASE, chat_fields,
 		      EG_ARRAY_LEN(chat_fields));
 	expect_fields(s, "/v1/completions", "{\"prompt\":\"a\"", cmpl_fields,
@@ -626,9 +631,10 @@ static void test_unsupported_fields(void **state)
 	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\","
 		     "\"name\":\"bob\"}]}", "messages", "unsupported_parameter");
 	assert_non_null(strstr(m, "messages[0].name"));
-	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
-		 "{\"role\":\"assistant\",\"content\":\"a\",\"tool_calls\":[]}]}",
-		 "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\","
+		 "\"tool_calls\":[]}]}", "messages", "unsupported_parameter");
+	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\","
+		 "\"tool_call_id\":\"c\"}]}", "messages", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"x\":null}]}",
 		 "messages", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
@@ -1150,6 +1156,237 @@ static void test_grammar_fields(void **state)
 	server_free(s);
 }
 
+/* ---- tools ---- */
+
+#define TOOLS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"," \
+	"\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"enum\":" \
+	"[\"Paris\",\"Rome\"]}},\"required\":[\"city\"]}}},{\"type\":\"function\"," \
+	"\"function\":{\"name\":\"now\"}}]"
+#define CALL_MSG "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":" \
+	"\"c1\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]}"
+
+/* A server whose context holds the tools' long prompts. */
+static server_t *server_for_tools(void)
+{
+	server_ctx = 2048;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_ctx = CTX;
+	return s;
+}
+
+/* tools, tool_choice, parallel_tool_calls and the messages of a tool
+ * conversation: a job (with a call's grammar for "required" and a named
+ * function), or a 400 naming the field and the place. */
+static void test_tools_fields(void **state)
+{
+	(void)state;
+	server_t *s = server_for_tools();
+	server_reply_t r;
+	const sched_request_t *q = expect_job(s, "/v1/chat/completions",
+					      CHAT_BASE "," TOOLS "}", &r);
+	assert_null(q->grammar); /* auto: unconstrained */
+	int64_t n_auto = q->n_ids;
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS
+		       ",\"tool_choice\":\"none\"}", &r);
+	assert_null(q->grammar);
+	assert_true(q->n_ids < n_auto); /* none: the tools are not shown */
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS
+		       ",\"tool_choice\":\"required\",\"parallel_tool_calls\":false}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	q = expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS ",\"tool_choice\":"
+		       "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}", &r);
+	assert_non_null(q->grammar);
+	server_reply_free(&r);
+	/* a call and its result sent back */
+	q = expect_job(s, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\","
+		       "\"content\":\"time?\"}," CALL_MSG ",{\"role\":\"tool\",\"tool_call_id\":"
+		       "\"c1\",\"content\":\"noon\"}]," TOOLS "}", &r);
+	server_reply_free(&r);
+	/* tool_choice */
+	const char *m = BAD_CHAT(s, CHAT_BASE "," TOOLS ",\"tool_choice\":{\"type\":"
+				 "\"function\",\"function\":{\"name\":\"nope\"}}}",
+				 "tool_choice", NULL);
+	assert_non_null(strstr(m, "'nope'"));
+	BAD_CHAT(s, CHAT_BASE ",\"tool_choice\":\"required\"}", "tool_choice", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"tool_choice\":\"sometimes\"," TOOLS "}", "tool_choice", NULL);
+	BAD_CHAT(s, CHAT_BASE ",\"tool_choice\":{\"type\":\"function\"}," TOOLS "}",
+		 "tool_choice", NULL);
+	m = BAD_CHAT(s, CHAT_BASE "," TOOLS ",\"tool_choice\":\"required\","
+		     "\"response_format\":{\"type\":\"json_object\"}}", "tool_choice", NULL);
+	assert_non_null(strstr(m, "response_format"));
+	BAD_CHAT(s, CHAT_BASE "," TOOLS ",\"parallel_tool_calls\":\"yes\"}",
+		 "parallel_tool_calls", NULL);
+	/* malformed tools: the place named */
+	static const char *const bad_tools[][2] = {
+		{"{}", "non-empty array"},
+		{"[]", "non-empty array"},
+		{"[{\"type\":\"code\"}]", "tools[0].type"},
+		{"[{\"type\":\"function\",\"function\":{\"name\":\"a b\"}}]", "tools[0].function.name"},
+		{"[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":1}}]",
+		 "tools[0].function.parameters"},
+		{"[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"x\":1}}]", "tools[0].function.x"},
+		{"[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},{\"type\":\"function\","
+		 "\"function\":{\"name\":\"f\"}}]", "tools[1].function.name 'f'"},
+	};
+	for (size_t i = 0; i < EG_ARRAY_LEN(bad_tools); i++) {
+		char body[512];
+		snprintf(body, sizeof body, CHAT_BASE ",\"tools\":%s}", bad_tools[i][0]);
+		m = BAD_CHAT(s, body, "tools", NULL);
+		if (!strstr(m, bad_tools[i][1]))
+			fail_msg("%s: '%s' does not name %s", body, m, bad_tools[i][1]);
+	}
+	/* a parameters schema the grammar cannot express, when a call is
+	 * required */
+	m = BAD_CHAT(s, CHAT_BASE ",\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+		     "\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":"
+		     "\"object\",\"properties\":{\"a\":{\"minimum\":1}}}}}]}", "tools", NULL);
+	assert_non_null(strstr(m, "tools[0].function.parameters"));
+	assert_non_null(strstr(m, "#/properties/a/minimum"));
+	/* the messages of a tool conversation */
+	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":"
+		     "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":"
+		     "\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{oops\"}}]}]}",
+		     "messages", NULL);
+	assert_non_null(strstr(m, "messages[1].tool_calls[0].function.arguments"));
+	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":"
+		     "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":"
+		     "\"function\",\"function\":{\"arguments\":\"{}\"}}]}]}", "messages", NULL);
+	assert_non_null(strstr(m, "messages[1].tool_calls[0].function.name"));
+	m = BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"},{\"role\":"
+		     "\"tool\",\"content\":\"r\"}]}", "messages", NULL);
+	assert_non_null(strstr(m, "messages[1].tool_call_id"));
+	server_free(s);
+}
+
+/* The events of a streamed job as the JSON of each "data: " line
+ * (NULL-terminated array; [DONE] as the string "[DONE]"). */
+static json_t **sse_events(server_job_t *j, const sched_event_t *ev)
+{
+	sbuf_t out = {0};
+	api_format_event(j, ev, &out);
+	json_t **e = calloc(16, sizeof *e);
+	int n = 0;
+	for (char *p = out.p; p && (p = strstr(p, "data: ")) && n < 15; p += 6)
+		e[n++] = !strncmp(p + 6, "[DONE]", 6) ? json_string("[DONE]")
+						       : json_loads(p + 6, JSON_DISABLE_EOF_CHECK, NULL);
+	sbuf_free(&out);
+	return e;
+}
+
+static void events_free(json_t **e)
+{
+	for (int i = 0; e[i]; i++)
+		json_decref(e[i]);
+	free(e);
+}
+
+/* choices[0].delta of event e. */
+static json_t *delta_of(json_t *e)
+{
+	return json_object_get(json_array_get(json_object_get(e, "choices"), 0), "delta");
+}
+
+static const char *str_at(json_t *o, const char *path)
+{
+	json_t *v = o;
+	char key[64];
+	for (const char *p = path; v && *p;) {
+		size_t n = strcspn(p, ".");
+		snprintf(key, sizeof key, "%.*s", (int)n, p);
+		v = json_is_array(v) ? json_array_get(v, (size_t)atoi(key))
+				     : json_object_get(v, key);
+		p += n + (p[n] == '.');
+	}
+	return json_string_value(v);
+}
+
+/* A streamed answer with tools: text that may begin a call waits; a call
+ * goes out as OpenAI streams one (index, id, type and name first, then
+ * the arguments), finish_reason "tool_calls"; text that turns out not to
+ * be a call goes out as content. */
+static void test_format_tools(void **state)
+{
+	(void)state;
+	server_t *s = server_for_tools();
+	server_reply_t r;
+	expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS ",\"stream\":true}", &r);
+	server_job_t *j = r.job;
+	json_t **e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT,
+						    .text = "Sure.", .n = 5});
+	assert_string_equal(json_string_value(json_object_get(delta_of(e[0]), "content")),
+			    "Sure.");
+	assert_null(e[1]);
+	events_free(e);
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = "\n<tool_", .n = 7});
+	assert_null(e[0]); /* may begin a call: held */
+	events_free(e);
+	static const char call[] = "call>\n{\"name\": \"get_weather\", \"arguments\": "
+				   "{\"city\": \"Rome\"}}\n</tool_call>";
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = call,
+					   .n = sizeof call - 1});
+	assert_null(e[0]);
+	events_free(e);
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_EOS,
+					   .n_prompt = 9, .n_gen = 20});
+	json_t *d0 = delta_of(e[0]), *d1 = delta_of(e[1]);
+	assert_non_null(d0);
+	assert_null(json_object_get(d0, "content"));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+		json_object_get(d0, "tool_calls"), 0), "index")), 0);
+	assert_non_null(str_at(d0, "tool_calls.0.id"));
+	assert_true(!strncmp(str_at(d0, "tool_calls.0.id"), "call_", 5));
+	assert_string_equal(str_at(d0, "tool_calls.0.type"), "function");
+	assert_string_equal(str_at(d0, "tool_calls.0.function.name"), "get_weather");
+	assert_string_equal(str_at(d0, "tool_calls.0.function.arguments"), "");
+	assert_null(str_at(d1, "tool_calls.0.id"));
+	assert_string_equal(str_at(d1, "tool_calls.0.function.arguments"), "{\"city\":\"Rome\"}");
+	assert_string_equal(str_at(e[2], "choices.0.finish_reason"), "tool_calls");
+	assert_string_equal(json_string_value(e[3]), "[DONE]");
+	assert_null(e[4]);
+	events_free(e);
+	server_reply_free(&r);
+	/* text that looked like a call's start, and a call to an unknown
+	 * function: content, finish_reason from the stop */
+	expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS ",\"stream\":true}", &r);
+	j = r.job;
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = "Hi <tool", .n = 8});
+	assert_string_equal(json_string_value(json_object_get(delta_of(e[0]), "content")), "Hi");
+	events_free(e);
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = "s> ", .n = 3});
+	assert_string_equal(json_string_value(json_object_get(delta_of(e[0]), "content")),
+			    " <tools>");
+	events_free(e);
+	static const char bad[] = "<tool_call>\n{\"name\": \"rm\", \"arguments\": {}}\n</tool_call>";
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = bad, .n = sizeof bad - 1});
+	assert_null(e[0]);
+	events_free(e);
+	e = sse_events(j, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_EOS});
+	const char *c0 = json_string_value(json_object_get(delta_of(e[0]), "content"));
+	assert_true(c0 && c0[0] == ' ' && !strcmp(c0 + 1, bad)); /* the held space too */
+	assert_string_equal(str_at(e[1], "choices.0.finish_reason"), "stop");
+	events_free(e);
+	server_reply_free(&r);
+	/* parallel_tool_calls false: the first call only */
+	expect_job(s, "/v1/chat/completions", CHAT_BASE "," TOOLS ",\"stream\":true,"
+		   "\"parallel_tool_calls\":false}", &r);
+	static const char two[] = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
+				  "</tool_call>\n<tool_call>\n{\"name\": \"now\", "
+				  "\"arguments\": {}}\n</tool_call>";
+	e = sse_events(r.job, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .text = two,
+					       .n = sizeof two - 1});
+	events_free(e);
+	e = sse_events(r.job, &(sched_event_t){.kind = SCHED_EVENT_END, .stop = STOP_EOS});
+	assert_string_equal(str_at(e[0], "choices.0.delta.tool_calls.0.function.name"), "now");
+	assert_string_equal(str_at(e[1], "choices.0.delta.tool_calls.0.function.arguments"), "{}");
+	assert_string_equal(str_at(e[2], "choices.0.finish_reason"), "tool_calls");
+	events_free(e);
+	server_reply_free(&r);
+	server_free(s);
+}
+
 int main(void)
 {
 	log_quiet = true;
@@ -1174,6 +1411,8 @@ int main(void)
 		cmocka_unit_test(test_format_completion),
 		cmocka_unit_test(test_format_chat),
 		cmocka_unit_test(test_format_reply),
+		cmocka_unit_test(test_tools_fields),
+		cmocka_unit_test(test_format_tools),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

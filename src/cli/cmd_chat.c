@@ -28,7 +28,8 @@ static const char chat_help[] =
 	"\n"
 	"  -m, --model FILE          GGUF (required)\n"
 	"      --chat-template NAME  a built-in template instead of the model's:\n"
-	"                            chatml, llama2, llama3, zephyr, qwen3, gemma3\n"
+	"                            chatml, llama2, llama3, llama31, zephyr, qwen3,\n"
+	"                            gemma3\n"
 	"      --chat-template-file FILE  the template text to recognise instead\n"
 	"                            of the model's tokenizer.chat_template\n"
 	"      --system TEXT         the first system message\n"
@@ -173,7 +174,7 @@ static int render_file(const chat_template_t *ct, const char *path)
 	chat_convo_t *c = chat_convo_new(ct);
 	char *out = NULL;
 	int64_t k = -1;
-	if (chat_convo_add_json(c, json_object_get(root, "messages")) < 0)
+	if (chat_convo_load_json(c, root) < 0)
 		log_error("chat: --render: %s", err_get());
 	else if ((k = chat_convo_render(c, json_is_true(json_object_get(root,
 			"add_generation_prompt")), &out)) < 0)
@@ -211,7 +212,7 @@ int cmd_chat(int argc, char **argv)
 	chat_kind_t kind = CHAT_NONE;
 	if (o.tmpl && (kind = chat_kind_from_name(o.tmpl)) == CHAT_NONE) {
 		log_error("chat: --chat-template '%s' is not one of chatml, llama2, "
-			  "llama3, zephyr, qwen3, gemma3", o.tmpl);
+			  "llama3, llama31, zephyr, qwen3, gemma3", o.tmpl);
 		return EXIT_INPUT;
 	}
 	engine_config_t ec = {.model_path = o.model, .cpus = o.cpus.cpu,

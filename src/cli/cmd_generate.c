@@ -20,7 +20,8 @@ static const char generate_help[] =
 	"                          given (no BOS added); instead of -p\n"
 	"      --chat              -p as a user message in the model's chat template; the\n"
 	"                          answer ends at an end-of-turn token\n"
-	"      --chat-template NAME  --chat, template chatml|llama2|llama3|zephyr|qwen3|gemma3\n"
+	"      --chat-template NAME  --chat, template chatml|llama2|llama3|\n"
+	"                          llama31|zephyr|qwen3|gemma3\n"
 	"      --system TEXT       --chat with this system message first\n"
 	"  -n, --n-predict N       tokens to generate after the prompt (default 256;\n"
 	"                          llama2.c's -n S, which counts the prompt, is S+1-prompt)\n"
@@ -58,7 +59,7 @@ static const char generate_help[] =
 	"  -h, --help              this text\n";
 
 static const char *const sampler_names[] = {"egang", "llama2c", NULL};
-static const char *const chat_names[] = {"chatml", "llama2", "llama3", "zephyr",
+static const char *const chat_names[] = {"chatml", "llama2", "llama3", "llama31", "zephyr",
 					 "qwen3", "gemma3", NULL};
 
 int cmd_generate(int argc, char **argv)

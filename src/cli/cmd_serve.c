@@ -65,7 +65,8 @@ static const char serve_help[] =
 	"                          cmdline), else from $EGANG_API_KEY; a flag wins over\n"
 	"                          it, both flags or an empty key are refused\n"
 	"      --chat-template NAME  a built-in chat template instead of the model's\n"
-	"                          (chatml, llama2, llama3, zephyr, qwen3, gemma3);\n"
+	"                          (chatml, llama2, llama3, llama31, zephyr, qwen3,\n"
+	"                          gemma3);\n"
 	"                          without one an unrecognised template gets 400\n"
 	"      --timeout S         close connections idle for S seconds (default 30)\n"
 	"      --request-timeout S close a connection that has not sent a whole\n"
@@ -205,7 +206,7 @@ int cmd_serve(int argc, char **argv)
 		return status;
 	if (o.chat_template && chat_kind_from_name(o.chat_template) == CHAT_NONE) {
 		log_error("serve: --chat-template '%s' is not one of chatml, llama2, "
-			  "llama3, zephyr, qwen3, gemma3", o.chat_template);
+			  "llama3, llama31, zephyr, qwen3, gemma3", o.chat_template);
 		return EXIT_INPUT;
 	}
 	int index = check_opts(&o, &status);

@@ -1,15 +1,19 @@
 /* chat_convo: the conversation and its KV (chat_convo.h). */
 #include "engine/chat_convo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "model/chat_tools.h"
 #include "model/gguf.h"
 
 struct chat_convo {
 	const chat_template_t *ct;
-	chat_msg_t *msg;     /* role and text malloc'd */
+	chat_msg_t *msg;     /* role, text and calls malloc'd (each call's
+				name malloc'd, its arguments a reference) */
+	json_t *tools;       /* shown in every rendering; NULL: none */
 	int n, cap;
 	int32_t *kv;         /* ids whose KV the forward pass holds */
 	int64_t n_kv;
@@ -63,6 +67,7 @@ void chat_convo_free(chat_convo_t *c)
 		chat_convo_drop(c);
 	free(c->prev);
 	free(c->system);
+	json_decref(c->tools);
 	free(c->msg);
 	free(c->kv);
 	free(c->ans);
@@ -100,7 +105,39 @@ void chat_convo_add(chat_convo_t *c, const char *role, const char *text,
 		abort(); /* out of memory */
 	memcpy(t, text, len);
 	t[len] = '\0';
-	c->msg[c->n++] = (chat_msg_t){r, t, len};
+	c->msg[c->n++] = (chat_msg_t){.role = r, .text = t, .len = len};
+}
+
+/* The tool calls of messages[i] (none: *calls NULL, *n 0), names copied
+ * so that they outlive the JSON; 0 or -1 + err_get(). */
+static int calls_copy(const json_t *m, size_t i, chat_tool_call_t **calls,
+		      int *n)
+{
+	const json_t *tc = json_object_get(m, "tool_calls");
+	*calls = NULL;
+	*n = 0;
+	if (!tc || json_is_null(tc))
+		return 0;
+	if (chat_calls_from_json(tc, calls, n) < 0) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", err_get());
+		return err_set("messages[%zu].%s", i, why);
+	}
+	for (int k = 0; k < *n; k++) {
+		(*calls)[k].id = NULL;
+		if (!((*calls)[k].name = strdup((*calls)[k].name)))
+			abort(); /* out of memory */
+	}
+	return 0;
+}
+
+static void calls_free(chat_msg_t *m)
+{
+	for (int k = 0; k < m->n_calls; k++) {
+		free((char *)m->calls[k].name);
+		json_decref((json_t *)m->calls[k].args);
+	}
+	free((chat_tool_call_t *)m->calls);
 }
 
 int chat_convo_add_json(chat_convo_t *c, const json_t *messages)
@@ -108,17 +145,46 @@ int chat_convo_add_json(chat_convo_t *c, const json_t *messages)
 	size_t n = json_array_size(messages);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *m = json_array_get(messages, i);
+		const json_t *tc = json_object_get(m, "tool_calls");
+		const json_t *text = json_object_get(m, "content");
 		if (!json_is_string(json_object_get(m, "role")) ||
-		    !json_is_string(json_object_get(m, "content")))
+		    !(json_is_string(text) ||
+		      (json_is_null(text) && tc && !json_is_null(tc))))
 			return err_set("messages[%zu] needs string role and "
 				       "content", i);
+		chat_tool_call_t *calls;
+		int k;
+		if (calls_copy(m, i, &calls, &k) < 0)
+			return -1;
+		chat_msg_t cm = {.calls = calls, .n_calls = k};
+		calls_free(&cm);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const json_t *m = json_array_get(messages, i);
 		const json_t *text = json_object_get(m, "content");
 		chat_convo_add(c, json_string_value(json_object_get(m, "role")),
-			       json_string_value(text), json_string_length(text));
+			       json_is_string(text) ? json_string_value(text) : "",
+			       json_string_length(text));
+		calls_copy(m, i, (chat_tool_call_t **)&c->msg[c->n - 1].calls,
+			   &c->msg[c->n - 1].n_calls); /* checked above */
 	}
+	return 0;
+}
+
+int chat_convo_load_json(chat_convo_t *c, const json_t *conversation)
+{
+	json_t *tools = json_object_get(conversation, "tools");
+	if (json_is_null(tools))
+		tools = NULL;
+	if (tools && chat_tools_check(tools) < 0)
+		return -1;
+	json_t *messages = json_object_get(conversation, "messages");
+	if (!json_is_array(messages))
+		return err_set("the conversation needs a \"messages\" array");
+	if (chat_convo_add_json(c, messages) < 0)
+		return -1;
+	json_decref(c->tools);
+	c->tools = json_incref(tools);
 	return 0;
 }
 
@@ -127,6 +193,7 @@ void chat_convo_drop(chat_convo_t *c)
 	if (!c->n)
 		return;
 	c->n--;
+	calls_free(&c->msg[c->n]);
 	free((char *)c->msg[c->n].role);
 	free((char *)c->msg[c->n].text);
 }
@@ -140,7 +207,8 @@ const chat_msg_t *chat_convo_msgs(const chat_convo_t *c, int *n)
 int64_t chat_convo_render(const chat_convo_t *c, bool add_generation_prompt,
 			  char **out)
 {
-	return chat_render_full(c->ct, c->msg, c->n, add_generation_prompt, out);
+	return chat_render_full(c->ct, c->msg, c->n, c->tools, add_generation_prompt,
+				out);
 }
 
 const int32_t *chat_convo_kv(const chat_convo_t *c, int64_t *n)
@@ -158,7 +226,7 @@ static int64_t render_marked(chat_convo_t *c, char **text)
 	chat_msg_t saved = c->msg[c->n - 2];
 	c->msg[c->n - 2].text = ANSWER_MARK;
 	c->msg[c->n - 2].len = strlen(ANSWER_MARK);
-	int64_t len = chat_render(c->ct, c->msg, c->n, true, text);
+	int64_t len = chat_render_tools(c->ct, c->msg, c->n, c->tools, true, text);
 	c->msg[c->n - 2] = saved;
 	return len;
 }
@@ -227,7 +295,7 @@ static int32_t *prompt_whole(const chat_convo_t *c, const char *text,
 int chat_convo_prompt(chat_convo_t *c, chat_prompt_t *p)
 {
 	char *text;
-	int64_t len = chat_render(c->ct, c->msg, c->n, true, &text);
+	int64_t len = chat_render_tools(c->ct, c->msg, c->n, c->tools, true, &text);
 	if (len < 0)
 		return -1;
 	memset(p, 0, sizeof *p);

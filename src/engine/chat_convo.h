@@ -76,10 +76,17 @@ void chat_convo_reset(chat_convo_t *c, const char *system);
  * memory). */
 void chat_convo_add(chat_convo_t *c, const char *role, const char *text,
 		    size_t len);
-/* Appends the messages of a JSON array of {"role", "content"} objects;
- * 0, or -1 + err_get() naming the first that lacks a string role or
- * content (then none is added). */
+/* Appends the messages of a JSON array of OpenAI messages: {"role",
+ * "content"}, an assistant's with "tool_calls" (content may be null), a
+ * tool result {"role": "tool", "content", "tool_call_id"}; 0, or -1 +
+ * err_get() naming the first that lacks a string role or content or has
+ * malformed calls (then none is added). */
 int chat_convo_add_json(chat_convo_t *c, const json_t *messages);
+/* A conversation file's {"messages": [...], "tools": [...]}: its tools
+ * (chat_tools.h; absent or null: none) shown in every rendering from now
+ * on, then its messages appended as chat_convo_add_json does. 0 or -1 +
+ * err_get() (nothing changed). */
+int chat_convo_load_json(chat_convo_t *c, const json_t *conversation);
 /* Removes the last message (a turn the template refused); none: no-op. */
 void chat_convo_drop(chat_convo_t *c);
 /* The messages so far and their count. */

@@ -44,11 +44,6 @@ static bool is_empty_string(const json_t *v)
 	return json_is_string(v) && json_string_length(v) == 0;
 }
 
-static bool is_none(const json_t *v)
-{
-	return json_is_string(v) && !strcmp(json_string_value(v), "none");
-}
-
 static bool is_text_modality(const json_t *v)
 {
 	json_t *t = json_array_get(v, 0);
@@ -133,6 +128,23 @@ static const api_field_t fields[] = {
 	 "top_logprobs and text_offset (bytes into the\n"
 	 "completion) in choices[].logprobs; the same\n"
 	 "distribution as chat's"},
+	{"tools", F_CHAT, FIELD_USED, 0, 0,
+	 "[{\"type\": \"function\", \"function\": {name,\n"
+	 "description, parameters}}]: shown to the model in\n"
+	 "its template's tool syntax (<tool_call> blocks for\n"
+	 "ChatML and Qwen3, Llama 3.1's JSON, <tool_call>\n"
+	 "blocks in plain turns for the others); a call in\n"
+	 "the answer becomes message.tool_calls (streamed:\n"
+	 "delta.tool_calls), finish_reason \"tool_calls\""},
+	{"tool_choice", F_CHAT, FIELD_USED, 0, 0,
+	 "\"auto\" (with tools; unconstrained: text or\n"
+	 "calls), \"none\" (tools not shown, text only),\n"
+	 "\"required\" or {\"type\": \"function\", \"function\":\n"
+	 "{\"name\"}}: one call, its syntax and arguments\n"
+	 "forced by a grammar (the parameters schema)"},
+	{"parallel_tool_calls", F_CHAT, FIELD_USED, 0, 0,
+	 "true (default): every call the answer holds;\n"
+	 "false: the first only"},
 	{"response_format", F_BOTH, FIELD_USED, 0, 0,
 	 "{\"type\": \"text\"} (default), {\"type\":\n"
 	 "\"json_object\"}: any JSON object (up to 8 levels,\n"
@@ -164,15 +176,13 @@ static const api_field_t fields[] = {
 	{"stream_options", F_BOTH, FIELD_DEFAULT, is_stream_options,
 	 "{} or {\"include_usage\": true|false}",
 	 "usage is in the last chunk whatever include_usage"},
-	{"tool_choice", F_CHAT, FIELD_DEFAULT, is_none, "\"none\"", "no tools (see tools)"},
 	{"modalities", F_CHAT, FIELD_DEFAULT, is_text_modality, "[\"text\"]", "text out"},
 	{"store", F_CHAT, FIELD_DEFAULT, is_false, "false", "nothing is stored"},
 	/* ---- refused ---- */
-	{"tools", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
-	{"functions", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
-	{"function_call", F_CHAT, FIELD_REFUSED, 0, 0, "tool calls are not implemented"},
-	{"parallel_tool_calls", F_CHAT, FIELD_REFUSED, 0, 0,
-	 "tool calls are not implemented"},
+	{"functions", F_CHAT, FIELD_REFUSED, 0, 0,
+	 "OpenAI's deprecated form: send tools"},
+	{"function_call", F_CHAT, FIELD_REFUSED, 0, 0,
+	 "OpenAI's deprecated form: send tool_choice"},
 	{"audio", F_CHAT, FIELD_REFUSED, 0, 0, "text only"},
 	{"prediction", F_CHAT, FIELD_REFUSED, 0, 0, "no predicted outputs"},
 	{"reasoning_effort", F_CHAT, FIELD_REFUSED, 0, 0, "no reasoning control"},
@@ -283,7 +293,9 @@ void api_fields_help(FILE *out)
 	}
 	fputs("Any other field is refused the same way, naming it: egang never\n"
 	      "ignores a field a client thought mattered. A message takes role and\n"
-	      "content only (name, tool_calls, tool_call_id, refusal, audio: null).\n"
+	      "content; an assistant's also tool_calls (its content may be null), a\n"
+	      "tool result {\"role\": \"tool\", \"content\", \"tool_call_id\"}; name,\n"
+	      "refusal, audio and function_call only as null.\n"
 	      "\n"
 	      "POST /tokenize {\"content\": TEXT, \"add_special\": false, \"parse_special\":\n"
 	      "true, \"with_pieces\": false} -> {\"tokens\": [ID...]} (with_pieces: [{\"id\",\n"

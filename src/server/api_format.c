@@ -143,16 +143,19 @@ static json_t *logprobs_json(server_job_t *j, const engine_token_t *t, size_t n)
 				: cmpl_logprobs_json(j, t, n);
 }
 
-/* One streamed chunk: text (NULL: none, for a chat delta), the finish
- * reason (NULL: none yet), the assistant role (a chat's first chunk),
- * its logprobs (taken; NULL: null). */
-static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
-			  const char *finish, bool role, json_t *lp)
+/* One streamed chunk of a chat: its delta (taken; NULL: text, role
+ * below), or text (NULL: none), the finish reason (NULL: none yet), the
+ * assistant role (a chat's first chunk), its logprobs (taken; NULL:
+ * null). */
+static json_t *chunk_delta_json(const server_job_t *j, json_t *delta,
+				const char *text, size_t n, const char *finish,
+				bool role, json_t *lp)
 {
 	json_t *choice = json_object();
 	json_object_set_new(choice, "index", json_integer(0));
 	if (j->ep == EP_CHAT) {
-		json_t *delta = json_object();
+		if (!delta)
+			delta = json_object();
 		if (role)
 			json_object_set_new(delta, "role", json_string("assistant"));
 		if (text)
@@ -172,6 +175,13 @@ static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
 			 "choices", choices);
 }
 
+/* chunk_delta_json with the delta made from text and role. */
+static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
+			  const char *finish, bool role, json_t *lp)
+{
+	return chunk_delta_json(j, NULL, text, n, finish, role, lp);
+}
+
 /* Appends "data: JSON\n\n" (takes json). */
 static void sse_event(sbuf_t *out, json_t *json)
 {
@@ -180,6 +190,99 @@ static void sse_event(sbuf_t *out, json_t *json)
 	sbuf_str(out, s);
 	sbuf_str(out, "\n\n");
 	free(s);
+}
+
+/* ---- tool calls (chat_tools.h) ---- */
+
+/* The id of j's call k: "call_", the server's start-up time and j's
+ * number, unique for the server's life and across its restarts. */
+static void call_id(const server_job_t *j, int k, char *buf, size_t n)
+{
+	const char *num = strrchr(j->id, '-');
+	snprintf(buf, n, "call_%llx%s-%d", (unsigned long long)j->created,
+		 num ? num : "-", k);
+}
+
+/* How many of p's calls j answers with (parallel_tool_calls). */
+static int calls_kept(const server_job_t *j, const chat_parsed_t *p)
+{
+	return j->one_call && p->n_calls > 1 ? 1 : p->n_calls;
+}
+
+/* message.tool_calls: [{"id", "type": "function", "function": {"name",
+ * "arguments"}}]. */
+static json_t *tool_calls_json(const server_job_t *j, const chat_parsed_t *p)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < calls_kept(j, p); k++) {
+		char id[64];
+		call_id(j, k, id, sizeof id);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id,
+						   "type", "function", "function", "name",
+						   p->calls[k].name, "arguments",
+						   p->calls[k].args));
+	}
+	return a;
+}
+
+/* The text of j's streamed answer so far ("" before any). */
+static const char *answer_text(const server_job_t *j)
+{
+	return j->answer.p ? j->answer.p : "";
+}
+
+/* A streamed text event of a job with tools: the text that cannot be the
+ * start of a call goes out as content; the rest waits for the end
+ * (api_format_event). The tokens' logprobs go out with the event
+ * whatever. */
+static void tools_stream_text(server_job_t *j, const sched_event_t *ev,
+			      sbuf_t *out)
+{
+	sbuf_add(&j->answer, ev->text, ev->n);
+	bool call;
+	size_t safe = chat_tools_stream_safe(j->syntax, answer_text(j),
+					     j->answer.len, j->sent, &call);
+	json_t *lp = logprobs_json(j, ev->tokens, ev->n_tokens);
+	if (safe > j->sent) {
+		sse_event(out, chunk_json(j, answer_text(j) + j->sent, safe - j->sent,
+					  NULL, false, lp));
+		j->sent = safe;
+	} else if (!json_is_null(lp)) {
+		sse_event(out, chunk_json(j, NULL, 0, NULL, false, lp));
+	} else {
+		json_decref(lp);
+	}
+}
+
+/* The end of a streamed job with tools: the held text as content, or
+ * each call as OpenAI streams one (a chunk with its index, id, type,
+ * name and empty arguments, then a chunk with the arguments); the
+ * finish reason, "tool_calls" when there were calls. */
+static const char *tools_stream_end(server_job_t *j, const sched_event_t *ev,
+				    sbuf_t *out)
+{
+	chat_parsed_t p;
+	chat_tools_parse(j->syntax, answer_text(j), j->answer.len, j->tools, &p);
+	size_t end = p.n_calls ? p.n_content : j->answer.len;
+	if (end > j->sent)
+		sse_event(out, chunk_json(j, answer_text(j) + j->sent, end - j->sent,
+					  NULL, false, NULL));
+	j->sent = j->answer.len;
+	for (int k = 0; k < calls_kept(j, &p); k++) {
+		char id[64];
+		call_id(j, k, id, sizeof id);
+		json_t *head = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}",
+					 "tool_calls", "index", k, "id", id, "type",
+					 "function", "function", "name", p.calls[k].name,
+					 "arguments", "");
+		json_t *args = json_pack("{s:[{s:i, s:{s:s}}]}", "tool_calls", "index",
+					 k, "function", "arguments", p.calls[k].args);
+		sse_event(out, chunk_delta_json(j, head, NULL, 0, NULL, false, NULL));
+		sse_event(out, chunk_delta_json(j, args, NULL, 0, NULL, false, NULL));
+	}
+	const char *finish = p.n_calls ? "tool_calls" : finish_reason(ev->stop);
+	chat_parsed_free(&p);
+	return finish;
 }
 
 /* ---- a job's responses ---- */
@@ -192,15 +295,21 @@ void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 			sse_event(out, chunk_json(j, "", 0, NULL, true, NULL));
 		break;
 	case SCHED_EVENT_TEXT:
+		if (j->tools) {
+			tools_stream_text(j, ev, out);
+			break;
+		}
 		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false,
 					  logprobs_json(j, ev->tokens, ev->n_tokens)));
 		break;
 	case SCHED_EVENT_END: {
+		const char *finish = j->tools ? tools_stream_end(j, ev, out)
+					      : finish_reason(ev->stop);
 		/* tokens whose text was held back, then cut by a stop string */
 		json_t *lp = ev->n_tokens ? logprobs_json(j, ev->tokens, ev->n_tokens)
 					  : NULL;
 		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
-					  finish_reason(ev->stop), false, lp);
+					  finish, false, lp);
 		json_object_set_new(last, "usage", usage_json(ev->n_prompt, ev->n_gen));
 		sse_event(out, last);
 		sbuf_str(out, "data: [DONE]\n\n");
@@ -230,15 +339,25 @@ char *api_format_reply(server_job_t *j, int *status)
 	*status = 200;
 	json_t *choice = json_object();
 	json_object_set_new(choice, "index", json_integer(0));
-	json_t *text = buf_json_text(r.text, r.n);
-	if (j->ep == EP_CHAT)
+	chat_parsed_t p = {0};
+	if (j->tools)
+		chat_tools_parse(j->syntax, r.text ? r.text : "", r.n, j->tools, &p);
+	const char *finish = p.n_calls ? "tool_calls" : finish_reason(r.stop);
+	if (p.n_calls) /* the text before the calls, null if none */
+		json_object_set_new(choice, "message",
+				    json_pack("{s:s, s:o, s:o}", "role", "assistant",
+					      "content", p.n_content ?
+					      buf_json_text(r.text, p.n_content) : json_null(),
+					      "tool_calls", tool_calls_json(j, &p)));
+	else if (j->ep == EP_CHAT)
 		json_object_set_new(choice, "message",
 				    json_pack("{s:s, s:o}", "role", "assistant",
-					      "content", text));
+					      "content", buf_json_text(r.text, r.n)));
 	else
-		json_object_set_new(choice, "text", text);
+		json_object_set_new(choice, "text", buf_json_text(r.text, r.n));
+	chat_parsed_free(&p);
 	json_object_set_new(choice, "logprobs", logprobs_json(j, r.tokens, r.n_tokens));
-	json_object_set_new(choice, "finish_reason", json_string(finish_reason(r.stop)));
+	json_object_set_new(choice, "finish_reason", json_string(finish));
 	json_t *choices = json_array();
 	json_array_append_new(choices, choice);
 	return buf_json_dump(json_pack(

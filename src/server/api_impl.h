@@ -4,6 +4,8 @@
  *  api.c          the object, routing, authentication, the GET endpoints,
  *                 api_handle;
  *  api_request.c  a generation request's fields into a job (the 400s);
+ *  api_tools.c    its tools, tool_choice and parallel_tool_calls, and a
+ *                 message's tool_calls;
  *  api_grammar.c  its output constraint (grammar, json_schema,
  *                 response_format) compiled to a grammar;
  *  api_tokens.c   /tokenize and /detokenize;
@@ -17,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "model/chat.h"
+#include "model/chat_tools.h"
 #include "server/api.h"
 #include "server/buf.h"
 #include "server/sched.h"
@@ -42,6 +45,13 @@ struct server_job {
 	const tokenizer_t *tok; /* the tokens' text (logprobs) */
 	size_t text_offset;   /* completions' logprobs: bytes of the tokens
 				 formatted so far (api_format_event) */
+	/* tools offered (tool_choice not "none"): the answer's calls are
+	 * looked for in the template's syntax (chat_tools.h) */
+	json_t *tools;        /* the request's tools, a reference; NULL: none */
+	chat_tool_syntax_t syntax;
+	bool one_call;        /* parallel_tool_calls false: the first call only */
+	sbuf_t answer;        /* streamed with tools: the text so far */
+	size_t sent;          /* its first bytes, sent as content */
 	sched_job_t *work;    /* one reference */
 };
 
@@ -60,6 +70,19 @@ struct server_job {
 void api_handle_tokens(const api_t *a, server_endpoint_t ep, json_t *body,
 		       server_reply_t *out);
 
+/* ---- api_tools.c ---- */
+
+/* The request's tools, tool_choice and parallel_tool_calls into j (its
+ * tools, syntax, one_call) and, for "required" or a named function, the
+ * grammar of a call into j's request; *shown: the tools to render (NULL:
+ * none, with tool_choice "none"). 0, or -1 with the 400 in out. */
+int api_tools_parse(api_t *a, json_t *root, server_job_t *j,
+		    const json_t **shown, server_reply_t *out);
+/* messages[i]'s tool_calls (an assistant's) into msg (calls malloc'd:
+ * api_tools_free_calls); 0, or -1 with the 400 in out. */
+int api_tools_msg_calls(json_t *m, size_t i, chat_msg_t *msg,
+			server_reply_t *out);
+void api_tools_free_calls(chat_msg_t *msg);
 /* ---- api_grammar.c ---- */
 
 /* The request's grammar, json_schema or response_format (at most one

@@ -38,6 +38,8 @@ void api_job_free(server_job_t *j)
 	if (!j)
 		return;
 	sched_job_release(j->work);
+	json_decref(j->tools);
+	sbuf_free(&j->answer);
 	free(j);
 }
 
@@ -443,18 +445,22 @@ void api_parse_completion(api_t *a, json_t *root, server_job_t *j,
 	finish_prompt(a, j, ids, n, out);
 }
 
-/* Refuses a key of messages[i] other than role and content, except the
+/* Refuses a key of messages[i] other than role and content (and an
+ * assistant's tool_calls, a tool result's tool_call_id), except the
  * OpenAI message fields egang does not render when they are null (a
  * client that sends back the assistant message it was given sends them
  * so). 0 or -1 with the 400 in out. */
-static int message_keys_check(json_t *m, size_t i, server_reply_t *out)
+static int message_keys_check(json_t *m, size_t i, const char *role,
+			      server_reply_t *out)
 {
 	static const char *const null_ok[] = {"name", "tool_calls", "tool_call_id",
 					      "refusal", "audio", "function_call"};
 	const char *key;
 	json_t *v;
 	json_object_foreach(m, key, v) {
-		if (!strcmp(key, "role") || !strcmp(key, "content"))
+		if (!strcmp(key, "role") || !strcmp(key, "content") ||
+		    (!strcmp(key, "tool_calls") && !strcmp(role, "assistant")) ||
+		    (!strcmp(key, "tool_call_id") && !strcmp(role, "tool")))
 			continue;
 		bool known = false;
 		for (size_t k = 0; k < sizeof null_ok / sizeof null_ok[0]; k++)
@@ -463,7 +469,8 @@ static int message_keys_check(json_t *m, size_t i, server_reply_t *out)
 			continue;
 		REPLY_ERR(out, 400, "messages", "unsupported_parameter",
 			  "messages[%zu].%.40s %s: egang renders a message's role "
-			  "and content only", i, key,
+			  "and content (an assistant's tool_calls, a tool's "
+			  "tool_call_id) only", i, key,
 			  known ? "is not supported" : "is not a message field egang knows");
 		return -1;
 	}
@@ -482,18 +489,28 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 			  "messages[%zu] must be an object with a string 'role'", i);
 		return -1;
 	}
-	if (message_keys_check(m, i, out) < 0)
-		return -1;
 	const char *r = json_string_value(role);
+	if (message_keys_check(m, i, r, out) < 0)
+		return -1;
 	if (!strcmp(r, "developer"))
 		r = "system";
-	if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
+	if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") &&
+	    strcmp(r, "tool")) {
 		REPLY_ERR(out, 400, "messages", NULL,
-			  "messages[%zu].role '%.40s' is not system, user or "
-			  "assistant", i, r);
+			  "messages[%zu].role '%.40s' is not system, developer, "
+			  "user, assistant or tool", i, r);
+		return -1;
+	}
+	if (!strcmp(r, "tool") &&
+	    !json_is_string(json_object_get(m, "tool_call_id"))) {
+		REPLY_ERR(out, 400, "messages", NULL,
+			  "messages[%zu].tool_call_id must be a string (the id of "
+			  "the call this is the result of)", i);
 		return -1;
 	}
 	msg->role = r;
+	if (api_tools_msg_calls(m, i, msg, out) < 0)
+		return -1;
 	if (json_is_string(content)) {
 		msg->text = json_string_value(content);
 		msg->len = json_string_length(content);
@@ -525,12 +542,13 @@ static int parse_message(json_t *m, size_t i, chat_msg_t *msg, sbuf_t *parts,
 	return 0;
 }
 
-/* The rendered chat prompt's ids into j (model/chat.h). */
+/* The rendered chat prompt's ids into j (model/chat.h), tools shown
+ * (NULL: none). */
 static void chat_prompt(api_t *a, server_job_t *j, const chat_msg_t *msg,
-			size_t n, server_reply_t *out)
+			size_t n, const json_t *tools, server_reply_t *out)
 {
 	char *text;
-	int64_t len = chat_render(a->chat, msg, (int)n, true, &text);
+	int64_t len = chat_render_tools(a->chat, msg, (int)n, tools, true, &text);
 	if (len < 0) {
 		REPLY_ERR(out, 400, "messages", NULL, "%s", err_get());
 		return;
@@ -576,9 +594,13 @@ void api_parse_chat(api_t *a, json_t *root, server_job_t *j,
 	for (size_t i = 0; i < n; i++) /* parts may have moved while growing */
 		if (part_off[i])
 			msg[i].text = parts.p ? parts.p + part_off[i] - 1 : "";
-	if (parse_common(a, root, j, true, out) == 0)
-		chat_prompt(a, j, msg, n, out);
+	const json_t *tools;
+	if (parse_common(a, root, j, true, out) == 0 &&
+	    api_tools_parse(a, root, j, &tools, out) == 0)
+		chat_prompt(a, j, msg, n, tools, out);
 out:
+	for (size_t i = 0; i < n; i++)
+		api_tools_free_calls(&msg[i]);
 	free(parts.p);
 	free(part_off);
 	free(msg);
