@@ -105,9 +105,9 @@ static json_t *chat_logprobs_json(const server_job_t *j,
 
 /* Completions' choices[].logprobs: tokens, token_logprobs, top_logprobs
  * (an object per token: text -> log-probability) and text_offset, the
- * byte offset of each token in the completion (j->text_offset carries it
- * from chunk to chunk). */
-static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
+ * byte offset of each token in choice ci's completion (j->text_offset
+ * carries it from chunk to chunk). */
+static json_t *cmpl_logprobs_json(server_job_t *j, int ci, const engine_token_t *t,
 				  size_t n)
 {
 	json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(),
@@ -117,8 +117,8 @@ static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
 		size_t len = token_bytes(j, t[k].prev, t[k].id, buf);
 		json_array_append_new(tokens, buf_json_text(buf, len));
 		json_array_append_new(lps, logprob_json(t[k].lp.logprob));
-		json_array_append_new(offs, json_integer((json_int_t)j->text_offset));
-		j->text_offset += len;
+		json_array_append_new(offs, json_integer((json_int_t)j->text_offset[ci]));
+		j->text_offset[ci] += len;
 		json_t *top = json_object();
 		for (int32_t i = 0; i < t[k].lp.n_top; i++) {
 			size_t m = token_bytes(j, t[k].prev, t[k].lp.top_id[i], buf);
@@ -133,24 +133,25 @@ static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
 			 lps, "top_logprobs", tops, "text_offset", offs);
 }
 
-/* The logprobs of tokens t (n) in j's shape, or JSON null when j's
- * request did not ask for them. */
-static json_t *logprobs_json(server_job_t *j, const engine_token_t *t, size_t n)
+/* The logprobs of choice ci's tokens t (n) in j's shape, or JSON null
+ * when j's request did not ask for them. */
+static json_t *logprobs_json(server_job_t *j, int ci, const engine_token_t *t,
+			     size_t n)
 {
 	if (!sched_job_request(j->work)->sp.logprobs)
 		return json_null();
 	return j->ep == EP_CHAT ? chat_logprobs_json(j, t, n)
-				: cmpl_logprobs_json(j, t, n);
+				: cmpl_logprobs_json(j, ci, t, n);
 }
 
-/* One streamed chunk: text (NULL: none, for a chat delta), the finish
- * reason (NULL: none yet), the assistant role (a chat's first chunk),
- * its logprobs (taken; NULL: null). */
-static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
-			  const char *finish, bool role, json_t *lp)
+/* One streamed chunk of choice ci: text (NULL: none, for a chat delta),
+ * the finish reason (NULL: none yet), the assistant role (a chat's first
+ * chunk), its logprobs (taken; NULL: null). */
+static json_t *chunk_json(const server_job_t *j, int ci, const char *text,
+			  size_t n, const char *finish, bool role, json_t *lp)
 {
 	json_t *choice = json_object();
-	json_object_set_new(choice, "index", json_integer(0));
+	json_object_set_new(choice, "index", json_integer(ci));
 	if (j->ep == EP_CHAT) {
 		json_t *delta = json_object();
 		if (role)
@@ -184,28 +185,45 @@ static void sse_event(sbuf_t *out, json_t *json)
 
 /* ---- a job's responses ---- */
 
+/* The last chunk of a choice's stream (its finish reason, and the
+ * tokens whose text was held back, then cut by a stop string), with the
+ * usage and [DONE] after the request's last choice to end. */
+static void format_end(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
+{
+	json_t *lp = ev->n_tokens ? logprobs_json(j, ev->choice, ev->tokens,
+						  ev->n_tokens)
+				  : NULL;
+	json_t *last = chunk_json(j, ev->choice, j->ep == EP_CHAT ? NULL : "", 0,
+				  finish_reason(ev->stop), false, lp);
+	int64_t n_gen = ev->n_gen;
+	if (j->n > 1) { /* every choice's tokens, in the last one's chunk */
+		j->n_gen_ended += ev->n_gen;
+		n_gen = j->n_gen_ended;
+		if (++j->n_ended < j->n) {
+			sse_event(out, last);
+			return;
+		}
+	}
+	json_object_set_new(last, "usage", usage_json(ev->n_prompt, n_gen));
+	sse_event(out, last);
+	sbuf_str(out, "data: [DONE]\n\n");
+}
+
 void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 {
 	switch (ev->kind) {
 	case SCHED_EVENT_START:
 		if (j->ep == EP_CHAT) /* the role comes first, alone */
-			sse_event(out, chunk_json(j, "", 0, NULL, true, NULL));
+			sse_event(out, chunk_json(j, ev->choice, "", 0, NULL, true, NULL));
 		break;
 	case SCHED_EVENT_TEXT:
-		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false,
-					  logprobs_json(j, ev->tokens, ev->n_tokens)));
+		sse_event(out, chunk_json(j, ev->choice, ev->text, ev->n, NULL, false,
+					  logprobs_json(j, ev->choice, ev->tokens,
+							ev->n_tokens)));
 		break;
-	case SCHED_EVENT_END: {
-		/* tokens whose text was held back, then cut by a stop string */
-		json_t *lp = ev->n_tokens ? logprobs_json(j, ev->tokens, ev->n_tokens)
-					  : NULL;
-		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
-					  finish_reason(ev->stop), false, lp);
-		json_object_set_new(last, "usage", usage_json(ev->n_prompt, ev->n_gen));
-		sse_event(out, last);
-		sbuf_str(out, "data: [DONE]\n\n");
+	case SCHED_EVENT_END:
+		format_end(j, ev, out);
 		break;
-	}
 	case SCHED_EVENT_ERROR: {
 		/* the stream's last event: no [DONE] after it, so that a client
 		 * that waits for [DONE] never takes a cut text for a whole one */
@@ -219,31 +237,45 @@ void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 	}
 }
 
-char *api_format_reply(server_job_t *j, int *status)
+/* choices[ci] of a finished reply (r: its work's result). */
+static json_t *reply_choice(server_job_t *j, int ci, const sched_result_t *r)
 {
-	sched_result_t r;
-	sched_job_result(j->work, &r);
-	if (r.status) {
-		*status = r.status;
-		return api_error_body(r.status, NULL, NULL, "%s", r.msg);
-	}
-	*status = 200;
 	json_t *choice = json_object();
-	json_object_set_new(choice, "index", json_integer(0));
-	json_t *text = buf_json_text(r.text, r.n);
+	json_object_set_new(choice, "index", json_integer(ci));
+	json_t *text = buf_json_text(r->text, r->n);
 	if (j->ep == EP_CHAT)
 		json_object_set_new(choice, "message",
 				    json_pack("{s:s, s:o}", "role", "assistant",
 					      "content", text));
 	else
 		json_object_set_new(choice, "text", text);
-	json_object_set_new(choice, "logprobs", logprobs_json(j, r.tokens, r.n_tokens));
-	json_object_set_new(choice, "finish_reason", json_string(finish_reason(r.stop)));
+	json_object_set_new(choice, "logprobs",
+			    logprobs_json(j, ci, r->tokens, r->n_tokens));
+	json_object_set_new(choice, "finish_reason", json_string(finish_reason(r->stop)));
+	return choice;
+}
+
+char *api_format_reply(server_job_t *j, int *status)
+{
+	sched_result_t r[API_MAX_N];
+	for (int i = 0; i < j->n; i++) {
+		sched_job_result(i ? j->more[i - 1] : j->work, &r[i]);
+		if (r[i].status) {
+			*status = r[i].status;
+			return api_error_body(r[i].status, NULL, NULL, "%s", r[i].msg);
+		}
+	}
+	*status = 200;
 	json_t *choices = json_array();
-	json_array_append_new(choices, choice);
+	int64_t n_gen = 0;
+	for (int i = 0; i < j->n; i++) {
+		json_array_append_new(choices, reply_choice(j, i, &r[i]));
+		n_gen += r[i].n_gen;
+	}
+	/* the prompt once: the choices share it */
 	return buf_json_dump(json_pack(
 		"{s:s, s:s, s:I, s:s, s:o, s:o}", "id", j->id, "object",
 		j->ep == EP_CHAT ? "chat.completion" : "text_completion",
 		"created", (json_int_t)j->created, "model", j->model, "choices",
-		choices, "usage", usage_json(r.n_prompt, r.n_gen)));
+		choices, "usage", usage_json(r[0].n_prompt, n_gen)));
 }

@@ -18,6 +18,15 @@
  * max_conns_per_ip from its address gets a 429 JSON error for its request
  * and is closed, or is closed after a second without one.
  *
+ * CORS (off without origins): a request whose Origin header is one of
+ * cfg.cors (compared without regard to case; "*" matches any) gets
+ * Access-Control-Allow-Origin with that origin, and an OPTIONS (a
+ * preflight) also Allow-Methods (the endpoint's), Allow-Headers
+ * (Authorization, Content-Type) and Max-Age; with CORS on, every reply
+ * says Vary: Origin (a cache must not serve one origin's answer to
+ * another). Other origins get no Access-Control-* header, so a browser
+ * refuses the page the answer.
+ *
  * Errors that libmicrohttpd answers itself (a malformed request line,
  * header or chunk, 413, 414, 431, 505) come back in the API's JSON error
  * shape (http_error.c), as do unsupported transfer codings (400, 501).
@@ -47,6 +56,10 @@ typedef struct http_config {
 	int request_timeout_s; /* a waiting connection's deadline; 0: none */
 	int max_conns;    /* concurrent connections; 0: HTTP_MAX_CONNS */
 	int max_conns_per_ip; /* from one address; 0: no limit */
+	/* CORS: the origins ("scheme://host[:port]", or "*": any) whose
+	 * requests get Access-Control-* headers; none: CORS off */
+	const char *const *cors;
+	int n_cors;
 } http_config_t;
 
 typedef struct http http_t; /* opaque */
