@@ -1,10 +1,12 @@
 /* http: the transport, the libmicrohttpd glue (an internal polling thread,
  * one thread per connection). A handler thread reads the body (413 past
  * SERVER_MAX_BODY), asks the API for a reply or a job (api.h), enqueues
- * the job (sched.h), then either waits for its end and asks the API for
- * the reply, or streams it: a content reader pulls the job's events from
- * the scheduler and has the API format each one as server-sent events. A
- * client that goes away cancels its job.
+ * the job (sched.h; a request of n choices is n jobs, queued together),
+ * then either waits for their end and asks the API for the reply, or
+ * streams it: a content reader pulls the events of every choice from the
+ * scheduler and has the API format each one as server-sent events (a
+ * choice's error is the stream's last event, and cancels the others). A
+ * client that goes away cancels its jobs.
  *
  * Connections (http_conn.c): a connection that has not yet sent a whole
  * request (headers and body) is *waiting*; one whose request the handler

@@ -15,8 +15,10 @@
  * counters); no thread ever holds two of those locks.
  *
  * Endpoints: POST /v1/completions, POST /v1/chat/completions (both with
- * "stream": true), POST /tokenize, POST /detokenize, GET /v1/models,
- * GET /health, GET /metrics (Prometheus text). Errors: api.h.
+ * "stream": true; "n" choices each a scheduler job, api.h), POST
+ * /tokenize, POST /detokenize, GET /v1/models[/ID], GET /health, GET
+ * /metrics (Prometheus text); OPTIONS on each (CORS with --cors: http.h).
+ * Errors: api.h.
  *
  * Synchronization: server_handle_json() and server_count() may run on
  * any number of threads at once, also while the server runs.
