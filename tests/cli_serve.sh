@@ -304,7 +304,7 @@ cases = [
     ("stop a number", "POST", C, b'{"prompt":"a","stop":5}', 400),
     ("stop array of numbers", "POST", C, b'{"prompt":"a","stop":[1,2]}', 400),
     ("five stop strings", "POST", C, b'{"prompt":"a","stop":["a","b","c","d","e"]}', 400),
-    ("n = 2", "POST", C, b'{"prompt":"a","n":2}', 400),
+    ("n = 9", "POST", C, b'{"prompt":"a","n":9}', 400),
     ("echo true", "POST", C, b'{"prompt":"a","echo":true}', 400),
     ("invalid UTF-8 bytes", "POST", C, b'{"prompt":"\xff\xfe\xc3"}', 400),
     ("lone surrogate escape", "POST", C, b'{"prompt":"\\ud800"}', 400),

@@ -170,6 +170,23 @@ def _():
     expect(ids == [MODEL], "ids %r, expected [%r]" % (ids, MODEL))
 
 
+@check("models.retrieve: the served model's detail with its context; an "
+       "unknown id is a NotFoundError")
+def _():
+    m = client.models.retrieve(MODEL)
+    expect(m.id == MODEL and m.object == "model" and m.owned_by == "egang",
+           "model %r" % m)
+    meta = (m.model_extra or {}).get("meta") or {}
+    expect(meta.get("n_ctx") == 512 and meta.get("n_vocab") == 512,
+           "meta %r" % meta)
+    try:
+        client.models.retrieve("no-such-model")
+    except openai.NotFoundError as e:
+        expect(e.code == "model_not_found", "code %r" % e.code)
+        return
+    raise AssertionError("no NotFoundError")
+
+
 # ---- chat, greedy, whole and streamed ----
 
 @check("chat.completions.create: a whole greedy reply, usage counted")
@@ -245,6 +262,32 @@ def _():
     expect(a.content and a.content == b.content,
            "%r vs %r" % (a.content, b.content))
     expect(c.content != a.content, "seed 1235 gave seed 1234's text")
+
+
+@check("n=2: two choices, choice i the request alone with seed+i, the "
+       "prompt counted once; streamed, deltas tagged with their index")
+def _():
+    r = chat(max_tokens=12, temperature=1, seed=77, n=2)
+    expect(sorted(c.index for c in r.choices) == [0, 1],
+           "indices %r" % [c.index for c in r.choices])
+    texts = [c.message.content for c in sorted(r.choices, key=lambda c: c.index)]
+    alone = [chat(max_tokens=12, temperature=1, seed=77 + i) for i in (0, 1)]
+    expect(texts == [a.choices[0].message.content for a in alone],
+           "%r vs %r" % (texts, [a.choices[0].message.content for a in alone]))
+    expect(r.usage.prompt_tokens == alone[0].usage.prompt_tokens and
+           r.usage.completion_tokens == sum(a.usage.completion_tokens
+                                            for a in alone),
+           "usage %s" % r.usage)
+    with chat(max_tokens=12, temperature=1, seed=77, n=2, stream=True) as st:
+        by = {}
+        for ch in st:
+            for c in ch.choices:
+                by[c.index] = by.get(c.index, "") + (c.delta.content or "")
+    expect([by.get(0), by.get(1)] == texts, "streamed %r vs %r" % (by, texts))
+    k = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=24,
+                                  temperature=0, n=2)
+    expect([c.text for c in k.choices] == [WANT, WANT],
+           "completions n=2 greedy %r" % [c.text for c in k.choices])
 
 
 @check("max_tokens and max_completion_tokens honoured (finish_reason "

@@ -166,7 +166,7 @@ static void test_wrong_types(void **state)
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"stop\":[\"x\",2]}", "stop", NULL);
 	/* fields taken only at their default: any other value, of any type,
 	 * is a field egang does not implement */
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":\"1\"}", "n", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":\"no\"}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":\"3\"}", "max_completion_tokens", NULL);
@@ -209,8 +209,9 @@ static void test_out_of_range(void **state)
 	const char *m = BAD_COMPLETION(s, "{\"prompt\":\"a\",\"max_tokens\":129}",
 				       "max_tokens", NULL);
 	assert_non_null(strstr(m, "[1, 128]"));
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":2}", "n", "unsupported_parameter");
-	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", "unsupported_parameter");
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":9}", "n", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":0}", "n", NULL);
+	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"n\":1.5}", "n", NULL);
 	BAD_COMPLETION(s, "{\"prompt\":\"a\",\"echo\":true}", "echo", "unsupported_parameter");
 	BAD_CHAT(s, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_completion_tokens\":0}", "max_completion_tokens", NULL);
@@ -306,12 +307,12 @@ static void test_routes(void **state)
 	static const struct {
 		const char *method, *path, *allow;
 	} wrong[] = {
-		{"GET", "/v1/completions", "POST"},
-		{"DELETE", "/v1/chat/completions", "POST"},
-		{"HEAD", "/v1/completions", "POST"},
-		{"POST", "/v1/models", "GET, HEAD"},
-		{"PUT", "/health", "GET, HEAD"},
-		{"POST", "/metrics", "GET, HEAD"},
+		{"GET", "/v1/completions", "POST, OPTIONS"},
+		{"DELETE", "/v1/chat/completions", "POST, OPTIONS"},
+		{"HEAD", "/v1/completions", "POST, OPTIONS"},
+		{"POST", "/v1/models", "GET, HEAD, OPTIONS"},
+		{"PUT", "/health", "GET, HEAD, OPTIONS"},
+		{"POST", "/metrics", "GET, HEAD, OPTIONS"},
 	};
 	for (size_t i = 0; i < EG_ARRAY_LEN(wrong); i++) {
 		server_reply_t r;
@@ -500,7 +501,7 @@ static const field_case_t chat_fields[] = {
 	{"metadata", "{\"k\":\"v\"}", false},
 	{"modalities", "[\"text\",\"audio\"]", false},
 	{"model", "\"stories260K\"", true},
-	{"n", "2", false},
+	{"n", "2", true},
 	{"parallel_tool_calls", "true", true},
 	{"prediction", "{\"type\":\"content\",\"content\":\"x\"}", false},
 	{"presence_penalty", "0.5", true},
@@ -541,7 +542,7 @@ static const field_case_t cmpl_fields[] = {
 	{"logprobs", "2", true},
 	{"max_tokens", "3", true},
 	{"model", "\"stories260K\"", true},
-	{"n", "2", false},
+	{"n", "2", true},
 	{"presence_penalty", "0.5", true},
 	{"seed", "3", true},
 	{"stop", "[\"x\"]", true},
@@ -889,6 +890,66 @@ static void test_format_reply(void **state)
 	free(body);
 	server_reply_free(&rc);
 	server_reply_free(&r);
+	server_free(s);
+}
+
+/* n > 1: a job of n choices, each a scheduler job whose request is the
+ * first's with the seed plus its index (and its buffers borrowed); the
+ * stream tags each chunk with its choice, and only the last choice to
+ * end carries the usage (the prompt once, every choice's tokens) and
+ * [DONE]. */
+static void test_choices(void **state)
+{
+	(void)state;
+	server_t *s = server_for(chatml(), NULL, 0);
+	server_reply_t r;
+	const sched_request_t *q0 = expect_job(
+		s, "/v1/completions", "{\"prompt\":\"a\",\"n\":3,\"seed\":10,"
+		"\"stream\":true}", &r);
+	server_job_t *j = r.job;
+	assert_int_equal(api_job_n_choices(j), 3);
+	assert_ptr_equal(api_job_choice(j, 0), api_job_work(j));
+	for (int i = 0; i < 3; i++) {
+		const sched_request_t *q = sched_job_request(api_job_choice(j, i));
+		assert_int_equal(q->choice, i);
+		assert_int_equal(q->sp.seed, 10 + i);
+		assert_ptr_equal(q->ids, q0->ids);
+		assert_int_equal(q->n_ids, q0->n_ids);
+		assert_true(q->stream);
+		assert_ptr_equal(q->first, i ? api_job_work(j) : NULL);
+	}
+	assert_string_equal(sched_job_request(api_job_choice(j, 2))->name, "cmpl-0.2");
+	long long t = 0;
+	{ /* the creation time, from a chunk */
+		sbuf_t out = {0};
+		api_format_event(j, &(sched_event_t){.kind = SCHED_EVENT_TEXT, .choice = 1,
+						     .text = "x", .n = 1}, &out);
+		assert_non_null(strstr(out.p, "[{\"index\":1,\"text\":\"x\""));
+		t = strtoll(strstr(out.p, "\"created\":") + 10, NULL, 10);
+		sbuf_free(&out);
+	}
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .choice = 2,
+					 .stop = STOP_EOS, .n_prompt = 3, .n_gen = 2},
+		     CMPL_HEAD "[{\"index\":2,\"text\":\"\",\"logprobs\":null,"
+		     "\"finish_reason\":\"stop\"}]}\n\n", t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .choice = 0,
+					 .stop = STOP_LENGTH, .n_prompt = 3, .n_gen = 4},
+		     CMPL_HEAD "[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
+		     "\"finish_reason\":\"length\"}]}\n\n", t);
+	expect_event(j, &(sched_event_t){.kind = SCHED_EVENT_END, .choice = 1,
+					 .stop = STOP_LENGTH, .n_prompt = 3, .n_gen = 4},
+		     CMPL_HEAD "[{\"index\":1,\"text\":\"\",\"logprobs\":null,"
+		     "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":3,"
+		     "\"completion_tokens\":10,\"total_tokens\":13}}\n\n" DONE, t);
+	server_reply_free(&r);
+	/* a reply of n choices before any ran: n empty choices, indexed */
+	expect_job(s, "/v1/chat/completions", CHAT_BASE ",\"n\":2}", &r);
+	int status = 0;
+	char *body = api_format_reply(r.job, &status);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(body, "{\"index\":1,\"message\""));
+	server_reply_free(&r);
+	free(body);
 	server_free(s);
 }
 
@@ -1413,6 +1474,7 @@ int main(void)
 		cmocka_unit_test(test_format_reply),
 		cmocka_unit_test(test_tools_fields),
 		cmocka_unit_test(test_format_tools),
+		cmocka_unit_test(test_choices),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

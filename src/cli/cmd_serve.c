@@ -18,7 +18,7 @@ static const char serve_help[] =
 	"\n"
 	"Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions,\n"
 	"POST /v1/chat/completions (both with \"stream\": true as server-sent\n"
-	"events), GET /v1/models, GET /health, GET /metrics (Prometheus text).\n"
+	"events), GET /v1/models[/ID], GET /health, GET /metrics (Prometheus text).\n"
 	"Up to --parallel generations run at once on the elastic gang, one token\n"
 	"step for all of them (continuous batching: requests join and leave at\n"
 	"any step, a sequence's logits do not depend on the others); the rest\n"
@@ -78,18 +78,17 @@ static const char serve_help[] =
 	"                          it a request gets 429; 0 = none, behind a balancer)\n"
 	"      --drain-seconds N   on SIGTERM, let running generations finish for up\n"
 	"                          to N seconds (default 30; 0 = cut at once)\n"
+	"      --cors ORIGIN       let pages from ORIGIN (scheme://host[:port], a comma\n"
+	"                          list, repeatable; * = any) call it (CORS, below)\n"
 	"  -q, --quiet             no startup and shutdown lines\n"
-	"  -h, --help              this text\n"
-	"\n"
-	"Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad request\n"
-	"or unimplemented field (below), 401 bad key, 404 unknown path or model, 405\n"
-	"wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 501 transfer\n"
-	"coding, 503 stopping.\n";
+	"  -h, --help              this text\n";
 
 typedef struct serve_opts {
 	const char *model, *tok, *host, *policy, *policies, *control, *api_key,
 		*chat_template, *api_key_file;
 	char *key; /* from api_key, api_key_file or $EGANG_API_KEY */
+	const char *cors_arg[SERVER_MAX_CORS]; /* --cors: n_cors_arg values */
+	int n_cors_arg; server_cors_t cors;    /* and their origins */
 	int backend, kv; /* backend: 0 user, 1 scx */
 	int64_t port, ctx, max_queue, timeout, max_conns, max_per_ip, req_timeout, drain;
 	int64_t parallel, kv_mb, prefill_chunk;
@@ -98,31 +97,27 @@ typedef struct serve_opts {
 
 /* The checks that need no model: the backend, the host, the initial
  * policy (a library loaded for the lookup only; engine_open loads the one
- * the server keeps), then the API key into o->key. The policy's index,
+ * the server keeps), then --cors into o->cors and the API key into o->key. The policy's index,
  * or -1 with *status set. */
 static int check_opts(serve_opts_t *o, int *status)
 {
 	*status = EXIT_INPUT;
-	if (o->backend && !scx_built()) {
-		log_error("--backend scx: this build has no sched_ext support (rebuild "
-			  "with `make SCX=1`; tools/deps-scx.sh)");
-		*status = EXIT_FAIL;
-		return -1;
-	}
-	if (!server_host_ok(o->host)) {
-		log_error("--host '%s' is not a numeric IPv4 or IPv6 address", o->host);
-		return -1;
-	}
+	if (o->backend && !scx_built())
+		return log_error("--backend scx: this build has no sched_ext support "
+				 "(rebuild with `make SCX=1`; tools/deps-scx.sh)"),
+		       *status = EXIT_FAIL, -1;
+	if (!server_host_ok(o->host))
+		return log_error("--host '%s' is not a numeric IPv4 or IPv6 address",
+				 o->host), -1;
 	static policy_lib_t lib;
-	if (engine_policies(&lib, o->cpus.n, o->policies) < 0) {
-		log_error("%s", err_get());
-		return -1;
-	}
+	if (engine_policies(&lib, o->cpus.n, o->policies) < 0)
+		return log_error("%s", err_get()), -1;
 	int index = policy_lib_find(&lib, o->policy);
 	if (index < 0)
 		log_error("--policy: '%s' names no record (indices 0..%d; see "
 			  "`egang policy list`)", o->policy, lib.n - 1);
-	else if (server_config_api_key(o->api_key, o->api_key_file,
+	else if (server_config_cors(&o->cors, o->cors_arg, o->n_cors_arg) < 0 ||
+		 server_config_api_key(o->api_key, o->api_key_file,
 				       getenv("EGANG_API_KEY"), &o->key) < 0)
 		return log_error("serve: %s", err_get()), -1;
 	return index;
@@ -139,6 +134,7 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 		.port = (int)o->port, .timeout_s = (int)o->timeout,
 		.request_timeout_s = (int)o->req_timeout, .max_conns = (int)o->max_conns,
 		.max_conns_per_ip = (int)o->max_per_ip,
+		.cors = (const char *const *)o->cors.origin, .n_cors = o->cors.n,
 	};
 	server_config_engine(&cfg, e, o->model);
 	server_config_batch(&cfg, m, o->kv_mb, o->parallel);
@@ -162,6 +158,41 @@ static int serve(const serve_opts_t *o, engine_t *e, int index)
 	}
 	server_free(s);
 	free(tmpl);
+	return status;
+}
+
+/* Opens the engine (the policy library frozen from here on: the runtime
+ * selects by index), attaches the backend, serves; an exit code. */
+static int serve_engine(serve_opts_t *o, int index)
+{
+	char pathbuf[4096];
+	if (!o->control)
+		o->control = control_default_path(pathbuf, sizeof pathbuf);
+	engine_config_t ec = { /* the server makes its own forward passes and gang */
+		.model_path = o->model, .tok_path = o->tok, .cpus = o->cpus.cpu,
+		.n_cpus = o->cpus.n, .ctx = (int32_t)o->ctx, .kv_type = o->kv, .no_gang = true,
+		.no_forward = true, .control = o->control, .policies = o->policies,
+	};
+	int status;
+	engine_t *e = engine_open(&ec, &status);
+	if (!e)
+		return log_error("%s", err_get()), status;
+	control_write_index(e->cw, (uint32_t)index);
+	bool scx_ours = false;
+	if (o->backend && server_scx_attach(e, index, &scx_ours) < 0) {
+		log_error("--backend scx: %s", err_get());
+		status = EXIT_FAIL;
+	} else {
+		/* the scheduler may have been loaded just now: from here the
+		 * control word's index is its page (one store for both) */
+		if (o->backend)
+			control_bind_index(e->cw);
+		status = serve(o, e, index);
+	}
+	/* the scheduler this server loaded goes with it */
+	if (scx_ours && scx_unload(NULL) < 0)
+		log_error("--backend scx: %s", err_get());
+	engine_close(e);
 	return status;
 }
 
@@ -197,10 +228,11 @@ int cmd_serve(int argc, char **argv)
 		OPT_INT("parallel", 0, &o.parallel, 1, 64),
 		OPT_INT("kv-mb", 0, &o.kv_mb, 1, 1 << 20),
 		OPT_INT("prefill-chunk", 0, &o.prefill_chunk, 1, 1024),
+		OPT_LIST("cors", 0, o.cors_arg, &o.n_cors_arg),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "serve", .help = serve_help, .opts = opts,
-			       .help_more = api_fields_help};
+			       .help_more = server_help_more};
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
@@ -210,40 +242,9 @@ int cmd_serve(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	int index = check_opts(&o, &status);
-	if (index < 0)
-		return status;
-	char pathbuf[4096];
-	if (!o.control)
-		o.control = control_default_path(pathbuf, sizeof pathbuf);
-	/* the library is frozen from here on (the runtime selects by index);
-	 * the server makes its own forward passes and gang */
-	engine_config_t ec = {
-		.model_path = o.model, .tok_path = o.tok, .cpus = o.cpus.cpu,
-		.n_cpus = o.cpus.n, .ctx = (int32_t)o.ctx, .kv_type = o.kv, .no_gang = true,
-		.no_forward = true, .control = o.control, .policies = o.policies,
-	};
-	engine_t *e = engine_open(&ec, &status);
-	if (!e) {
-		log_error("%s", err_get());
-		server_config_api_key_free(o.key);
-		return status;
-	}
-	control_write_index(e->cw, (uint32_t)index);
-	bool scx_ours = false;
-	if (o.backend && server_scx_attach(e, index, &scx_ours) < 0) {
-		log_error("--backend scx: %s", err_get());
-		status = EXIT_FAIL;
-	} else {
-		/* the scheduler may have been loaded just now: from here the
-		 * control word's index is its page (one store for both) */
-		if (o.backend)
-			control_bind_index(e->cw);
-		status = serve(&o, e, index);
-	}
-	/* the scheduler this server loaded goes with it */
-	if (scx_ours && scx_unload(NULL) < 0)
-		log_error("--backend scx: %s", err_get());
-	engine_close(e);
+	if (index >= 0)
+		status = serve_engine(&o, index);
 	server_config_api_key_free(o.key);
+	server_config_cors_free(&o.cors);
 	return status;
 }

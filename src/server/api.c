@@ -77,12 +77,25 @@ static bool auth_ok(const char *key, const char *auth)
 	return diff == 0;
 }
 
-/* 401, 404 and 405; false when one was filled in. */
+/* 204 for OPTIONS, 401, 404 and 405; false when one was filled in.
+ * OPTIONS on an endpoint needs no key: a browser's CORS preflight sends
+ * none (the transport adds the CORS headers, http.c). */
 static bool access_ok(api_t *a, server_endpoint_t ep, const char *method,
 		  const char *path, const char *auth, server_reply_t *out)
 {
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	bool post = !strcmp(method, "POST");
+	bool gen = ep == EP_COMPLETIONS || ep == EP_CHAT || ep == EP_TOKENIZE ||
+		   ep == EP_DETOKENIZE; /* the POST endpoints */
+	if (!strcmp(method, "OPTIONS") && ep != EP_OTHER) {
+		out->status = 204;
+		out->content_type = NULL;
+		out->allow = gen ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+		out->body = strdup("");
+		if (!out->body)
+			abort(); /* out of memory */
+		return false;
+	}
 	if (ep != EP_HEALTH && !auth_ok(a->cfg.api_key, auth)) {
 		REPLY_ERR(out, 401, NULL, "invalid_api_key",
 			  "missing or wrong API key: send 'Authorization: Bearer KEY'");
@@ -92,10 +105,8 @@ static bool access_ok(api_t *a, server_endpoint_t ep, const char *method,
 		REPLY_ERR(out, 404, NULL, "not_found", "no endpoint %.200s", path);
 		return false;
 	}
-	bool gen = ep == EP_COMPLETIONS || ep == EP_CHAT || ep == EP_TOKENIZE ||
-		   ep == EP_DETOKENIZE; /* the POST endpoints */
 	if (gen ? !post : !get) {
-		out->allow = gen ? "POST" : "GET, HEAD";
+		out->allow = gen ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
 		REPLY_ERR(out, 405, NULL, "method_not_allowed",
 			  "%.200s takes %s, not %.20s", path, gen ? "POST" : "GET",
 			  method);
@@ -104,11 +115,26 @@ static bool access_ok(api_t *a, server_endpoint_t ep, const char *method,
 	return true;
 }
 
+/* The model as /v1/models lists it and /v1/models/ID details it:
+ * OpenAI's id, object, created and owned_by, and llama.cpp server's
+ * "meta" with the context this server gives a request (n_ctx) and the
+ * model's facts that are known. */
 static json_t *model_object(const api_t *a)
 {
-	return json_pack("{s:s, s:s, s:I, s:s}", "id", a->cfg.model_id, "object",
+	const api_config_t *c = &a->cfg;
+	json_t *meta = json_pack("{s:i, s:i}", "n_ctx", (int)c->ctx, "n_vocab",
+				 (int)tokenizer_n_vocab(c->tok));
+	if (c->n_ctx_train > 0)
+		json_object_set_new(meta, "n_ctx_train", json_integer(c->n_ctx_train));
+	if (c->n_embd > 0)
+		json_object_set_new(meta, "n_embd", json_integer(c->n_embd));
+	if (c->n_params)
+		json_object_set_new(meta, "n_params", json_integer((json_int_t)c->n_params));
+	if (c->size)
+		json_object_set_new(meta, "size", json_integer((json_int_t)c->size));
+	return json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", c->model_id, "object",
 			 "model", "created", (json_int_t)a->created, "owned_by",
-			 "egang");
+			 "egang", "meta", meta);
 }
 
 /* GET /health, /metrics, /v1/models[/NAME]. */
@@ -204,6 +230,7 @@ void api_handle(api_t *a, const char *method, const char *path,
 		api_job_free(j);
 		return;
 	}
+	api_job_add_choices(j);
 	out->status = 200;
 	out->job = j;
 }

@@ -165,11 +165,17 @@ static const api_field_t fields[] = {
 	 "step where the grammar allows no token ends the\n"
 	 "request with a 500 naming the grammar (streamed:\n"
 	 "an error event)"},
+	{"n", F_BOTH, FIELD_USED, 0, 0,
+	 "1..8 choices (default 1), each its own sequence:\n"
+	 "choices[i] with index i (streamed: chunks tagged\n"
+	 "with it); seeded seed+i when seed is given; the\n"
+	 "prompt computed once (with --parallel > 1, the\n"
+	 "others copy its KV); usage counts the prompt once\n"
+	 "and every choice's tokens"},
 	{"user", F_BOTH, FIELD_USED, 0, 0,
 	 "a string identifying the end user; accepted, no\n"
 	 "effect on the output (egang keeps no record)"},
 	/* ---- accepted at their no-op default only ---- */
-	{"n", F_BOTH, FIELD_DEFAULT, is_one, "1", "one choice per request"},
 	{"echo", F_CMPL, FIELD_DEFAULT, is_false, "false", "the prompt is not echoed"},
 	{"best_of", F_CMPL, FIELD_DEFAULT, is_one, "1", "one candidate"},
 	{"suffix", F_CMPL, FIELD_DEFAULT, is_empty_string, "\"\"", "no insertion"},

@@ -105,9 +105,9 @@ static json_t *chat_logprobs_json(const server_job_t *j,
 
 /* Completions' choices[].logprobs: tokens, token_logprobs, top_logprobs
  * (an object per token: text -> log-probability) and text_offset, the
- * byte offset of each token in the completion (j->text_offset carries it
- * from chunk to chunk). */
-static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
+ * byte offset of each token in choice ci's completion (j->text_offset
+ * carries it from chunk to chunk). */
+static json_t *cmpl_logprobs_json(server_job_t *j, int ci, const engine_token_t *t,
 				  size_t n)
 {
 	json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(),
@@ -117,8 +117,8 @@ static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
 		size_t len = token_bytes(j, t[k].prev, t[k].id, buf);
 		json_array_append_new(tokens, buf_json_text(buf, len));
 		json_array_append_new(lps, logprob_json(t[k].lp.logprob));
-		json_array_append_new(offs, json_integer((json_int_t)j->text_offset));
-		j->text_offset += len;
+		json_array_append_new(offs, json_integer((json_int_t)j->text_offset[ci]));
+		j->text_offset[ci] += len;
 		json_t *top = json_object();
 		for (int32_t i = 0; i < t[k].lp.n_top; i++) {
 			size_t m = token_bytes(j, t[k].prev, t[k].lp.top_id[i], buf);
@@ -133,26 +133,27 @@ static json_t *cmpl_logprobs_json(server_job_t *j, const engine_token_t *t,
 			 lps, "top_logprobs", tops, "text_offset", offs);
 }
 
-/* The logprobs of tokens t (n) in j's shape, or JSON null when j's
- * request did not ask for them. */
-static json_t *logprobs_json(server_job_t *j, const engine_token_t *t, size_t n)
+/* The logprobs of choice ci's tokens t (n) in j's shape, or JSON null
+ * when j's request did not ask for them. */
+static json_t *logprobs_json(server_job_t *j, int ci, const engine_token_t *t,
+			     size_t n)
 {
 	if (!sched_job_request(j->work)->sp.logprobs)
 		return json_null();
 	return j->ep == EP_CHAT ? chat_logprobs_json(j, t, n)
-				: cmpl_logprobs_json(j, t, n);
+				: cmpl_logprobs_json(j, ci, t, n);
 }
 
-/* One streamed chunk of a chat: its delta (taken; NULL: text, role
+/* One streamed chunk of choice ci: its delta (taken; NULL: text, role
  * below), or text (NULL: none), the finish reason (NULL: none yet), the
  * assistant role (a chat's first chunk), its logprobs (taken; NULL:
  * null). */
-static json_t *chunk_delta_json(const server_job_t *j, json_t *delta,
+static json_t *chunk_delta_json(const server_job_t *j, int ci, json_t *delta,
 				const char *text, size_t n, const char *finish,
 				bool role, json_t *lp)
 {
 	json_t *choice = json_object();
-	json_object_set_new(choice, "index", json_integer(0));
+	json_object_set_new(choice, "index", json_integer(ci));
 	if (j->ep == EP_CHAT) {
 		if (!delta)
 			delta = json_object();
@@ -176,10 +177,10 @@ static json_t *chunk_delta_json(const server_job_t *j, json_t *delta,
 }
 
 /* chunk_delta_json with the delta made from text and role. */
-static json_t *chunk_json(const server_job_t *j, const char *text, size_t n,
-			  const char *finish, bool role, json_t *lp)
+static json_t *chunk_json(const server_job_t *j, int ci, const char *text,
+			  size_t n, const char *finish, bool role, json_t *lp)
 {
-	return chunk_delta_json(j, NULL, text, n, finish, role, lp);
+	return chunk_delta_json(j, ci, NULL, text, n, finish, role, lp);
 }
 
 /* Appends "data: JSON\n\n" (takes json). */
@@ -194,13 +195,14 @@ static void sse_event(sbuf_t *out, json_t *json)
 
 /* ---- tool calls (chat_tools.h) ---- */
 
-/* The id of j's call k: "call_", the server's start-up time and j's
- * number, unique for the server's life and across its restarts. */
-static void call_id(const server_job_t *j, int k, char *buf, size_t n)
+/* The id of choice ci's call k: "call_", the server's start-up time,
+ * j's number, ci and k: unique for the server's life and across its
+ * restarts. */
+static void call_id(const server_job_t *j, int ci, int k, char *buf, size_t n)
 {
 	const char *num = strrchr(j->id, '-');
-	snprintf(buf, n, "call_%llx%s-%d", (unsigned long long)j->created,
-		 num ? num : "-", k);
+	snprintf(buf, n, "call_%llx%s-%d-%d", (unsigned long long)j->created,
+		 num ? num : "-", ci, k);
 }
 
 /* How many of p's calls j answers with (parallel_tool_calls). */
@@ -209,14 +211,15 @@ static int calls_kept(const server_job_t *j, const chat_parsed_t *p)
 	return j->one_call && p->n_calls > 1 ? 1 : p->n_calls;
 }
 
-/* message.tool_calls: [{"id", "type": "function", "function": {"name",
- * "arguments"}}]. */
-static json_t *tool_calls_json(const server_job_t *j, const chat_parsed_t *p)
+/* message.tool_calls of choice ci: [{"id", "type": "function",
+ * "function": {"name", "arguments"}}]. */
+static json_t *tool_calls_json(const server_job_t *j, int ci,
+			       const chat_parsed_t *p)
 {
 	json_t *a = json_array();
 	for (int k = 0; k < calls_kept(j, p); k++) {
 		char id[64];
-		call_id(j, k, id, sizeof id);
+		call_id(j, ci, k, id, sizeof id);
 		json_array_append_new(a, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id,
 						   "type", "function", "function", "name",
 						   p->calls[k].name, "arguments",
@@ -225,60 +228,63 @@ static json_t *tool_calls_json(const server_job_t *j, const chat_parsed_t *p)
 	return a;
 }
 
-/* The text of j's streamed answer so far ("" before any). */
-static const char *answer_text(const server_job_t *j)
+/* The text of choice ci's streamed answer so far ("" before any). */
+static const char *answer_text(const server_job_t *j, int ci)
 {
-	return j->answer.p ? j->answer.p : "";
+	return j->answer[ci].p ? j->answer[ci].p : "";
 }
 
-/* A streamed text event of a job with tools: the text that cannot be the
- * start of a call goes out as content; the rest waits for the end
- * (api_format_event). The tokens' logprobs go out with the event
+/* A streamed text event of a job with tools: the text of its choice that
+ * cannot be the start of a call goes out as content; the rest waits for
+ * the end (api_format_event). The tokens' logprobs go out with the event
  * whatever. */
 static void tools_stream_text(server_job_t *j, const sched_event_t *ev,
 			      sbuf_t *out)
 {
-	sbuf_add(&j->answer, ev->text, ev->n);
+	int ci = ev->choice;
+	sbuf_add(&j->answer[ci], ev->text, ev->n);
 	bool call;
-	size_t safe = chat_tools_stream_safe(j->syntax, answer_text(j),
-					     j->answer.len, j->sent, &call);
-	json_t *lp = logprobs_json(j, ev->tokens, ev->n_tokens);
-	if (safe > j->sent) {
-		sse_event(out, chunk_json(j, answer_text(j) + j->sent, safe - j->sent,
-					  NULL, false, lp));
-		j->sent = safe;
+	size_t safe = chat_tools_stream_safe(j->syntax, answer_text(j, ci),
+					     j->answer[ci].len, j->sent[ci], &call);
+	json_t *lp = logprobs_json(j, ci, ev->tokens, ev->n_tokens);
+	if (safe > j->sent[ci]) {
+		sse_event(out, chunk_json(j, ci, answer_text(j, ci) + j->sent[ci],
+					  safe - j->sent[ci], NULL, false, lp));
+		j->sent[ci] = safe;
 	} else if (!json_is_null(lp)) {
-		sse_event(out, chunk_json(j, NULL, 0, NULL, false, lp));
+		sse_event(out, chunk_json(j, ci, NULL, 0, NULL, false, lp));
 	} else {
 		json_decref(lp);
 	}
 }
 
-/* The end of a streamed job with tools: the held text as content, or
+/* The end of a streamed choice with tools: the held text as content, or
  * each call as OpenAI streams one (a chunk with its index, id, type,
  * name and empty arguments, then a chunk with the arguments); the
  * finish reason, "tool_calls" when there were calls. */
 static const char *tools_stream_end(server_job_t *j, const sched_event_t *ev,
 				    sbuf_t *out)
 {
+	int ci = ev->choice;
+	const char *text = answer_text(j, ci);
 	chat_parsed_t p;
-	chat_tools_parse(j->syntax, answer_text(j), j->answer.len, j->tools, &p);
-	size_t end = p.n_calls ? p.n_content : j->answer.len;
-	if (end > j->sent)
-		sse_event(out, chunk_json(j, answer_text(j) + j->sent, end - j->sent,
+	chat_tools_parse(j->syntax, text, j->answer[ci].len, j->tools, &p);
+	size_t end = p.n_calls ? p.n_content : j->answer[ci].len;
+	if (end > j->sent[ci])
+		sse_event(out, chunk_json(j, ci, text + j->sent[ci], end - j->sent[ci],
 					  NULL, false, NULL));
-	j->sent = j->answer.len;
+	j->sent[ci] = j->answer[ci].len;
 	for (int k = 0; k < calls_kept(j, &p); k++) {
 		char id[64];
-		call_id(j, k, id, sizeof id);
+		call_id(j, ci, k, id, sizeof id);
 		json_t *head = json_pack("{s:[{s:i, s:s, s:s, s:{s:s, s:s}}]}",
 					 "tool_calls", "index", k, "id", id, "type",
 					 "function", "function", "name", p.calls[k].name,
 					 "arguments", "");
 		json_t *args = json_pack("{s:[{s:i, s:{s:s}}]}", "tool_calls", "index",
 					 k, "function", "arguments", p.calls[k].args);
-		sse_event(out, chunk_delta_json(j, head, NULL, 0, NULL, false, NULL));
-		sse_event(out, chunk_delta_json(j, args, NULL, 0, NULL, false, NULL));
+		sse_event(out, chunk_delta_json(j, ci, head, NULL, 0, NULL, false, NULL));
+		sse_event(out, chunk_delta_json(j, ci, args, NULL, 0, NULL, false, NULL));
 	}
 	const char *finish = p.n_calls ? "tool_calls" : finish_reason(ev->stop);
 	chat_parsed_free(&p);
@@ -287,34 +293,51 @@ static const char *tools_stream_end(server_job_t *j, const sched_event_t *ev,
 
 /* ---- a job's responses ---- */
 
+/* The last chunk of a choice's stream (its finish reason, and the
+ * tokens whose text was held back, then cut by a stop string), with the
+ * usage and [DONE] after the request's last choice to end. */
+static void format_end(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
+{
+	const char *finish = j->tools ? tools_stream_end(j, ev, out)
+				      : finish_reason(ev->stop);
+	json_t *lp = ev->n_tokens ? logprobs_json(j, ev->choice, ev->tokens,
+						  ev->n_tokens)
+				  : NULL;
+	json_t *last = chunk_json(j, ev->choice, j->ep == EP_CHAT ? NULL : "", 0,
+				  finish, false, lp);
+	int64_t n_gen = ev->n_gen;
+	if (j->n > 1) { /* every choice's tokens, in the last one's chunk */
+		j->n_gen_ended += ev->n_gen;
+		n_gen = j->n_gen_ended;
+		if (++j->n_ended < j->n) {
+			sse_event(out, last);
+			return;
+		}
+	}
+	json_object_set_new(last, "usage", usage_json(ev->n_prompt, n_gen));
+	sse_event(out, last);
+	sbuf_str(out, "data: [DONE]\n\n");
+}
+
 void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 {
 	switch (ev->kind) {
 	case SCHED_EVENT_START:
 		if (j->ep == EP_CHAT) /* the role comes first, alone */
-			sse_event(out, chunk_json(j, "", 0, NULL, true, NULL));
+			sse_event(out, chunk_json(j, ev->choice, "", 0, NULL, true, NULL));
 		break;
 	case SCHED_EVENT_TEXT:
 		if (j->tools) {
 			tools_stream_text(j, ev, out);
 			break;
 		}
-		sse_event(out, chunk_json(j, ev->text, ev->n, NULL, false,
-					  logprobs_json(j, ev->tokens, ev->n_tokens)));
+		sse_event(out, chunk_json(j, ev->choice, ev->text, ev->n, NULL, false,
+					  logprobs_json(j, ev->choice, ev->tokens,
+							ev->n_tokens)));
 		break;
-	case SCHED_EVENT_END: {
-		const char *finish = j->tools ? tools_stream_end(j, ev, out)
-					      : finish_reason(ev->stop);
-		/* tokens whose text was held back, then cut by a stop string */
-		json_t *lp = ev->n_tokens ? logprobs_json(j, ev->tokens, ev->n_tokens)
-					  : NULL;
-		json_t *last = chunk_json(j, j->ep == EP_CHAT ? NULL : "", 0,
-					  finish, false, lp);
-		json_object_set_new(last, "usage", usage_json(ev->n_prompt, ev->n_gen));
-		sse_event(out, last);
-		sbuf_str(out, "data: [DONE]\n\n");
+	case SCHED_EVENT_END:
+		format_end(j, ev, out);
 		break;
-	}
 	case SCHED_EVENT_ERROR: {
 		/* the stream's last event: no [DONE] after it, so that a client
 		 * that waits for [DONE] never takes a cut text for a whole one */
@@ -328,41 +351,55 @@ void api_format_event(server_job_t *j, const sched_event_t *ev, sbuf_t *out)
 	}
 }
 
-char *api_format_reply(server_job_t *j, int *status)
+/* choices[ci] of a finished reply (r: its work's result). */
+static json_t *reply_choice(server_job_t *j, int ci, const sched_result_t *r)
 {
-	sched_result_t r;
-	sched_job_result(j->work, &r);
-	if (r.status) {
-		*status = r.status;
-		return api_error_body(r.status, NULL, NULL, "%s", r.msg);
-	}
-	*status = 200;
 	json_t *choice = json_object();
-	json_object_set_new(choice, "index", json_integer(0));
+	json_object_set_new(choice, "index", json_integer(ci));
 	chat_parsed_t p = {0};
 	if (j->tools)
-		chat_tools_parse(j->syntax, r.text ? r.text : "", r.n, j->tools, &p);
-	const char *finish = p.n_calls ? "tool_calls" : finish_reason(r.stop);
+		chat_tools_parse(j->syntax, r->text ? r->text : "", r->n, j->tools, &p);
+	const char *finish = p.n_calls ? "tool_calls" : finish_reason(r->stop);
 	if (p.n_calls) /* the text before the calls, null if none */
 		json_object_set_new(choice, "message",
 				    json_pack("{s:s, s:o, s:o}", "role", "assistant",
 					      "content", p.n_content ?
-					      buf_json_text(r.text, p.n_content) : json_null(),
-					      "tool_calls", tool_calls_json(j, &p)));
+					      buf_json_text(r->text, p.n_content) : json_null(),
+					      "tool_calls", tool_calls_json(j, ci, &p)));
 	else if (j->ep == EP_CHAT)
 		json_object_set_new(choice, "message",
 				    json_pack("{s:s, s:o}", "role", "assistant",
-					      "content", buf_json_text(r.text, r.n)));
+					      "content", buf_json_text(r->text, r->n)));
 	else
-		json_object_set_new(choice, "text", buf_json_text(r.text, r.n));
+		json_object_set_new(choice, "text", buf_json_text(r->text, r->n));
 	chat_parsed_free(&p);
-	json_object_set_new(choice, "logprobs", logprobs_json(j, r.tokens, r.n_tokens));
+	json_object_set_new(choice, "logprobs",
+			    logprobs_json(j, ci, r->tokens, r->n_tokens));
 	json_object_set_new(choice, "finish_reason", json_string(finish));
+	return choice;
+}
+
+char *api_format_reply(server_job_t *j, int *status)
+{
+	sched_result_t r[API_MAX_N];
+	for (int i = 0; i < j->n; i++) {
+		sched_job_result(i ? j->more[i - 1] : j->work, &r[i]);
+		if (r[i].status) {
+			*status = r[i].status;
+			return api_error_body(r[i].status, NULL, NULL, "%s", r[i].msg);
+		}
+	}
+	*status = 200;
 	json_t *choices = json_array();
-	json_array_append_new(choices, choice);
+	int64_t n_gen = 0;
+	for (int i = 0; i < j->n; i++) {
+		json_array_append_new(choices, reply_choice(j, i, &r[i]));
+		n_gen += r[i].n_gen;
+	}
+	/* the prompt once: the choices share it */
 	return buf_json_dump(json_pack(
 		"{s:s, s:s, s:I, s:s, s:o, s:o}", "id", j->id, "object",
 		j->ep == EP_CHAT ? "chat.completion" : "text_completion",
 		"created", (json_int_t)j->created, "model", j->model, "choices",
-		choices, "usage", usage_json(r.n_prompt, r.n_gen)));
+		choices, "usage", usage_json(r[0].n_prompt, n_gen)));
 }

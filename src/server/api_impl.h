@@ -43,16 +43,24 @@ struct server_job {
 	int64_t created;
 	const char *model;
 	const tokenizer_t *tok; /* the tokens' text (logprobs) */
-	size_t text_offset;   /* completions' logprobs: bytes of the tokens
-				 formatted so far (api_format_event) */
 	/* tools offered (tool_choice not "none"): the answer's calls are
 	 * looked for in the template's syntax (chat_tools.h) */
 	json_t *tools;        /* the request's tools, a reference; NULL: none */
 	chat_tool_syntax_t syntax;
 	bool one_call;        /* parallel_tool_calls false: the first call only */
-	sbuf_t answer;        /* streamed with tools: the text so far */
-	size_t sent;          /* its first bytes, sent as content */
-	sched_job_t *work;    /* one reference */
+	sbuf_t answer[API_MAX_N]; /* streamed with tools: each choice's text
+				     so far */
+	size_t sent[API_MAX_N];   /* its first bytes, sent as content */
+	/* completions' logprobs: bytes of each choice's tokens formatted so
+	 * far (api_format_event) */
+	size_t text_offset[API_MAX_N];
+	sched_job_t *work;    /* one reference: the first choice's work */
+	int n;                /* choices: work, then more[0..n-1) */
+	sched_job_t *more[API_MAX_N - 1]; /* one reference each */
+	/* a stream of n > 1 choices: the END events formatted so far and
+	 * their generated tokens (usage and [DONE] come after the last) */
+	int n_ended;
+	int64_t n_gen_ended;
 };
 
 /* Fills out with a JSON error (api_error_body's arguments). */
@@ -102,6 +110,9 @@ int api_fields_check(server_endpoint_t ep, json_t *root, server_reply_t *out);
 
 /* A new job for endpoint ep with a fresh id. */
 server_job_t *api_job_new(api_t *a, server_endpoint_t ep);
+/* The works of choices 1..n-1 of a job whose request is complete
+ * (sched_job_new_choice). */
+void api_job_add_choices(server_job_t *j);
 /* True when name is the model's id or its file's name. */
 bool api_model_known(const api_t *a, const char *name);
 /* The fields of a /v1/completions or /v1/chat/completions body into j;

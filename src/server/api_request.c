@@ -28,22 +28,39 @@ server_job_t *api_job_new(api_t *a, server_endpoint_t ep)
 		 (unsigned long long)atomic_fetch_add_explicit(&a->next_id, 1,
 							       memory_order_relaxed));
 	j->work = sched_job_new();
+	j->n = 1;
 	sched_request_t *q = sched_job_request(j->work);
 	snprintf(q->name, sizeof q->name, "%s", j->id);
 	return j;
+}
+
+void api_job_add_choices(server_job_t *j)
+{
+	for (int i = 1; i < j->n; i++)
+		j->more[i - 1] = sched_job_new_choice(j->work, i);
 }
 
 void api_job_free(server_job_t *j)
 {
 	if (!j)
 		return;
+	for (int i = 1; i < j->n; i++)
+		sched_job_release(j->more[i - 1]);
 	sched_job_release(j->work);
 	json_decref(j->tools);
-	sbuf_free(&j->answer);
+	for (int i = 0; i < API_MAX_N; i++)
+		sbuf_free(&j->answer[i]);
 	free(j);
 }
 
 sched_job_t *api_job_work(server_job_t *j) { return j->work; }
+
+int api_job_n_choices(const server_job_t *j) { return j->n; }
+
+sched_job_t *api_job_choice(server_job_t *j, int i)
+{
+	return i == 0 ? j->work : j->more[i - 1];
+}
 
 bool api_job_stream(const server_job_t *j)
 {
@@ -342,6 +359,23 @@ static int parse_stop(json_t *v, sched_request_t *q, server_reply_t *out)
 	return 0;
 }
 
+/* "n": the choices, 1..API_MAX_N (the works: api_job_add_choices, once
+ * the request is complete). */
+static int parse_n(json_t *root, server_job_t *j, server_reply_t *out)
+{
+	json_t *v = json_object_get(root, "n");
+	if (!v || json_is_null(v))
+		return 0;
+	json_int_t n = json_is_integer(v) ? json_integer_value(v) : 0;
+	if (n < 1 || n > API_MAX_N) {
+		REPLY_ERR(out, 400, "n", NULL, "'n' must be an integer in [1, %d] "
+			  "(the choices; each is a sequence of its own)", API_MAX_N);
+		return -1;
+	}
+	j->n = (int)n;
+	return 0;
+}
+
 /* Fields shared by both generation endpoints; returns 0 or fills out with
  * a 400. */
 static int parse_common(api_t *a, json_t *root, server_job_t *j,
@@ -353,7 +387,7 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 	    parse_sampling(a, root, q, out) < 0 ||
 	    parse_processing(a, root, q, out) < 0 ||
 	    parse_logprobs(root, q, chat, out) < 0 ||
-	    api_parse_grammar(root, q, out) < 0)
+	    api_parse_grammar(root, q, out) < 0 || parse_n(root, j, out) < 0)
 		return -1;
 	if ((v = json_object_get(root, "stream")) && !json_is_null(v)) {
 		if (!json_is_boolean(v)) {
@@ -362,7 +396,7 @@ static int parse_common(api_t *a, json_t *root, server_job_t *j,
 		}
 		q->stream = json_is_true(v);
 	}
-	/* n, echo and the other fields taken only at their default:
+	/* echo and the other fields taken only at their default:
 	 * api_fields.c, before this */
 	if ((v = json_object_get(root, "stop")) && !json_is_null(v))
 		return parse_stop(v, q, out);

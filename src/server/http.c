@@ -32,7 +32,44 @@ static void add_close(http_t *h, struct MHD_Response *r, bool close)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
-/* Queues body (takes it) with its status and headers; `close` ends the
+/* ---- CORS (http.h) ---- */
+
+#define CORS_MAX_AGE "7200" /* seconds a preflight holds (Chromium's cap) */
+
+/* The request's Origin when cfg.cors allows it, else NULL. */
+static const char *cors_origin(const http_t *h, struct MHD_Connection *c)
+{
+	const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	for (int i = 0; o && i < h->cfg.n_cors; i++)
+		if (!strcmp(h->cfg.cors[i], "*") || !strcasecmp(h->cfg.cors[i], o))
+			return o;
+	return NULL;
+}
+
+/* The CORS headers of r; preflight: the Allow of an OPTIONS's 204
+ * (NULL: not one). */
+static void add_cors(const http_t *h, struct MHD_Connection *c,
+		     struct MHD_Response *r, const char *preflight)
+{
+	if (!h->cfg.n_cors)
+		return;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+	const char *o = cors_origin(h, c);
+	if (!o)
+		return;
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+	if (!preflight)
+		return;
+	MHD_add_response_header(r, "Access-Control-Allow-Methods", preflight);
+	MHD_add_response_header(r, "Access-Control-Allow-Headers",
+				"Authorization, Content-Type");
+	MHD_add_response_header(r, "Access-Control-Max-Age", CORS_MAX_AGE);
+}
+
+/* ---- replies ---- */
+
+/* Queues body (takes it) with its status and headers (ctype NULL: no
+ * Content-Type; a 204 with allow answers an OPTIONS); `close` ends the
  * connection after it. */
 static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int status,
 				  const char *ctype, const char *allow, char *body,
@@ -45,9 +82,11 @@ static enum MHD_Result send_reply(http_t *h, struct MHD_Connection *c, int statu
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (ctype)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	add_cors(h, c, r, status == 204 ? allow : NULL);
 	add_close(h, r, close);
 	enum MHD_Result ret = http_queue(c, (unsigned)status, r);
 	MHD_destroy_response(r);
@@ -74,28 +113,95 @@ typedef struct http_stream {
 	sbuf_t out;
 	size_t off;
 	sbuf_t text; /* the current event's text */
+	bool failed; /* a choice's ERROR event was formatted: the last one */
 } http_stream_t;
 
+#define CHOICE_POLL_MS 5 /* n > 1: how long one choice is waited on */
+
+/* Cancels every choice of j (its client went away, or one failed). */
+static void job_cancel_all(server_job_t *j)
+{
+	for (int i = 0; i < api_job_n_choices(j); i++)
+		sched_job_cancel(api_job_choice(j, i));
+}
+
+/* Formats one event of st's job into st->out; an ERROR event is the
+ * stream's last: the other choices are cancelled, nothing follows. */
+static void stream_format(http_stream_t *st, const sched_event_t *ev)
+{
+	api_format_event(st->job, ev, &st->out);
+	if (ev->kind == SCHED_EVENT_ERROR) {
+		st->failed = true;
+		job_cancel_all(st->job);
+	}
+}
+
+/* Formats the events of the job's choices that are there now into
+ * st->out, up to max bytes, each choice's in order. -1 once every choice
+ * has ended and every event was taken, or one failed; else 0. */
+static int stream_take(http_stream_t *st, size_t max)
+{
+	server_job_t *j = st->job;
+	int n = api_job_n_choices(j), ended = 0;
+	for (int i = 0; i < n && !st->failed; i++) {
+		sched_event_t ev;
+		int rc = 0;
+		while (!st->failed && st->out.len < max &&
+		       (rc = sched_job_next(api_job_choice(j, i), &ev, &st->text, NULL)) > 0)
+			stream_format(st, &ev);
+		ended += rc < 0;
+	}
+	return st->failed || ended == n ? -1 : 0;
+}
+
+/* True once the realtime clock has reached *t. */
+static bool past(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Waits until *until for the next event of the first choice that has not
+ * ended, and formats it. */
+static void stream_wait(http_stream_t *st, const struct timespec *until)
+{
+	server_job_t *j = st->job;
+	for (int i = 0; i < api_job_n_choices(j); i++) {
+		sched_event_t ev;
+		int rc = sched_job_next(api_job_choice(j, i), &ev, &st->text, until);
+		if (rc > 0)
+			stream_format(st, &ev);
+		if (rc >= 0)
+			return;
+	}
+}
+
 /* Formats the job's next events into st->out: waits until *deadline for
- * the first one that makes bytes, then adds those already there, up to
- * max bytes. The last sched_job_next result (-1: the job has ended and
- * every event was taken). */
+ * the first that makes bytes, then adds those already there, up to max
+ * bytes. -1 once every choice has ended and every event was taken (or one
+ * failed). The wait is on the first choice that has not ended; with
+ * n > 1 for CHOICE_POLL_MS at a time, since another choice may have
+ * events first (their sequences step together, so it is rarely long). */
 static int stream_pull(http_stream_t *st, const struct timespec *deadline,
 		       size_t max)
 {
-	sched_job_t *w = api_job_work(st->job);
-	sched_event_t ev;
-	int rc;
 	st->off = st->out.len = 0;
-	while ((rc = sched_job_next(w, &ev, &st->text, deadline)) > 0) {
-		api_format_event(st->job, &ev, &st->out);
-		if (st->out.len)
-			break;
+	for (;;) {
+		int rc = stream_take(st, max);
+		if (rc < 0 || st->out.len || past(deadline))
+			return rc;
+		struct timespec until = *deadline;
+		if (api_job_n_choices(st->job) > 1) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += CHOICE_POLL_MS * 1000000L;
+			until.tv_sec += until.tv_nsec / 1000000000L;
+			until.tv_nsec %= 1000000000L;
+		}
+		stream_wait(st, &until);
+		if (st->failed)
+			return -1;
 	}
-	while (rc > 0 && st->out.len < max &&
-	       (rc = sched_job_next(w, &ev, &st->text, NULL)) > 0)
-		api_format_event(st->job, &ev, &st->out);
-	return rc;
 }
 
 /* The SSE body: blocks (this connection's own thread) until bytes are
@@ -133,7 +239,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void sse_free(void *cls)
 {
 	http_stream_t *st = cls;
-	sched_job_cancel(api_job_work(st->job));
+	job_cancel_all(st->job);
 	api_job_free(st->job);
 	sbuf_free(&st->out);
 	sbuf_free(&st->text);
@@ -149,18 +255,24 @@ static bool peer_gone(int fd)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* Waits for a non-streaming job to finish. Its client sees nothing until
- * then, so the only sign that it went away is its socket: checked every
- * 100 ms, a hang-up cancels the job (counted as cancelled), which then
- * ends at its next token. */
-static void wait_for_job(struct MHD_Connection *c, sched_job_t *w)
+/* Waits for every choice of a non-streaming job to finish. Its client
+ * sees nothing until then, so the only sign that it went away is its
+ * socket: checked every 100 ms, a hang-up cancels the job (counted as
+ * cancelled), which then ends at its next token. A choice that failed
+ * cancels the others: the reply is its error. */
+static void wait_for_job(struct MHD_Connection *c, server_job_t *j)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	int fd = ci ? ci->connect_fd : -1;
-	while (!sched_job_wait(w, 100))
-		if (fd >= 0 && peer_gone(fd))
-			sched_job_cancel(w);
+	for (int i = 0; i < api_job_n_choices(j); i++) {
+		sched_job_t *w = api_job_choice(j, i);
+		while (!sched_job_wait(w, 100))
+			if (fd >= 0 && peer_gone(fd))
+				job_cancel_all(j);
+		if (sched_job_failed(w))
+			job_cancel_all(j);
+	}
 }
 
 /* Streams a queued job as server-sent events. */
@@ -171,7 +283,7 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	struct MHD_Response *r = st ? MHD_create_response_from_callback(
 		MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free) : NULL;
 	if (!r) {
-		sched_job_cancel(api_job_work(j));
+		job_cancel_all(j);
 		api_job_free(j);
 		free(st);
 		return MHD_NO;
@@ -179,6 +291,7 @@ static enum MHD_Result stream_job(http_t *h, struct MHD_Connection *c,
 	st->job = j;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	add_cors(h, c, r, NULL);
 	add_close(h, r, false);
 	metrics_count(h->metrics, ep, 200);
 	enum MHD_Result ret = http_queue(c, 200, r);
@@ -194,7 +307,11 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 {
 	metrics_in_flight_add(h->metrics, 1);
 	*live = true;
-	int q = sched_enqueue(h->sched, api_job_work(j));
+	sched_job_t *works[API_MAX_N];
+	int n = api_job_n_choices(j);
+	for (int i = 0; i < n; i++)
+		works[i] = api_job_choice(j, i);
+	int q = sched_enqueue_n(h->sched, works, n);
 	if (q) {
 		metrics_in_flight_add(h->metrics, -1);
 		*live = false;
@@ -205,7 +322,7 @@ static enum MHD_Result answer_job(http_t *h, struct MHD_Connection *c,
 	}
 	if (api_job_stream(j))
 		return stream_job(h, c, j, ep);
-	wait_for_job(c, api_job_work(j));
+	wait_for_job(c, j);
 	int status;
 	char *body = api_format_reply(j, &status);
 	api_job_free(j);

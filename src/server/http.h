@@ -1,10 +1,12 @@
 /* http: the transport, the libmicrohttpd glue (an internal polling thread,
  * one thread per connection). A handler thread reads the body (413 past
  * SERVER_MAX_BODY), asks the API for a reply or a job (api.h), enqueues
- * the job (sched.h), then either waits for its end and asks the API for
- * the reply, or streams it: a content reader pulls the job's events from
- * the scheduler and has the API format each one as server-sent events. A
- * client that goes away cancels its job.
+ * the job (sched.h; a request of n choices is n jobs, queued together),
+ * then either waits for their end and asks the API for the reply, or
+ * streams it: a content reader pulls the events of every choice from the
+ * scheduler and has the API format each one as server-sent events (a
+ * choice's error is the stream's last event, and cancels the others). A
+ * client that goes away cancels its jobs.
  *
  * Connections (http_conn.c): a connection that has not yet sent a whole
  * request (headers and body) is *waiting*; one whose request the handler
@@ -17,6 +19,15 @@
  * cannot hold every connection while others wait. A connection past
  * max_conns_per_ip from its address gets a 429 JSON error for its request
  * and is closed, or is closed after a second without one.
+ *
+ * CORS (off without origins): a request whose Origin header is one of
+ * cfg.cors (compared without regard to case; "*" matches any) gets
+ * Access-Control-Allow-Origin with that origin, and an OPTIONS (a
+ * preflight) also Allow-Methods (the endpoint's), Allow-Headers
+ * (Authorization, Content-Type) and Max-Age; with CORS on, every reply
+ * says Vary: Origin (a cache must not serve one origin's answer to
+ * another). Other origins get no Access-Control-* header, so a browser
+ * refuses the page the answer.
  *
  * Errors that libmicrohttpd answers itself (a malformed request line,
  * header or chunk, 413, 414, 431, 505) come back in the API's JSON error
@@ -47,6 +58,10 @@ typedef struct http_config {
 	int request_timeout_s; /* a waiting connection's deadline; 0: none */
 	int max_conns;    /* concurrent connections; 0: HTTP_MAX_CONNS */
 	int max_conns_per_ip; /* from one address; 0: no limit */
+	/* CORS: the origins ("scheme://host[:port]", or "*": any) whose
+	 * requests get Access-Control-* headers; none: CORS off */
+	const char *const *cors;
+	int n_cors;
 } http_config_t;
 
 typedef struct http http_t; /* opaque */

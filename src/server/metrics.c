@@ -157,6 +157,14 @@ void metrics_record_admission(metrics_t *m, double wait_s, bool hit,
 	pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_record_prefix(metrics_t *m, uint64_t saved)
+{
+	pthread_mutex_lock(&m->mu);
+	m->prefix_hits++;
+	m->prefix_tokens += saved;
+	pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_set_gang_width(metrics_t *m, uint32_t width)
 {
 	pthread_mutex_lock(&m->mu);
@@ -267,11 +275,13 @@ static void metrics_print_batch(FILE *f, const metrics_t *m)
 	metric_head(f, "egang_kv_bytes_budget", "gauge", "--kv-mb in bytes.");
 	fprintf(f, "egang_kv_bytes_budget %zu\n", m->cfg.kv_bytes);
 	metric_head(f, "egang_prefix_cache_hits_total", "counter",
-		    "Prompts that started from a cached prefix's KV.");
+		    "Prompts that started from a cached prefix's KV (or from "
+		    "their request's first choice's, n > 1).");
 	fprintf(f, "egang_prefix_cache_hits_total %llu\n",
 		(unsigned long long)m->prefix_hits);
 	metric_head(f, "egang_prefix_cache_tokens_saved_total", "counter",
-		    "Prompt positions taken from the prefix cache instead of computed.");
+		    "Prompt positions taken from the prefix cache (or another "
+		    "choice) instead of computed.");
 	fprintf(f, "egang_prefix_cache_tokens_saved_total %llu\n",
 		(unsigned long long)m->prefix_tokens);
 }

@@ -89,6 +89,10 @@ double metrics_record_generation(metrics_t *m, const metrics_generation_t *g,
  * `saved` cached prompt positions (a prefix-cache hit when hit). */
 void metrics_record_admission(metrics_t *m, double wait_s, bool hit,
 			      uint64_t saved);
+/* A sequence already in the batch took `saved` prompt positions from a
+ * cached prefix or from another choice of its request (a prefix-cache
+ * hit, sched_batch.c). */
+void metrics_record_prefix(metrics_t *m, uint64_t saved);
 /* Gauges: the gang's width, the KV bytes held. */
 void metrics_set_gang_width(metrics_t *m, uint32_t width);
 void metrics_set_kv_used(metrics_t *m, size_t bytes);

@@ -80,7 +80,9 @@ typedef struct sched_config {
 } sched_config_t;
 
 /* What a job asks for: filled in by its creator before sched_enqueue,
- * immutable afterwards. The job owns ids, stop[] and sp.bias. */
+ * immutable afterwards. The job owns ids, stop[] and sp.bias, except a
+ * later choice's (sched_job_new_choice), which borrows its first
+ * choice's. */
 typedef struct sched_request {
 	int32_t *ids;      /* (n_ids) prompt tokens, BOS included; malloc'd */
 	int64_t n_ids;
@@ -94,6 +96,13 @@ typedef struct sched_request {
 				    grammar, json_schema, response_format),
 				    or NULL; the job owns it */
 	char name[48];     /* unique; names the job's logits file */
+	/* n > 1 (several choices of one request, each its own job): this
+	 * job's index among them, reported in its events */
+	int choice;
+	/* the request's first choice, whose buffers this one borrows and
+	 * whose prompt KV it copies rather than computes (sched_batch.c);
+	 * a reference; NULL for a first choice */
+	struct sched_job *first;
 } sched_request_t;
 
 typedef enum sched_event_kind {
@@ -106,6 +115,7 @@ typedef enum sched_event_kind {
 
 typedef struct sched_event {
 	sched_event_kind_t kind;
+	int choice;           /* the job's sched_request_t.choice */
 	const char *text;     /* TEXT: n bytes (in the caller's buffer) */
 	size_t n;
 	/* TEXT, END, with the request's sp.logprobs: the tokens reported
@@ -168,6 +178,11 @@ int sched_stop(sched_t *s);
 /* 0 queued (the queue takes a reference); 429 full; 503 stopping or not
  * started. */
 int sched_enqueue(sched_t *s, sched_job_t *j);
+/* The n jobs of one request (its choices, first choice first), all or
+ * none: 0 queued one after the other, or 429 when the n do not fit in the
+ * queue's free places (unless the queue is empty and nothing runs, as for
+ * one job), 503 as sched_enqueue. */
+int sched_enqueue_n(sched_t *s, sched_job_t *const *jobs, int n);
 /* True once sched_drain or sched_stop has begun (no new jobs). */
 bool sched_stopping(const sched_t *s);
 /* The phase: RUN, DRAIN after sched_drain, STOP after sched_stop. */
@@ -182,6 +197,13 @@ void sched_queue_state(sched_t *s, int *depth, bool *busy);
 sched_job_t *sched_job_new(void);
 /* The job's request, to fill in before sched_enqueue. */
 sched_request_t *sched_job_request(sched_job_t *j);
+/* Choice number `choice` (>= 1) of first's request (filled in, not yet
+ * queued): the same request, its buffers borrowed (it holds a reference
+ * to first), the seed plus choice (a request with a seed gets the same n
+ * choices every time), named first's name + "." + choice. With parallel
+ * > 1 it copies first's prompt KV once first has computed it, instead of
+ * computing it again. Aborts on out of memory. */
+sched_job_t *sched_job_new_choice(sched_job_t *first, int choice);
 /* Drops one reference; the last frees the job. */
 void sched_job_release(sched_job_t *j);
 /* Asks the scheduler to end the job at its next token (the client went
@@ -200,6 +222,8 @@ int sched_job_next(sched_job_t *j, sched_event_t *ev, sbuf_t *text,
 		   const struct timespec *deadline);
 /* Waits up to ms milliseconds for the job to end; true once it has. */
 bool sched_job_wait(sched_job_t *j, int ms);
+/* True when the job has ended with an error (sched_job_result's status). */
+bool sched_job_failed(sched_job_t *j);
 /* A finished job's result (after sched_job_wait returned true); valid
  * while the caller holds its reference. */
 void sched_job_result(sched_job_t *j, sched_result_t *r);

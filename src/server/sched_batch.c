@@ -26,6 +26,14 @@
  * the reused entries are the bits it would have computed. Entries are
  * evicted oldest first when a new sequence needs the room.
  *
+ * Choices (a request with n > 1: n jobs queued together, sched.h
+ * sched_job_new_choice): a later choice admitted while its first choice
+ * is live waits, without prefilling, until the first has computed its
+ * prompt, then copies that KV (the same bits, as a cached prefix's) and
+ * goes on from its last prompt token; so n choices compute their prompt
+ * once. A first choice that has left already gave its KV to the prefix
+ * cache, which serves the later ones instead.
+ *
  * Only this thread touches the slots and the cache; it takes the queue
  * lock (through sched_queue.c), a job's lock (sched_job.c) and the
  * metrics' lock one at a time (sched.h). */
@@ -52,6 +60,8 @@ typedef struct slot {
 	int32_t done;      /* positions in kv */
 	uint64_t t0, t_first_logits, t_first;
 	uint64_t order;    /* admission order: prefill goes oldest first */
+	sched_job_t *share; /* its request's first choice, whose prompt KV it
+			       waits for (NULL: none; share_prompts) */
 	FILE *hash;        /* cfg.logits_dir: the job's logits hashes */
 } slot_t;
 
@@ -176,6 +186,15 @@ static bool kv_room(batch_t *b, size_t need)
 	return true;
 }
 
+/* The live slot running job j, NULL when none does. */
+static slot_t *slot_of(batch_t *b, const sched_job_t *j)
+{
+	for (int i = 0; i < b->n_slots; i++)
+		if (b->slots[i].j == j)
+			return &b->slots[i];
+	return NULL;
+}
+
 /* Starts job j in slot sl (the job's reference moves to the slot); false
  * after answering it with an error. */
 static bool slot_start(batch_t *b, slot_t *sl, sched_job_t *j, int32_t cap, size_t need)
@@ -222,6 +241,8 @@ static bool slot_start(batch_t *b, slot_t *sl, sched_job_t *j, int32_t cap, size
 		b->cache[e].used = ++b->clock;
 		sl->done = saved;
 	}
+	if (q->first && saved < (int32_t)q->n_ids - 1 && slot_of(b, q->first))
+		sl->share = q->first; /* share_prompts */
 	sched_job_start(j);
 	metrics_record_admission(s->metrics, (double)(sl->t0 - j->t_enqueue) / 1e9,
 				 e >= 0, (uint64_t)saved);
@@ -318,6 +339,45 @@ static void slot_finish(batch_t *b, slot_t *sl)
 	publish_kv(b);
 }
 
+/* The later choices waiting for their first choice's prompt KV: each
+ * copies it once the first has computed it (its positions below the
+ * last prompt token; the last runs in the choice's own step, which
+ * samples its first token), or, once the first has left, takes what the
+ * prefix cache has and prefills the rest itself. */
+static void share_prompts(batch_t *b)
+{
+	for (int i = 0; i < b->n_slots; i++) {
+		slot_t *sl = &b->slots[i];
+		if (!sl->j || !sl->share)
+			continue;
+		int64_t n, nf;
+		const int32_t *ids = engine_seq_ids(sl->seq, &n);
+		int32_t want = (int32_t)engine_seq_n_prompt(sl->seq) - 1;
+		slot_t *from = slot_of(b, sl->share);
+		int32_t k = 0;
+		if (from && from->done < want)
+			continue; /* the first is still reading the prompt */
+		if (from) {
+			const int32_t *fids = engine_seq_ids(from->seq, &nf);
+			k = common_prefix(ids, want, fids, from->done);
+			forward_kv_copy(b->f, &sl->kv, &from->kv, k);
+		} else {
+			int e = cache_find(b, ids, want, &k);
+			if (e >= 0 && k > sl->done) {
+				forward_kv_copy(b->f, &sl->kv, &b->cache[e].kv, k);
+				b->cache[e].used = ++b->clock;
+			} else {
+				k = 0;
+			}
+		}
+		if (k > sl->done) {
+			metrics_record_prefix(b->s->metrics, (uint64_t)(k - sl->done));
+			sl->done = k;
+		}
+		sl->share = NULL;
+	}
+}
+
 /* The step's segments: one decode token per generating sequence, then
  * prompt chunks of the oldest prefilling ones (prefill_chunk tokens in
  * all, within the batch maximum). Returns the segment count. */
@@ -344,7 +404,8 @@ static int plan_step(batch_t *b, int32_t *tokens)
 			bool queued = false;
 			for (int k = 0; k < ns; k++)
 				queued |= b->seg_slot[k] == i;
-			if (sl->j && !queued && sl->done < engine_seq_n_prompt(sl->seq) - 1 &&
+			if (sl->j && !queued && !sl->share &&
+			    sl->done < engine_seq_n_prompt(sl->seq) - 1 &&
 			    (!old || sl->order < old->order)) {
 				old = sl;
 				oi = i;
@@ -474,6 +535,7 @@ void sched_batch_run(sched_t *s, forward_t *f, gang_t *g)
 		reap(&b); /* cancelled before their first step */
 		if (!b.live)
 			continue;
+		share_prompts(&b);
 		int32_t tokens;
 		int ns = plan_step(&b, &tokens);
 		if (!ns)

@@ -4,6 +4,7 @@
  * (sched_job_next) or wait for the end and read the result. The end of a
  * generation also lands here: its metrics and the policy guard's check. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,13 +27,22 @@ sched_job_t *sched_job_new(void)
 
 sched_request_t *sched_job_request(sched_job_t *j) { return &j->req; }
 
+/* Frees what a first choice's request owns (sched.h sched_request_t). */
+static void request_free(sched_request_t *q)
+{
+	free(q->ids);
+	free((void *)q->sp.bias); /* the request's own (api_request.c) */
+	grammar_free(q->grammar);
+	for (int i = 0; i < q->n_stop; i++)
+		free(q->stop[i]);
+}
+
 static void job_destroy(sched_job_t *j)
 {
-	free(j->req.ids);
-	free((void *)j->req.sp.bias); /* the request's own (api_request.c) */
-	grammar_free(j->req.grammar);
-	for (int i = 0; i < j->req.n_stop; i++)
-		free(j->req.stop[i]);
+	if (j->req.first) /* a later choice: its buffers are the first's */
+		sched_job_release(j->req.first);
+	else
+		request_free(&j->req);
 	sbuf_free(&j->text);
 	free(j->ev);
 	free(j->tok);
@@ -40,6 +50,20 @@ static void job_destroy(sched_job_t *j)
 	pthread_mutex_destroy(&j->mu);
 	pthread_cond_destroy(&j->cv);
 	free(j);
+}
+
+sched_job_t *sched_job_new_choice(sched_job_t *first, int choice)
+{
+	sched_job_t *j = sched_job_new();
+	pthread_mutex_lock(&first->mu);
+	first->refs++;
+	pthread_mutex_unlock(&first->mu);
+	j->req = first->req; /* every pointer borrowed: request_free skips them */
+	j->req.first = first;
+	j->req.choice = choice;
+	j->req.sp.seed = first->req.sp.seed + (uint64_t)choice;
+	snprintf(j->req.name, sizeof j->req.name, "%.40s.%d", first->req.name, choice);
+	return j;
 }
 
 void sched_job_release(sched_job_t *j)
@@ -219,7 +243,8 @@ int sched_job_next(sched_job_t *j, sched_event_t *ev, sbuf_t *text,
 	int rc = j->done ? -1 : 0;
 	if (j->ev_next < j->n_ev) {
 		const sched_event_rec_t *e = &j->ev[j->ev_next++];
-		*ev = (sched_event_t){.kind = e->kind, .stop = j->stop,
+		*ev = (sched_event_t){.kind = e->kind, .choice = j->req.choice,
+				      .stop = j->stop,
 				      .n_prompt = j->n_prompt, .n_gen = j->n_gen,
 				      .status = j->err_status, .msg = j->err_msg};
 		text->len = 0;
@@ -256,6 +281,14 @@ bool sched_job_wait(sched_job_t *j, int ms)
 	bool done = j->done;
 	pthread_mutex_unlock(&j->mu);
 	return done;
+}
+
+bool sched_job_failed(sched_job_t *j)
+{
+	pthread_mutex_lock(&j->mu);
+	bool failed = j->done && j->err_status;
+	pthread_mutex_unlock(&j->mu);
+	return failed;
 }
 
 void sched_job_result(sched_job_t *j, sched_result_t *r)

@@ -4,15 +4,16 @@
 #include "base/base.h"
 #include "server/sched_impl.h"
 
-int sched_enqueue(sched_t *s, sched_job_t *j)
+int sched_enqueue_n(sched_t *s, sched_job_t *const *jobs, int n)
 {
 	pthread_mutex_lock(&s->qmu);
 	int rc = 0;
 	if (atomic_load_explicit(&s->draining, memory_order_relaxed) || !s->gen_ready)
 		rc = 503;
-	else if (s->depth >= s->cfg.max_queue && (s->running_job || s->depth > 0))
+	else if (s->depth + n > s->cfg.max_queue && (s->running_job || s->depth > 0))
 		rc = 429; /* max_queue waiting behind a running one */
-	if (!rc) {
+	for (int i = 0; !rc && i < n; i++) {
+		sched_job_t *j = jobs[i];
 		j->refs++; /* no other thread sees j yet */
 		j->t_enqueue = time_now_ns();
 		j->next = NULL;
@@ -22,11 +23,14 @@ int sched_enqueue(sched_t *s, sched_job_t *j)
 			s->head = j;
 		s->tail = j;
 		s->depth++;
-		pthread_cond_signal(&s->qcv);
 	}
+	if (!rc)
+		pthread_cond_signal(&s->qcv);
 	pthread_mutex_unlock(&s->qmu);
 	return rc;
 }
+
+int sched_enqueue(sched_t *s, sched_job_t *j) { return sched_enqueue_n(s, &j, 1); }
 
 bool sched_stopping(const sched_t *s)
 {

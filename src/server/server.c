@@ -69,10 +69,17 @@ static int server_build(server_t *s)
 		.chat_template = c->chat_template, .ctx = c->ctx,
 		.kv_positions = c->kv_positions, .api_key = c->api_key,
 	};
+	if (c->m) { /* /v1/models' meta */
+		ac.n_ctx_train = c->m->cfg.ctx;
+		ac.n_embd = c->m->cfg.dim;
+		ac.n_params = model_n_params(c->m);
+		ac.size = c->m->file_size;
+	}
 	http_config_t hc = {
 		.host = c->host, .port = c->port, .timeout_s = c->timeout_s,
 		.request_timeout_s = c->request_timeout_s,
 		.max_conns = c->max_conns, .max_conns_per_ip = c->max_conns_per_ip,
+		.cors = c->cors, .n_cors = c->n_cors,
 	};
 	if (!(s->metrics = metrics_new(&mc)) || !(s->sched = sched_new(&sc, s->metrics)) ||
 	    !(s->api = api_new(&ac, s->sched, s->metrics)) ||

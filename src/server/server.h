@@ -15,8 +15,10 @@
  * counters); no thread ever holds two of those locks.
  *
  * Endpoints: POST /v1/completions, POST /v1/chat/completions (both with
- * "stream": true), POST /tokenize, POST /detokenize, GET /v1/models,
- * GET /health, GET /metrics (Prometheus text). Errors: api.h.
+ * "stream": true; "n" choices each a scheduler job, api.h), POST
+ * /tokenize, POST /detokenize, GET /v1/models[/ID], GET /health, GET
+ * /metrics (Prometheus text); OPTIONS on each (CORS with --cors: http.h).
+ * Errors: api.h.
  *
  * Synchronization: server_handle_json() and server_count() may run on
  * any number of threads at once, also while the server runs.
@@ -73,6 +75,9 @@ typedef struct server_config {
 	int request_timeout_s;
 	int max_conns;   /* concurrent connections, 0: 256 (http.h: eviction) */
 	int max_conns_per_ip; /* from one address; 0: no limit */
+	/* CORS (http.h): the origins allowed ("*": any), none: off */
+	const char *const *cors;
+	int n_cors;
 	/* continuous batching (sched_batch.c): up to `parallel` sequences
 	 * per token step (1: one job at a time, engine_generate), prompts
 	 * prefilled prefill_chunk tokens per step, the sequences' KV caches
@@ -143,6 +148,26 @@ int server_config_api_key(const char *flag, const char *file, const char *env,
 			  char **key);
 /* Zeroes and frees a key from server_config_api_key (NULL: nothing). */
 void server_config_api_key_free(char *key);
+
+#define SERVER_MAX_CORS 32 /* --cors origins */
+
+/* --cors's origins (server_config_cors). */
+typedef struct server_cors {
+	char *origin[SERVER_MAX_CORS]; /* malloc'd */
+	int n;
+} server_cors_t;
+
+/* The origins of n --cors values into c (which starts zeroed): each
+ * value "*" (any origin) or a comma-separated list of origins as a
+ * browser sends them, scheme://host[:port] (http or https; a host name,
+ * an IPv4 address or a bracketed IPv6 one; no path, no trailing slash).
+ * 0, or -1 + err_get() naming the value. */
+int server_config_cors(server_cors_t *c, const char *const *vals, int n);
+/* Frees c's origins (server_config_cors). */
+void server_config_cors_free(server_cors_t *c);
+/* `egang serve --help`'s text after its options: error shapes, CORS,
+ * then the request fields (api.h api_fields_help). */
+void server_help_more(FILE *out);
 
 /* The fields of cfg an open engine (engine_open.h) gives: the model, its
  * tokenizer and id, the file name of model_path, the context, the gang's

@@ -3,12 +3,14 @@
  * configuration from an open engine, the batching defaults from the
  * memory, the chat template, and the sched_ext backend for the process;
  * and around its run, the signals that begin the drain. */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -96,6 +98,98 @@ void server_config_api_key_free(char *key)
 	if (key)
 		explicit_bzero(key, strlen(key));
 	free(key);
+}
+
+/* ---- CORS origins ---- */
+
+/* True when s[0..n) is "http" or "https", "://", a host and an optional
+ * ":PORT" (1..65535), and nothing more. */
+static bool origin_ok(const char *s, size_t n)
+{
+	const char *end = s + n, *p;
+	if (n > 8 && !strncasecmp(s, "https://", 8))
+		p = s + 8;
+	else if (n > 7 && !strncasecmp(s, "http://", 7))
+		p = s + 7;
+	else
+		return false;
+	const char *host = p;
+	if (*p == '[') { /* an IPv6 address */
+		p++;
+		while (p < end && (isxdigit((unsigned char)*p) || *p == ':' || *p == '.'))
+			p++;
+		if (p == end || *p != ']' || p == host + 1)
+			return false;
+		p++;
+	} else {
+		while (p < end && (isalnum((unsigned char)*p) || *p == '.' || *p == '-'))
+			p++;
+		if (p == host)
+			return false;
+	}
+	if (p == end)
+		return true;
+	if (*p++ != ':' || p == end || end - p > 5)
+		return false;
+	long port = 0;
+	for (; p < end; p++) {
+		if (!isdigit((unsigned char)*p))
+			return false;
+		port = port * 10 + (*p - '0');
+	}
+	return port >= 1 && port <= 65535;
+}
+
+int server_config_cors(server_cors_t *c, const char *const *vals, int n)
+{
+	for (int i = 0; i < n; i++) {
+		for (const char *p = vals[i];;) {
+			size_t len = strcspn(p, ",");
+			if (!(len == 1 && *p == '*') && !origin_ok(p, len))
+				return err_set("--cors '%s'%s%.*s%s is not an origin "
+					       "(scheme://host[:port], e.g. "
+					       "http://localhost:3000) nor *", vals[i],
+					       p[len] || p != vals[i] ? ": '" : "",
+					       p[len] || p != vals[i] ? (int)(len > 200 ? 200 : len) : 0,
+					       p, p[len] || p != vals[i] ? "'" : "");
+			if (c->n == SERVER_MAX_CORS)
+				return err_set("--cors: more than %d origins",
+					       SERVER_MAX_CORS);
+			if (!(c->origin[c->n++] = strndup(p, len)))
+				return err_sys("strndup");
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
+	}
+	return 0;
+}
+
+void server_config_cors_free(server_cors_t *c)
+{
+	for (int i = 0; i < c->n; i++)
+		free(c->origin[i]);
+	c->n = 0;
+}
+
+void server_help_more(FILE *out)
+{
+	fputs("\n"
+	      "Errors are JSON {\"error\":{\"message\",\"type\",\"param\",\"code\"}}: 400 bad request\n"
+	      "or unimplemented field (below), 401 bad key, 404 unknown path or model, 405\n"
+	      "wrong method, 413 body over 1 MiB, 429 queue full, 500 failed, 501 transfer\n"
+	      "coding, 503 stopping. OPTIONS on an endpoint: 204 with its Allow header.\n"
+	      "\n"
+	      "CORS (a web page calling the server from a browser) is off unless --cors\n"
+	      "names the page's origin: then a request with that Origin header gets\n"
+	      "Access-Control-Allow-Origin (that origin), and a preflight OPTIONS also\n"
+	      "Allow-Methods, Allow-Headers (Authorization, Content-Type) and Max-Age;\n"
+	      "every reply says Vary: Origin. Other origins get no Access-Control-*\n"
+	      "header. --cors '*' lets a page from anywhere call the server (a page the\n"
+	      "user opens can use it, and read what it answers; --api-key still guards\n"
+	      "it, as a page cannot know the key unless it is given it).\n",
+	      out);
+	api_fields_help(out);
 }
 
 /* ---- the engine, batching, the chat template, the backend ---- */
