@@ -95,3 +95,37 @@ grep -Eq '^bench grammar: .* vocab=512 trie_nodes=[0-9]+ .* greedy tok/s free/gr
 rc=$?
 grep -q '^bench grammar: .* grammar=json ' "$TMP/bench.out" && [[ $rc == 0 ]] &&
 	pass "bench grammar: the built-in JSON grammar" || fail "bench grammar json" "rc $rc $(tail -2 "$TMP/bench.out")"
+
+# generate --json-schema: the text is JSON valid under the schema (greedy
+# and sampled), which the free text is not; a schema file that is not
+# JSON, a keyword the compiler refuses, both constraints at once: one
+# line naming the problem, exit 2
+cat >"$TMP/pet.json" <<'EOF2'
+{"type": "object", "properties": {
+  "name": {"type": "string", "maxLength": 12},
+  "age": {"type": "integer"},
+  "pets": {"type": "array", "items": {"enum": ["cat", "dog"]}, "maxItems": 3}},
+ "required": ["name", "age", "pets"]}
+EOF2
+ok=0
+for s in 0 1 2 3; do
+	if ((s == 0)); then args=(-t 0); else args=(-t 1 -s "$s"); fi
+	gen "${args[@]}" -n 120 -q --json-schema "$TMP/pet.json" >"$TMP/js.$s" 2>"$TMP/jserr.$s"
+	rc=$?
+	v=$(/usr/bin/python3 tests/json_validate.py "$TMP/pet.json" "$(cat "$TMP/js.$s")" 2>&1)
+	if [[ $rc == 0 && $v == ok ]]; then ok=$((ok + 1)); else
+		fail "json-schema run $s" "rc $rc: $v: $(head -c 200 "$TMP/js.$s") $(head -c 200 "$TMP/jserr.$s")"; fi
+done
+[[ $ok == 4 ]] && pass "generate --json-schema: 4 runs (greedy, 3 seeds) each valid under the schema"
+v=$(/usr/bin/python3 tests/json_validate.py "$TMP/pet.json" "$(gen -t 0 -n 40 -q)" 2>&1)
+[[ $v != ok ]] && pass "generate without the schema: the text is not valid under it" ||
+	fail "free text valid under the schema" "$v"
+printf '{"type": "object", "minProperties": 1}\n' >"$TMP/unsup.json"
+expect_exit "json-schema: unsupported keyword" 2 \
+	'--json-schema: json schema .*unsup.json: json_schema: at #/minProperties: unsupported keyword "minProperties"' \
+	gen -t 0 -n 5 --json-schema "$TMP/unsup.json"
+printf '{"type":\n' >"$TMP/notjson.json"
+expect_exit "json-schema: not JSON" 2 '--json-schema: json schema .*notjson.json: line 2, column 0: ' \
+	gen -t 0 -n 5 --json-schema "$TMP/notjson.json"
+expect_exit "json-schema and grammar together" 2 "--grammar and --json-schema both constrain" \
+	gen -t 0 -n 5 --json-schema "$TMP/pet.json" --grammar "$TMP/story.gbnf"

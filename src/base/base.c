@@ -503,9 +503,17 @@ char *file_read_all(const char *path, size_t *len)
 	}
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
-	for (;;) {
-		if (n + 1 >= cap)
-			buf = realloc(buf, cap *= 2);
+	bool big = false;
+	while (buf) {
+		if (n + 1 >= cap) {
+			big = cap >= FILE_READ_MAX;
+			char *t = big ? NULL : realloc(buf, cap *= 2);
+			if (!t)
+				free(buf);
+			buf = t;
+			if (!buf)
+				break;
+		}
 		size_t k = fread(buf + n, 1, cap - n - 1, f);
 		if (k == 0)
 			break;
@@ -513,9 +521,10 @@ char *file_read_all(const char *path, size_t *len)
 	}
 	int bad = ferror(f);
 	fclose(f);
-	if (bad) {
+	if (!buf || bad) {
 		free(buf);
-		err_set("%s: read error", path);
+		err_set("%s: %s", path, bad ? "read error" : big ?
+			"larger than the 64 MiB a text file may have" : "out of memory");
 		return NULL;
 	}
 	buf[n] = '\0';

@@ -173,7 +173,11 @@ float rng_normal(rng_t *r);
 uint64_t hash64(const void *data, size_t n, uint64_t h);
 #define HASH64_INIT 0xcbf29ce484222325ull
 
-/* Reads a whole small file into a malloc'd buffer (NUL-terminated). */
+/* Reads a whole text file (at most FILE_READ_MAX bytes) into a malloc'd
+ * buffer, NUL-terminated, its length in *len (may be NULL); NULL +
+ * err_get() naming the file when it cannot be opened or read, is larger,
+ * or memory ran out. */
+#define FILE_READ_MAX ((size_t)64 << 20)
 char *file_read_all(const char *path, size_t *len);
 
 #endif

@@ -7,6 +7,7 @@
 #include "cli/cmd_generate.h"
 #include "engine/chat_convo.h"
 #include "engine/engine.h"
+#include "model/json_schema.h"
 
 static const char generate_help[] =
 	"usage: egang generate -m MODEL [options]\n"
@@ -55,6 +56,8 @@ static const char generate_help[] =
 	"      --grammar FILE      the text must match this GBNF grammar (llama.cpp's\n"
 	"                          syntax, start rule root); ends at EOS only where the\n"
 	"                          grammar is complete; an error if it gets stuck\n"
+	"      --json-schema FILE  the text must be JSON valid under this schema\n"
+	"                          (`egang grammar from-schema` shows its grammar)\n"
 	"  -q, --quiet             no speed report\n"
 	"  -h, --help              this text\n";
 
@@ -93,6 +96,7 @@ int cmd_generate(int argc, char **argv)
 		OPT_STR("system", 0, &o.system, .empty_ok = true),
 		OPT_LIST("stop", 0, o.stops, &o.n_stop),
 		OPT_STR("grammar", 0, &o.grammar_path),
+		OPT_STR("json-schema", 0, &o.schema_path),
 		CLI_END,
 	};
 	const cli_cmd_t cmd = {.name = "generate", .help = generate_help, .opts = opts};
@@ -113,8 +117,14 @@ int cmd_generate(int argc, char **argv)
 			  "gang's membership; use one");
 		return EXIT_INPUT;
 	}
-	if (o.grammar_path && !(o.grammar = grammar_load(o.grammar_path))) {
-		log_error("generate: --grammar: %s", err_get());
+	if (o.grammar_path && o.schema_path) {
+		log_error("generate: --grammar and --json-schema both constrain the text; use one");
+		return EXIT_INPUT;
+	}
+	if ((o.grammar_path && !(o.grammar = grammar_load(o.grammar_path))) ||
+	    (o.schema_path && !(o.grammar = json_schema_load(o.schema_path)))) {
+		log_error("generate: %s: %s", o.grammar_path ? "--grammar" : "--json-schema",
+			  err_get());
 		return EXIT_INPUT;
 	}
 	run_ctx_t rc = {0};

@@ -31,6 +31,7 @@ typedef struct gen_opts {
 	int32_t ids_buf[4096]; int n_ids; /* --prompt-ids */
 	int32_t *chat_ids; int64_t n_chat_ids; /* --chat: the templated prompt */
 	const char *grammar_path;   /* --grammar */
+	const char *schema_path;    /* --json-schema */
 	grammar_t *grammar;         /* its parsed grammar, or NULL */
 } gen_opts_t;
 

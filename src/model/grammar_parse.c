@@ -783,33 +783,14 @@ grammar_t *grammar_parse(const char *text)
 
 grammar_t *grammar_load(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		err_set("grammar %s: %s", path, strerror(errno));
+	size_t n;
+	char *text = file_read_all(path, &n);
+	if (!text) {
+		char m[512]; /* "PATH: why", as file_read_all words it */
+		snprintf(m, sizeof m, "%s", err_get());
+		err_set("grammar %s", m);
 		return NULL;
 	}
-	size_t cap = 4096, n = 0;
-	char *text = malloc(cap);
-	size_t k;
-	while (text && (k = fread(text + n, 1, cap - n - 1, f)) > 0) {
-		n += k;
-		if (n + 1 == cap) {
-			char *t = cap < ((size_t)64 << 20) ? realloc(text, cap * 2) : NULL;
-			if (!t)
-				free(text);
-			text = t;
-			cap *= 2;
-		}
-	}
-	bool bad = ferror(f);
-	fclose(f);
-	if (!text || bad) {
-		free(text);
-		err_set("grammar %s: %s", path, bad ? "read failed" :
-			"cannot read it (larger than 64 MiB, or out of memory)");
-		return NULL;
-	}
-	text[n] = 0;
 	grammar_t *g = NULL;
 	if (memchr(text, 0, n))
 		err_set("grammar %s: the file contains a NUL byte", path);

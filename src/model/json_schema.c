@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "model/grammar.h"
 #include "model/json_regex.h"
 
 /* Schema nesting the converter follows (a recursive $ref is a rule cycle,
@@ -1156,4 +1157,31 @@ char *json_schema_any_object_gbnf(void)
 	char *text = js_need_any(&c) ? js_conv_text(&c, "object-0") : NULL;
 	js_conv_free(&c);
 	return text;
+}
+
+grammar_t *json_schema_load(const char *path)
+{
+	size_t n;
+	char *text = file_read_all(path, &n);
+	if (!text) {
+		char m[512]; /* "PATH: why", as file_read_all words it */
+		snprintf(m, sizeof m, "%s", err_get());
+		err_set("json schema %s", m);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *schema = json_loadb(text, n, JSON_DECODE_ANY, &je);
+	free(text);
+	if (!schema) {
+		err_set("json schema %s: line %d, column %d: %s", path, je.line,
+			je.column, je.text);
+		return NULL;
+	}
+	char *gbnf = json_schema_to_gbnf(schema);
+	json_decref(schema);
+	grammar_t *g = gbnf ? grammar_parse(gbnf) : NULL;
+	free(gbnf);
+	if (!g)
+		err_wrap("json schema %s", path);
+	return g;
 }

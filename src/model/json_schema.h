@@ -42,6 +42,8 @@
 
 #include <jansson.h>
 
+#include "model/grammar.h"
+
 /* Extra keys an object with additionalProperties admits at most. */
 #define JSON_SCHEMA_EXTRA_MAX 16
 /* A free-form value ({"type":"object"}, an array without items, json_object
@@ -59,5 +61,11 @@ char *json_schema_to_gbnf(const json_t *schema);
 /* The GBNF text (malloc'd) that matches any JSON object (OpenAI's
  * response_format json_object); NULL + err_get() on allocation failure. */
 char *json_schema_any_object_gbnf(void);
+
+/* The grammar of the JSON schema in the file at path (what `egang
+ * generate --json-schema` reads); NULL + err_get() naming the file and
+ * the problem: unreadable, not JSON (line and column), or a schema
+ * json_schema_to_gbnf refuses (its schema path). */
+grammar_t *json_schema_load(const char *path);
 
 #endif
