@@ -22,6 +22,7 @@
 #include "kernels/kernels.h"
 
 #include "testutil.h" /* after kernels.h: ISA levels, DOT_TOL */
+#include "data/q5_ggml_golden.h" /* test_q5_ggml_golden */
 #include "kernels/kernels_impl.h" /* exp_eg */
 #include "model/sampler.h"
 
@@ -1686,6 +1687,80 @@ static void test_q8_K_levels(void **state)
 	free(q);
 }
 
+/* The Q5 family against llama.cpp's own arithmetic: rows quantized by
+ * ggml's reference quantizers and the values its libraries give for them
+ * (tests/data/q5_ggml_golden.h, written by tools/figures/q5/ggml-golden.c
+ * from node-llama-cpp 3.21.1's libraries). At every level: the
+ * dequantized rows are ggml's bit for bit (the fifth bits, the order of
+ * scale and min, the f16 d and m); the activations are the bytes ggml's
+ * x86 quantizer writes for the type ggml pairs with each (Q5_0: Q8_0,
+ * Q5_1: Q8_1 with its f16 s from the unrounded d, Q5_K: Q8_K), ties of
+ * k + 0.5 included; each dot product is within float rounding
+ * (2^-19 of sum |w x|) of the exact product of those blocks and of ggml's
+ * x86 value, and Q5_0's is ggml's generic C value bit for bit (the
+ * same sum order: an exact integer sum per block times d_w d_x, blocks
+ * added in order). */
+static void test_q5_ggml_golden(void **state)
+{
+	(void)state;
+	static const struct {
+		dtype_t t;
+		const uint8_t *w[Q5G_ROWS];
+		const uint32_t *deq[Q5G_ROWS];
+		const uint8_t *act;
+		size_t act_bytes;
+		const uint32_t *dot_x86, *dot_generic;
+		const double *exact;
+	} c[] = {
+		{ DTYPE_Q5_0, { q5g_q5_0_w, q5g_q5_0_w1 }, { q5g_q5_0_deq, q5g_q5_0_deq1 },
+		  q5g_q5_0_act, sizeof q5g_q5_0_act, q5g_q5_0_dot_x86, q5g_q5_0_dot_generic,
+		  q5g_q5_0_exact },
+		{ DTYPE_Q5_1, { q5g_q5_1_w, q5g_q5_1_w1 }, { q5g_q5_1_deq, q5g_q5_1_deq1 },
+		  q5g_q5_1_act, sizeof q5g_q5_1_act, q5g_q5_1_dot_x86, q5g_q5_1_dot_generic,
+		  q5g_q5_1_exact },
+		{ DTYPE_Q5_K, { q5g_q5_K_w, q5g_q5_K_w1 }, { q5g_q5_K_deq, q5g_q5_K_deq1 },
+		  q5g_q5_K_act, sizeof q5g_q5_K_act, q5g_q5_K_dot_x86, q5g_q5_K_dot_generic,
+		  q5g_q5_K_exact },
+	};
+	float x[Q5G_N], y[Q5G_N], xq[Q5G_N];
+	memcpy(x, q5g_x, sizeof x);
+	uint8_t xa[QK_K + 64];
+	const char *lv[TEST_N_ISA_LEVELS];
+	int k = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	for (int l = 0; l < k; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+			dtype_t t = c[i].t;
+			assert_int_equal(dtype_row_bytes(dtype_info[t].act, Q5G_N), c[i].act_bytes);
+			memset(xa, 0xA5, sizeof xa);
+			act_prepare(t, x, xa, Q5G_N);
+			if (memcmp(xa, c[i].act, c[i].act_bytes))
+				fail_msg("%s %s: activations differ from ggml's", lv[l], dtype_info[t].name);
+			dequantize_row(dtype_info[t].act, xa, xq, Q5G_N);
+			for (int r = 0; r < Q5G_ROWS; r++) {
+				dequantize_row(t, c[i].w[r], y, Q5G_N);
+				if (memcmp(y, c[i].deq[r], sizeof y))
+					fail_msg("%s %s row %d: dequantized weights differ from ggml's",
+						 lv[l], dtype_info[t].name, r);
+				double mag = 0.0;
+				for (int j = 0; j < Q5G_N; j++)
+					mag += fabs((double)y[j] * xq[j]);
+				float d = vec_dot(t, c[i].w[r], xa, Q5G_N), gx, gg;
+				memcpy(&gx, &c[i].dot_x86[r], 4);
+				memcpy(&gg, &c[i].dot_generic[r], 4);
+				double tol = 0x1p-19 * mag;
+				if (fabs(d - c[i].exact[r]) > tol || fabs((double)d - gx) > 2 * tol)
+					fail_msg("%s %s row %d: %a, exact %a, ggml %a (tolerance %a)", lv[l],
+						 dtype_info[t].name, r, d, c[i].exact[r], gx, tol);
+				if (t == DTYPE_Q5_0 && d != gg)
+					fail_msg("%s q5_0 row %d: %a is not ggml's generic %a", lv[l], r, d, gg);
+			}
+		}
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
 /* act_prepare for F16 / BF16 weights rounds each activation to that type
  * (ggml's CPU backend converts them so before its dot products), F32 copies. */
 static void test_act_prepare_float(void **state)
@@ -1851,6 +1926,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_kv_types),
 		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_q8_K_levels),
+		cmocka_unit_test(test_q5_ggml_golden),
 		cmocka_unit_test(test_act_prepare_nonfinite),
 		cmocka_unit_test(test_argmax),
 	};

@@ -169,7 +169,8 @@ static unpack_k_fn unpack_k(int t)
 
 /* ---------------------------------------------------------- dequantize */
 
-/* Legacy: x = d q + m (Q5_0: m = 0). */
+/* Legacy: x = d q + m (Q4_1, Q5_1), x = d q (Q5_0: no + 0, which would
+ * turn ggml's -0 for q = 0 under a negative d into +0). */
 static void dequantize_legacy(int t, const void *x, float *y, int64_t n)
 {
 	const size_t bb = dtype_info[t].block_bytes;
@@ -187,8 +188,13 @@ static void dequantize_legacy(int t, const void *x, float *y, int64_t n)
 			m = ld_f16(xb + 2);
 			unpack_q5(xb + 4, xb + 8, q, 0);
 		}
-		for (int j = 0; j < 32; j++)
-			y[b * QK + j] = d * (float)q[j] + m;
+		if (t == DTYPE_Q5_0) {
+			for (int j = 0; j < 32; j++)
+				y[b * QK + j] = d * (float)q[j];
+		} else {
+			for (int j = 0; j < 32; j++)
+				y[b * QK + j] = d * (float)q[j] + m;
+		}
 	}
 }
 
