@@ -42,21 +42,26 @@ if have_repo_models "bench switching: tiny run"; then
 	OUT="$TMP/sw it's \$(touch egang-switching-canary)"
 	RUN=("$EGANG" bench switching -m "$M" "${TOK[@]}" --reps 1 --phase-seconds 1,1,1
 	     --rates 5,20,5 --max-tokens 8 --burns-per-core 1 --drain-seconds 10 -q)
-	"${RUN[@]}" --arms throughput,oracle --out "$OUT" >"$TMP/run.out" 2>"$TMP/run.err" &
+	"${RUN[@]}" --arms throughput,oracle,bandit --out "$OUT" >"$TMP/run.out" 2>"$TMP/run.err" &
 	pid=$!
 	wait $pid
 	rc=$?
 	if [[ $rc -eq 0 ]]; then pass "bench switching: tiny run exits 0"
 	else fail "bench switching: tiny run exits 0" "exit $rc: $(tail -3 "$TMP/run.err")"; fi
 	n=$(grep -c '^bench switching: arm ' "$TMP/run.out")
-	if [[ $n -eq 2 ]] && grep -Eq '^bench switching: arm throughput reps 1 steady1 ttft_p50 [0-9.]+\+-[0-9.]+ ms p99 .* burst .* steady2 .* served [0-9]+/[0-9]+ antagonist .* guard_fallbacks [0-9]+' "$TMP/run.out" &&
+	if [[ $n -eq 3 ]] && grep -Eq '^bench switching: arm throughput reps 1 steady1 ttft_p50 [0-9.]+\+-[0-9.]+ ms p99 .* burst .* steady2 .* served [0-9]+/[0-9]+ antagonist .* guard_fallbacks [0-9]+' "$TMP/run.out" &&
 	   grep -Eq '^bench switching: arm oracle .*\[last control: decisions=[0-9]+, switches=[0-9]+.*mode=oracle\]' "$TMP/run.out"
 	then pass "bench switching: one summary line per arm"
 	else fail "bench switching: one summary line per arm" "$(head -c 600 "$TMP/run.out")"; fi
-	# 1 header + 2 arms x 1 repetition x 3 phases, 15 columns each
-	if [[ -r $OUT/switching.csv ]] && [[ $(wc -l <"$OUT/switching.csv") -eq 7 ]] &&
+	# the bandit's periods against the oracle's schedule: some, each counted
+	if grep -Eq '^bench switching: arm bandit .* oracle_agree ([0-9]+)/([1-9][0-9]*) periods \([0-9.]+%\)' "$TMP/run.out" &&
+	   ! grep -Eq '^bench switching: arm (oracle|throughput) .*oracle_agree' "$TMP/run.out"
+	then pass "bench switching: the bandit's periods counted against the oracle's schedule"
+	else fail "bench switching: oracle_agree" "$(grep 'arm bandit' "$TMP/run.out" | head -c 600)"; fi
+	# 1 header + 3 arms x 1 repetition x 3 phases, 15 columns each
+	if [[ -r $OUT/switching.csv ]] && [[ $(wc -l <"$OUT/switching.csv") -eq 10 ]] &&
 	   head -1 "$OUT/switching.csv" | grep -q '^arm,rep,phase,rate_per_s' &&
-	   [[ $(awk -F, 'NR > 1 && NF == 15' "$OUT/switching.csv" | wc -l) -eq 6 ]] &&
+	   [[ $(awk -F, 'NR > 1 && NF == 15' "$OUT/switching.csv" | wc -l) -eq 9 ]] &&
 	   [[ $(grep -c '^oracle,1,' "$OUT/switching.csv") -eq 3 ]] &&
 	   grep -q '^throughput,1,burst,20,1,' "$OUT/switching.csv"
 	then pass "bench switching: switching.csv rows"

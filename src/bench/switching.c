@@ -19,6 +19,7 @@
 #include "bench/child.h"
 #include "bench/loadgen.h"
 #include "policy/control.h"
+#include "policy/policy.h"
 
 const char *const switching_arm_names[SWITCHING_ARM_COUNT + 1] = {
 	"latency", "throughput", "oracle", "bandit", "agent", NULL};
@@ -44,6 +45,10 @@ typedef struct result {
 	uint64_t fallbacks, invalid_reads;
 	double drain_s;
 	char ctl[256]; /* the controller's summary, if any */
+	/* bandit and agent: the periods that wrote an index (a decision or a
+	 * hold), and those whose index was the oracle's record for the phase
+	 * (throughput, latency in the burst) */
+	int decisions, oracle_agree;
 } result_t;
 
 /* The q-quantile of v[0..n) (sorted here); NaN for no sample (the CSV's
@@ -171,11 +176,14 @@ static int controller_spawn(run_t *u)
 			rc = err_set("egang policy set %s failed (see %s)",
 				     switching_arm_names[u->arm], u->ctl_log);
 	} else {
+		/* the bandit's and the agent's per-period lines stay in the log:
+		 * oracle_agreement reads them */
 		char *a[32] = {"egang", "control", "--control", u->ctl_path,
 			       "--period-ms", period, "--seconds", secs,
-			       "--cores", u->cores, "-q"};
-		int na = 11;
+			       "--cores", u->cores};
+		int na = 10;
 		if (u->arm == SWITCHING_ARM_ORACLE) {
+			a[na++] = "-q";
 			a[na++] = "--oracle";
 			a[na++] = sched;
 		} else if (u->arm == SWITCHING_ARM_BANDIT) {
@@ -232,6 +240,33 @@ static int controller_start(run_t *u)
 	return 0;
 }
 
+/* Counts, in a controller's log (text), the periods that wrote an index
+ * ("control t=T index=I ..." lines with I >= 0) and those whose index was
+ * the oracle's record for the phase their time falls in: throughput in
+ * the steady phases, latency in the burst. The load starts at the first
+ * write, so phases count from its t. */
+static void oracle_agreement(const cfg_t *c, const char *text, result_t *res)
+{
+	policy_lib_t lib;
+	policy_lib_builtin(&lib, c->n_cpus);
+	int want[N_PHASES] = {policy_lib_find(&lib, "throughput"),
+			      policy_lib_find(&lib, "latency"),
+			      policy_lib_find(&lib, "throughput")};
+	double t0 = -1;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		double t;
+		long long idx;
+		if (sscanf(l, "control t=%lf index=%lld", &t, &idx) != 2 || idx < 0)
+			continue;
+		if (t0 < 0)
+			t0 = t;
+		double x = t - t0;
+		int p = x < c->phase_s[0] ? 0 : x < c->phase_s[0] + c->phase_s[1] ? 1 : 2;
+		res->decisions++;
+		res->oracle_agree += idx == want[p];
+	}
+}
+
 /* Drives the load; the server's and the controller's CPU time, the
  * controller's summary line and the guard's counters into res. */
 static void load(run_t *u, result_t *res)
@@ -254,6 +289,8 @@ static void load(run_t *u, result_t *res)
 		u->ctl = -1;
 		size_t len;
 		char *t = file_read_all(u->ctl_log, &len);
+		if (t && (u->arm == SWITCHING_ARM_BANDIT || u->arm == SWITCHING_ARM_AGENT))
+			oracle_agreement(c, t, res);
 		char *s = t ? strstr(t, "control summary: ") : NULL;
 		if (s) {
 			char *nl = strchr(s, '\n');
@@ -535,6 +572,10 @@ static void summarize(const cfg_t *c, const result_t *res, switching_arm_summary
 		mean_sd(p99, c->reps, &s->p99[p], &s->p99_sd[p]);
 	}
 	snprintf(s->ctl, sizeof s->ctl, "%s", res[c->reps - 1].ctl);
+	for (int r = 0; r < c->reps; r++) {
+		s->decisions += res[r].decisions;
+		s->oracle_agree += res[r].oracle_agree;
+	}
 }
 
 static void csv_rows(FILE *f, const cfg_t *c, int a, int rep, const result_t *x)

@@ -102,6 +102,9 @@ typedef struct switching_arm_summary {
 	uint64_t fallbacks;
 	double drain_max_s;
 	char ctl[256];            /* the last controller summary, "" if none */
+	int decisions;            /* bandit, agent: periods that wrote an index,
+				     over the reps */
+	int oracle_agree;         /* of them, the oracle's record for the phase */
 } switching_arm_summary_t;
 
 typedef struct switching_summary {

@@ -28,7 +28,8 @@ static const char switching_help[] =
 	"              antagonists' measured work)\n"
 	"  agent       `egang control --agent -m MODEL` (the same model)\n"
 	"Prints one summary line per arm (TTFT p50/p99 per phase as mean +- sd\n"
-	"over repetitions, requests served, antagonist work, guard fallbacks)\n"
+	"over repetitions, requests served, antagonist work, guard fallbacks;\n"
+	"bandit and agent: the periods whose index was the oracle's for the phase)\n"
 	"and one goal line per switching arm; writes DIR/switching.csv (one row\n"
 	"per arm, repetition and phase), DIR/requests.csv, DIR/timeline.csv and\n"
 	"DIR/switching.png (TTFT and antagonist work over time, oracle arm):\n"
@@ -133,6 +134,10 @@ static void print_arm(const switching_config_t *c, const switching_summary_t *s,
 	k += snprintf(line + k, sizeof line - (size_t)k,
 		      " guard_fallbacks %llu drain_max %.2f s",
 		      (unsigned long long)x->fallbacks, x->drain_max_s);
+	if (x->decisions)
+		k += snprintf(line + k, sizeof line - (size_t)k,
+			      " oracle_agree %d/%d periods (%.1f%%)", x->oracle_agree, x->decisions,
+			      100.0 * x->oracle_agree / x->decisions);
 	if (x->ctl[0])
 		snprintf(line + k, sizeof line - (size_t)k, " [last control: %s]", x->ctl);
 	printf("%s%s\n", line, c->scx ? " backend=scx" : "");
