@@ -8,9 +8,15 @@
  *   o[i]  = sum_t s_t * v_t[i]    sequential in t, from 0, no FMA.
  * The SIMD form keeps that order lane by lane: the dots run with one query
  * per lane (16 queries of the batch, the keys broadcast, four keys at a
- * time for independent chains), the weighted sum with one element i per
- * lane. So every level gives the same bits as the scalar reference, and a
- * batched prefill the same bits as decode.
+ * time for independent chains), the softmax too (each lane's max, expf
+ * and sequential sum are its query's, and the 16 sums are independent
+ * chains), the weighted sum with one element i per lane, 4 queries (AVX2:
+ * 2) per pass over the keys they share so that each value row is
+ * converted once for them and 16 accumulators are in flight; each query's
+ * own last keys (the causal tail) continue its sums from where the pass
+ * stored them. So every level gives the same bits as the scalar
+ * reference, and a batched prefill the same bits as decode, whatever the
+ * other queries of the batch.
  *
  * Every KV cache type (kernels.h kv_type_t) runs the same arithmetic on
  * the cache's elements converted to float (exact): the keys of a block of
@@ -136,8 +142,9 @@ ATTN_ROWS_LEVEL(generic, )
 	((VT)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
 ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
-/* AVX2: 8 lanes */
+/* AVX2: 8 lanes, 16 vector registers: 2 queries per weighted-sum pass */
 #define ATTN_W 8
+#define ATTN_QB 2
 #define ATTN_SUFFIX avx2
 #define ATTN_TARGET X86_AVX2_FEATURES
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
