@@ -451,6 +451,61 @@ static void test_attn_rows_batch(void **state)
 	free(one);
 }
 
+/* attn_expf_rows at every level: expf's bits on every 2039th float (all
+ * signs, exponents and NaN payloads), on every 101st float of [-1, -0]
+ * (softmax's x - max), and on the edges of the vector form's range; with
+ * glibc on x86-64 the vector form must be the one in use (its probe
+ * agreed). */
+static void test_attn_expf(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	enum { N = 1 << 16 };
+	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+	static const float edge[] = { 88.0f, -88.0f, 87.99999f, -87.99999f, 88.72283f,
+				      -103.27893f, -103.97208f, -104.0f, 0.0f, -0.0f,
+				      1e-30f, -1e-30f, INFINITY, -INFINITY, NAN };
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		uint64_t bad = 0, done = 0;
+		for (int pass = 0; pass < 2; pass++) {
+			uint64_t step = pass ? 101 : 2039, lo = pass ? 0x80000000u : 0;
+			uint64_t hi = pass ? 0xbf800001u : 0x100000000u;
+			for (uint64_t u = lo; u < hi;) {
+				int n = 0;
+				for (; n < N && u < hi; n++, u += step) {
+					uint32_t b = (uint32_t)u;
+					memcpy(&x[n], &b, 4);
+				}
+				if (!done)
+					memcpy(x, edge, sizeof edge);
+				int w = attn_expf_rows(x, y, n);
+#if defined(__x86_64__) && defined(__GLIBC__)
+				/* glibc's expf is the one the vector form
+				 * follows: in use at both x86 SIMD levels */
+				if (w == 0 && strncmp(lv[l], "avx", 3) == 0)
+					fail_msg("%s: the vector expf is not in use", lv[l]);
+#else
+				(void)w;
+#endif
+				for (int i = 0; i < n; i++) {
+					float e = expf(x[i]);
+					bad += f2u(e) != f2u(y[i]);
+				}
+				done += (uint64_t)n;
+			}
+		}
+		if (bad)
+			fail_msg("%s: attn_expf_rows differs from expf on %llu of %llu floats", lv[l],
+				 (unsigned long long)bad, (unsigned long long)done);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(y);
+}
+
 static void test_gemm_empty(void **state)
 {
 	(void)state;
@@ -633,6 +688,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_empty),
 		cmocka_unit_test(test_attn_heads),
 		cmocka_unit_test(test_attn_rows_batch),
+		cmocka_unit_test(test_attn_expf),
 	};
 	return test_run_group_levels(tests);
 }

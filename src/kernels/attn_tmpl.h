@@ -127,12 +127,16 @@ CAT(wsumq_, ATTN_SUFFIX)(const int kt, const float *S, const int nb, const uint8
  * lane j < nj of the scores S[t * ATTN_W + j] over t <= pos[j], in place,
  * the queries in the lanes (pos ascending, pos[0] >= 0). Per lane the
  * generic's steps in its order: max from t = 0 by `x > max`, expf(x -
- * max) with the sum sequential in t from +0, then x / sum. The lanes' sums
+ * max) (ATTN_VEXP where the level has it: expf's bits a vector at a time)
+ * with the sum sequential in t from +0, then x / sum. The lanes' sums
  * are independent chains (no add waits for the previous key's), and no
  * column is copied out. */
 static inline __attribute__((always_inline, target(ATTN_TARGET))) void
 CAT(softmax_cols_, ATTN_SUFFIX)(float *S, const int32_t *pos, int32_t nj)
 {
+#ifdef ATTN_VEXP
+	const bool vexp = attn_vexp_ok();
+#endif
 	int32_t pl[ATTN_W];
 	for (int32_t j = 0; j < ATTN_W; j++)
 		pl[j] = j < nj ? pos[j] : -1;
@@ -149,6 +153,14 @@ CAT(softmax_cols_, ATTN_SUFFIX)(float *S, const int32_t *pos, int32_t nj)
 	for (int32_t t = 0; t <= last; t++) {
 		float *r = S + (size_t)t * ATTN_W;
 		ST(ex, LD(r) - mx);
+#ifdef ATTN_VEXP
+		if (vexp) { /* expf's bits, ATTN_W lanes at once */
+			ATTN_VEXP(ex);
+			for (int32_t j = 0; t > pos[0] && j < nj; j++)
+				if (t > pos[j])
+					ex[j] = 0.0f;
+		} else
+#endif
 		if (t <= pos[0]) { /* a key of every query */
 			for (int32_t j = 0; j < nj; j++)
 				ex[j] = expf(ex[j]);
@@ -266,6 +278,7 @@ CAT(attn_core_, ATTN_SUFFIX)(const int kt, const float *q, int64_t qs, const uin
 #undef VT
 #undef VI
 #undef ATTN_QB
+#undef ATTN_VEXP
 #undef LD
 #undef ST
 #undef ATTN_W
