@@ -62,6 +62,10 @@ CAT(wsumq_, ATTN_SUFFIX)(const int kt, const float *S, const int nb, const uint8
 {
 	int64_t i0 = 0;
 	for (; i0 + 4 * ATTN_W <= hd; i0 += 4 * ATTN_W) {
+		/* element i0's byte in a row (Q8_0: its block's) */
+		const size_t vo = kt == KV_F16 ? (size_t)i0 * 2
+				  : kt == KV_F32 ? (size_t)i0 * 4
+						 : (size_t)(i0 / QK) * sizeof(block_q8_0);
 		VT a[ATTN_QB][4];
 #pragma GCC unroll 4
 		for (int j = 0; j < nb; j++)
@@ -70,6 +74,8 @@ CAT(wsumq_, ATTN_SUFFIX)(const int kt, const float *S, const int nb, const uint8
 				a[j][u] = cont ? LD(o[j] + i0 + u * ATTN_W) : (VT){0};
 		for (int32_t t = t0; t <= t1; t++) {
 			const uint8_t *v = V + (size_t)t * rb;
+			/* the value row 4 on (L2 at a long context) */
+			__builtin_prefetch(v + 4 * rb + vo);
 			VT x[4];
 #pragma GCC unroll 4
 			for (int u = 0; u < 4; u++)
@@ -224,6 +230,7 @@ CAT(attn_core_, ATTN_SUFFIX)(const int kt, const float *q, int64_t qs, const uin
 	float *Qt = buf, *St = Qt + hd * ATTN_W;
 	float *kb = St + (size_t)npos * ATTN_W;
 	const float scale = sqrtf((float)hd);
+	const size_t hb = kv_row_bytes((kv_type_t)kt, hd); /* one head's bytes of a row */
 	for (int32_t j0 = 0; j0 < nq; j0 += ATTN_W) {
 		int32_t nj = nq - j0 < ATTN_W ? nq - j0 : ATTN_W;
 		int32_t keys = pos0 + (j0 + nj - 1) * step + 1; /* keys 0..keys-1 serve the group */
@@ -233,6 +240,11 @@ CAT(attn_core_, ATTN_SUFFIX)(const int kt, const float *q, int64_t qs, const uin
 		int32_t t = 0;
 		for (; t + 4 <= keys; t += 4) {
 			const uint8_t *kr = K + (size_t)t * rb;
+			/* the key rows 8 on: rows rb apart come from L2 at a
+			 * long context, and the row's conversion waited on them */
+			for (int u = 8; u < 12; u++)
+				for (size_t b = 0; b < hb; b += 64)
+					__builtin_prefetch(kr + (size_t)u * rb + b);
 			const float *k0 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr, hd, kb);
 			const float *k1 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr + rb, hd, kb + hd);
 			const float *k2 = CAT(kvrow_, ATTN_SUFFIX)(kt, kr + 2 * rb, hd, kb + 2 * hd);
