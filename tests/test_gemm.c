@@ -381,6 +381,131 @@ static void test_attn_heads(void **state)
 	free(sc);
 }
 
+/* attn_rows over a long causal batch: 37 queries at positions 30..66 (two
+ * groups of lanes and a part one; passes of several queries with their
+ * own last keys), each the same bits as the generic twin on that query
+ * alone, at every level and KV type, head sizes 64 and 40 (a tail).
+ * Query 3 holds an infinity (its scores inf and NaN: the softmax's
+ * comparisons in the generic's order decide them) and query 20 large
+ * values (exponentials that underflow to 0). */
+static void test_attn_rows_batch(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 12);
+	enum { NPOS = 67, NQ = 37, KVD = 3 * 64 };
+	const int32_t pos0 = NPOS - NQ;
+	static const int64_t hds[] = {64, 40};
+	float *x = malloc(KVD * sizeof(float));
+	float *q = malloc((size_t)NQ * 64 * sizeof(float));
+	float *out = malloc((size_t)NQ * 64 * sizeof(float));
+	float *one = malloc(64 * sizeof(float));
+	for (int kt = 0; kt < KV_TYPE_COUNT; kt++) {
+		size_t rb = kv_row_bytes((kv_type_t)kt, KVD);
+		uint8_t *K = malloc(rb * NPOS), *V = malloc(rb * NPOS);
+		for (int t = 0; t < NPOS; t++) {
+			for (int i = 0; i < KVD; i++)
+				x[i] = rng_float(&r) * 2 - 1;
+			kv_store_row((kv_type_t)kt, x, K + (size_t)t * rb, KVD);
+			for (int i = 0; i < KVD; i++)
+				x[i] = rng_float(&r) * 2 - 1;
+			kv_store_row((kv_type_t)kt, x, V + (size_t)t * rb, KVD);
+		}
+		for (int i = 0; i < NQ * 64; i++)
+			q[i] = rng_float(&r) * 2 - 1;
+		for (int l = 0; l < nl; l++) {
+			assert_int_equal(kernels_set_isa(lv[l]), 0);
+			for (size_t a = 0; a < EG_ARRAY_LEN(hds); a++) {
+				int64_t hd = hds[a];
+				q[3 * hd + 1] = INFINITY;
+				for (int64_t i = 0; i < hd; i++)
+					q[20 * hd + i] *= 300.0f;
+				assert_int_equal(attn_rows_kv((kv_type_t)kt, q, hd, K, V, rb, out, hd,
+							      hd, pos0, NQ), 0);
+				for (int32_t j = 0; j < NQ; j++) {
+					assert_int_equal(attn_rows_kv_generic((kv_type_t)kt, q + j * hd, hd,
+									      K, V, rb, one, hd, hd,
+									      pos0 + j, 1), 0);
+					for (int64_t i = 0; i < hd; i++)
+						if (f2u(out[j * hd + i]) != f2u(one[i]))
+							fail_msg("%s kv %s hd %lld: query %d element "
+								 "%lld differs", lv[l],
+								 kv_type_names[kt], (long long)hd, j,
+								 (long long)i);
+				}
+				for (int64_t i = 0; i < hd; i++)
+					q[20 * hd + i] /= 300.0f;
+				q[3 * hd + 1] = 0.5f;
+			}
+		}
+		free(K);
+		free(V);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(q);
+	free(out);
+	free(one);
+}
+
+/* attn_expf_rows at every level: expf's bits on every 2039th float (all
+ * signs, exponents and NaN payloads), on every 101st float of [-1, -0]
+ * (softmax's x - max), and on the edges of the vector form's range; with
+ * glibc on x86-64 the vector form must be the one in use (its probe
+ * agreed). */
+static void test_attn_expf(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	enum { N = 1 << 16 };
+	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+	static const float edge[] = { 88.0f, -88.0f, 87.99999f, -87.99999f, 88.72283f,
+				      -103.27893f, -103.97208f, -104.0f, 0.0f, -0.0f,
+				      1e-30f, -1e-30f, INFINITY, -INFINITY, NAN };
+	for (int l = 0; l < nl; l++) {
+		assert_int_equal(kernels_set_isa(lv[l]), 0);
+		uint64_t bad = 0, done = 0;
+		for (int pass = 0; pass < 2; pass++) {
+			uint64_t step = pass ? 101 : 2039, lo = pass ? 0x80000000u : 0;
+			uint64_t hi = pass ? 0xbf800001u : 0x100000000u;
+			for (uint64_t u = lo; u < hi;) {
+				int n = 0;
+				for (; n < N && u < hi; n++, u += step) {
+					uint32_t b = (uint32_t)u;
+					memcpy(&x[n], &b, 4);
+				}
+				if (!done)
+					memcpy(x, edge, sizeof edge);
+				int w = attn_expf_rows(x, y, n);
+#if defined(__x86_64__) && defined(__GLIBC__)
+				/* glibc's expf is the one the vector form
+				 * follows: in use at both x86 SIMD levels */
+				if (w == 0 && strncmp(lv[l], "avx", 3) == 0)
+					fail_msg("%s: the vector expf is not in use", lv[l]);
+#else
+				(void)w;
+#endif
+				for (int i = 0; i < n; i++) {
+					float e = expf(x[i]);
+					bad += f2u(e) != f2u(y[i]);
+				}
+				done += (uint64_t)n;
+			}
+		}
+		if (bad)
+			fail_msg("%s: attn_expf_rows differs from expf on %llu of %llu floats", lv[l],
+				 (unsigned long long)bad, (unsigned long long)done);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(y);
+}
+
 static void test_gemm_empty(void **state)
 {
 	(void)state;
@@ -562,6 +687,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),
 		cmocka_unit_test(test_attn_heads),
+		cmocka_unit_test(test_attn_rows_batch),
+		cmocka_unit_test(test_attn_expf),
 	};
 	return test_run_group_levels(tests);
 }

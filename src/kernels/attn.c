@@ -8,9 +8,15 @@
  *   o[i]  = sum_t s_t * v_t[i]    sequential in t, from 0, no FMA.
  * The SIMD form keeps that order lane by lane: the dots run with one query
  * per lane (16 queries of the batch, the keys broadcast, four keys at a
- * time for independent chains), the weighted sum with one element i per
- * lane. So every level gives the same bits as the scalar reference, and a
- * batched prefill the same bits as decode.
+ * time for independent chains), the softmax too (each lane's max, expf
+ * and sequential sum are its query's, and the 16 sums are independent
+ * chains), the weighted sum with one element i per lane, 4 queries (AVX2:
+ * 2) per pass over the keys they share so that each value row is
+ * converted once for them and 16 accumulators are in flight; each query's
+ * own last keys (the causal tail) continue its sums from where the pass
+ * stored them. So every level gives the same bits as the scalar
+ * reference, and a batched prefill the same bits as decode, whatever the
+ * other queries of the batch.
  *
  * Every KV cache type (kernels.h kv_type_t) runs the same arithmetic on
  * the cache's elements converted to float (exact): the keys of a block of
@@ -31,6 +37,212 @@
 #include <math.h>
 
 #include "base/alloc.h"
+
+/* --------------------------------------------------- expf in vectors */
+
+#if defined(__x86_64__)
+#include <pthread.h>
+
+#include "kernels/simd_x86.h"
+
+/* libm's expf as glibc builds it for x86-64 CPUs with FMA (its __expf_fma,
+ * sysdeps/ieee754/flt-32/e_expf.c; the variant every AVX2 and AVX-512 CPU
+ * runs), in double lanes with the same operations, fused where it fuses:
+ *   kd = fma(InvLn2N, x, SHIFT); ki = bits(kd); kd -= SHIFT;
+ *   r = fma(InvLn2N, x, -kd); s = bits(T[ki % 32] + (ki << 47));
+ *   y = fma(fma(C0, r, C1), r * r, fma(C2, r, 1)) * s; (float)y
+ * for |x| < 88; other lanes (large, infinite, NaN) call expf. The table
+ * and constants are glibc's (__exp2f_data: 2^(i/32) less i << 47, 32/ln 2,
+ * the polynomial). attn_vexp_ok checks the agreement with the expf this
+ * process links before any use. */
+static const uint64_t vexp_tab[32] = {
+	0x3ff0000000000000u, 0x3fefd9b0d3158574u, 0x3fefb5586cf9890fu,
+	0x3fef9301d0125b51u, 0x3fef72b83c7d517bu, 0x3fef54873168b9aau,
+	0x3fef387a6e756238u, 0x3fef1e9df51fdee1u, 0x3fef06fe0a31b715u,
+	0x3feef1a7373aa9cbu, 0x3feedea64c123422u, 0x3feece086061892du,
+	0x3feebfdad5362a27u, 0x3feeb42b569d4f82u, 0x3feeab07dd485429u,
+	0x3feea47eb03a5585u, 0x3feea09e667f3bcdu, 0x3fee9f75e8ec5f74u,
+	0x3feea11473eb0187u, 0x3feea589994cce13u, 0x3feeace5422aa0dbu,
+	0x3feeb737b0cdc5e5u, 0x3feec49182a3f090u, 0x3feed503b23e255du,
+	0x3feee89f995ad3adu, 0x3feeff76f2fb5e47u, 0x3fef199bdd85529cu,
+	0x3fef3720dcef9069u, 0x3fef5818dcfba487u, 0x3fef7c97337b9b5fu,
+	0x3fefa4afa2a490dau, 0x3fefd0765b6e4540u,
+};
+#define VEXP_INVLN2N 0x1.71547652b82fep+5
+#define VEXP_SHIFT 0x1.8p+52
+#define VEXP_C0 0x1.c6af84b912394p-20
+#define VEXP_C1 0x1.ebfce50fac4f3p-13
+#define VEXP_C2 0x1.62e42ff0c52d6p-6
+#define VEXP_TOP 0x42a /* the top 12 bits of 88.0f less the sign */
+
+/* 8 floats, every lane below 88 in magnitude. */
+static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) __m256
+vexp8_avx512(__m256 x)
+{
+	const __m512d inv = _mm512_set1_pd(VEXP_INVLN2N), sh = _mm512_set1_pd(VEXP_SHIFT);
+	__m512d xd = _mm512_cvtps_pd(x);
+	__m512d kd = _mm512_fmadd_pd(inv, xd, sh);
+	__m512i ki = _mm512_castpd_si512(kd);
+	kd = _mm512_sub_pd(kd, sh);
+	__m512d r = _mm512_fmsub_pd(inv, xd, kd);
+	__m512i t = _mm512_i64gather_epi64(_mm512_and_si512(ki, _mm512_set1_epi64(31)),
+					   (const void *)vexp_tab, 8);
+	t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+	__m512d z = _mm512_fmadd_pd(_mm512_set1_pd(VEXP_C0), r, _mm512_set1_pd(VEXP_C1));
+	__m512d r2 = _mm512_mul_pd(r, r);
+	__m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(VEXP_C2), _mm512_set1_pd(1.0));
+	y = _mm512_fmadd_pd(z, r2, y);
+	y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
+	return _mm512_cvtpd_ps(y);
+}
+
+/* 4 floats, every lane below 88 in magnitude. */
+static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) __m128
+vexp4_avx2(__m128 x)
+{
+	const __m256d inv = _mm256_set1_pd(VEXP_INVLN2N), sh = _mm256_set1_pd(VEXP_SHIFT);
+	__m256d xd = _mm256_cvtps_pd(x);
+	__m256d kd = _mm256_fmadd_pd(inv, xd, sh);
+	__m256i ki = _mm256_castpd_si256(kd);
+	kd = _mm256_sub_pd(kd, sh);
+	__m256d r = _mm256_fmsub_pd(inv, xd, kd);
+	__m256i t = _mm256_i64gather_epi64((const long long *)(const void *)vexp_tab,
+					   _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+	t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+	__m256d z = _mm256_fmadd_pd(_mm256_set1_pd(VEXP_C0), r, _mm256_set1_pd(VEXP_C1));
+	__m256d r2 = _mm256_mul_pd(r, r);
+	__m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(VEXP_C2), _mm256_set1_pd(1.0));
+	y = _mm256_fmadd_pd(z, r2, y);
+	y = _mm256_mul_pd(y, _mm256_castsi256_pd(t));
+	return _mm256_cvtpd_ps(y);
+}
+
+/* e[j] = expf(e[j]) for 16 lanes; lanes of 88 or more in magnitude,
+ * infinite or NaN by expf itself. */
+static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) void
+vexp_lanes_avx512(float *e)
+{
+	__m512 x = _mm512_loadu_ps(e);
+	__m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20),
+				       _mm512_set1_epi32(0x7ff));
+	__mmask16 big = _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32(VEXP_TOP));
+	__m256 lo = vexp8_avx512(_mm512_castps512_ps256(x));
+	__m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+	hi = vexp8_avx512(hi);
+	float in[16];
+	_mm512_storeu_ps(in, x);
+	_mm256_storeu_ps(e, lo);
+	_mm256_storeu_ps(e + 8, hi);
+	for (; big; big &= (__mmask16)(big - 1)) {
+		int j = __builtin_ctz(big);
+		e[j] = expf(in[j]);
+	}
+}
+
+/* The same for 8 lanes. */
+static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) void
+vexp_lanes_avx2(float *e)
+{
+	__m256 x = _mm256_loadu_ps(e);
+	__m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20),
+				       _mm256_set1_epi32(0x7ff));
+	int big = _mm256_movemask_ps(_mm256_castsi256_ps(
+		_mm256_cmpgt_epi32(top, _mm256_set1_epi32(VEXP_TOP - 1))));
+	__m128 lo = vexp4_avx2(_mm256_castps256_ps128(x));
+	__m128 hi = vexp4_avx2(_mm256_extractf128_ps(x, 1));
+	float in[8];
+	_mm256_storeu_ps(in, x);
+	_mm_storeu_ps(e, lo);
+	_mm_storeu_ps(e + 4, hi);
+	for (; big; big &= big - 1) {
+		int j = __builtin_ctz((unsigned)big);
+		e[j] = expf(in[j]);
+	}
+}
+
+/* vexp_lanes_* as calls, for the probe */
+static __attribute__((noinline, target(X86_AVX512_FEATURES))) void vexp_call_avx512(float *e)
+{
+	vexp_lanes_avx512(e);
+}
+static __attribute__((noinline, target(X86_AVX2_FEATURES))) void vexp_call_avx2(float *e)
+{
+	vexp_lanes_avx2(e);
+}
+
+static pthread_once_t g_vexp_once = PTHREAD_ONCE_INIT;
+static bool g_vexp_ok;
+
+/* Whether the vector forms give this process's expf bits on a probe: 2^16
+ * floats spread over [-104, 89] with random low bits, on both forms where
+ * the CPU runs them. A libm built another way (without FMA, another
+ * algorithm) differs on many of them, and then expf itself is used. */
+static void vexp_probe(void)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return;
+	bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+	uint32_t seed = 12345u;
+	bool ok = true;
+	for (int k = 0; k < 4096 && ok; k++) {
+		float x[16], a[16], b[16];
+		for (int j = 0; j < 16; j++) {
+			seed = seed * 1664525u + 1013904223u;
+			float v = -104.0f + 193.0f * (float)(k * 16 + j) / 65536.0f;
+			uint32_t u;
+			memcpy(&u, &v, 4);
+			u ^= seed >> 20; /* random low 12 bits */
+			memcpy(&x[j], &u, 4);
+			a[j] = b[j] = x[j];
+		}
+		vexp_call_avx2(a);
+		vexp_call_avx2(a + 8);
+		if (has512)
+			vexp_call_avx512(b);
+		for (int j = 0; j < 16; j++) {
+			float e = expf(x[j]);
+			ok &= memcmp(&e, &a[j], 4) == 0 && (!has512 || memcmp(&e, &b[j], 4) == 0);
+		}
+	}
+	g_vexp_ok = ok;
+}
+
+/* Whether vexp_lanes_* may stand for expf in this process (probed once). */
+static bool attn_vexp_ok(void)
+{
+	pthread_once(&g_vexp_once, vexp_probe);
+	return g_vexp_ok;
+}
+#endif
+
+/* 16 floats at a time by the vector form of the level in use where it
+ * has one and the probe agreed, else by expf. */
+int attn_expf_rows(const float *x, float *y, int64_t n)
+{
+	const char *isa = kernels_isa();
+	int w = 0;
+#if defined(__x86_64__)
+	if (attn_vexp_ok())
+		w = strncmp(isa, "avx512", 6) == 0 ? 16 : strcmp(isa, "avx2") == 0 ? 8 : 0;
+#else
+	(void)isa;
+#endif
+	int64_t i = 0;
+	for (; w && i + w <= n; i += w) {
+		memcpy(y + i, x + i, (size_t)w * sizeof *y);
+#if defined(__x86_64__)
+		if (w == 16)
+			vexp_call_avx512(y + i);
+		else
+			vexp_call_avx2(y + i);
+#endif
+	}
+	for (; i < n; i++)
+		y[i] = expf(x[i]);
+	return w;
+}
 
 /* ---------------------------------------------------------- reference */
 
@@ -130,16 +342,19 @@ ATTN_ROWS_LEVEL(generic, )
 #define ATTN_W 16
 #define ATTN_SUFFIX avx512
 #define ATTN_TARGET X86_AVX512_FEATURES
+#define ATTN_VEXP(e) vexp_lanes_avx512(e)
 #define ATTN_ROUNDED(v) __asm__("" : "+v"(v))
 #define ATTN_LD_F16(p) ((VT)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \
 	((VT)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
 ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
-/* AVX2: 8 lanes */
+/* AVX2: 8 lanes, 16 vector registers: 2 queries per weighted-sum pass */
 #define ATTN_W 8
+#define ATTN_QB 2
 #define ATTN_SUFFIX avx2
 #define ATTN_TARGET X86_AVX2_FEATURES
+#define ATTN_VEXP(e) vexp_lanes_avx2(e)
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
 #define ATTN_LD_F16(p) ((VT)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \

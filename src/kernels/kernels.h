@@ -339,6 +339,12 @@ int attn_rows_heads(const float *q, int64_t qs, const float *K, const float *V,
 int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 			    const float *V, int64_t kvs, float *out, int64_t os,
 			    int64_t hd, int32_t pos, int32_t nh);
+/* y[i] = expf(x[i]), i < n, as prompt attention's softmax computes it at
+ * the level in use: the x86 levels' vector form of libm's expf where it
+ * agrees with this process's expf on a probe (attn.c), else expf itself;
+ * always expf's bits (for tests). Returns the vector form's lanes, or 0
+ * where expf itself ran. */
+int attn_expf_rows(const float *x, float *y, int64_t n);
 /* attn_rows and attn_rows_heads over a cache of type kt (K, V and rb as
  * attention_heads_kv): each query the bits of attn_rows on kv_load_row's
  * values, at every level. 0, or -1 as attn_rows. */

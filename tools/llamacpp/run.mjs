@@ -7,6 +7,11 @@
 //       and how many threads the process gained while the context existed
 //   node run.mjs ids MODEL THREADS N
 //       'sequence_ids: BOS t1 .. tN', N greedy tokens after BOS
+//   node run.mjs long MODEL THREADS PROMPT_TOKENS DECODE_TOKENS
+//       one JSON line: prefill tok/s of a PROMPT_TOKENS prompt (batches of
+//       512) and decode tok/s of DECODE_TOKENS greedy tokens right after it
+//       (at depth PROMPT_TOKENS), with llama.cpp's defaults for attention:
+//       flash attention on, f16 KV cache (EGANG_LLAMA_CTX: the context size)
 //   node run.mjs check MODEL THREADS N IDS [IDS ...]
 //       per IDS (a prompt: comma-separated token ids, used as given), one
 //       line 'sequence_ids: p1 .. pk t1 .. tN', N greedy tokens after it.
@@ -59,8 +64,8 @@ function die(msg) {
 }
 
 const [mode, modelPath, threadsArg, a4, a5] = process.argv.slice(2);
-if (!["bench", "ids", "check", "grammar", "pieces"].includes(mode) || !modelPath || !threadsArg)
-	die("usage: run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS... | grammar MODEL THREADS N GBNF_FILE IDS");
+if (!["bench", "ids", "check", "grammar", "pieces", "long"].includes(mode) || !modelPath || !threadsArg)
+	die("usage: run.mjs bench MODEL THREADS DECODE_TOKENS PROMPT_TOKENS | ids MODEL THREADS N | check MODEL THREADS N IDS... | grammar MODEL THREADS N GBNF_FILE IDS | long MODEL THREADS PROMPT_TOKENS DECODE_TOKENS");
 const threads = Number(threadsArg);
 if (!Number.isInteger(threads) || threads < 1) die(`bad thread count '${threadsArg}'`);
 const nlcDir = process.env.EGANG_NLC_DIR;
@@ -80,6 +85,8 @@ const context = await model.createContext({
 		flashAttention: false,
 		experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
 	} : {}),
+	// llama.cpp's own default (llama-cli, llama-bench): flash attention on the CPU
+	...(mode === "long" ? { flashAttention: true } : {}),
 });
 const seq = context.getSequence();
 const bos = model.tokens.bos ?? 1;
@@ -182,6 +189,42 @@ if (mode === "check") {
 	process.stdout.write(`tokenizer: ${tk.model}\n`);
 	for (const a of process.argv.slice(5))
 		process.stdout.write(`${a} ${tk.token_type?.[Number(a)] ?? 0} ${JSON.stringify(tk.tokens?.[Number(a)] ?? "")}\n`);
+} else if (mode === "long") {
+	const nPrompt = Number(a4), nDecode = Number(a5);
+	if (!Number.isInteger(nPrompt) || nPrompt < 2) die(`bad prompt token count '${a4}'`);
+	if (!Number.isInteger(nDecode) || nDecode < 1) die(`bad decode token count '${a5}'`);
+	if (!nVocab) die(`${modelPath}: no tokenizer.ggml.tokens to draw prompt ids from`);
+	if (nPrompt + nDecode + 1 > context.contextSize)
+		die(`prompt and decode (${nPrompt + nDecode + 1}) exceed the context (${context.contextSize})`);
+	// the ids of bench mode's prompt, and one more to start the decode
+	const prompt = [bos];
+	for (let i = 1; i < nPrompt; i++) prompt.push(1 + ((i * 7919) % (nVocab - 1)));
+	await seq.evaluateWithoutGeneratingNewTokens([bos]); // warm-up
+	await seq.clearHistory();
+	let mark = timesNow().length;
+	let t0 = now();
+	await seq.evaluateWithoutGeneratingNewTokens(prompt);
+	const prefillS = now() - t0;
+	const prefillIn = phase(mark);
+	mark = timesNow().length;
+	t0 = now();
+	let got = 0;
+	for await (const tok of seq.evaluate([1 + ((nPrompt * 7919) % (nVocab - 1))], { temperature: 0 })) {
+		void tok;
+		if (++got >= nDecode) break;
+	}
+	const decodeS = now() - t0;
+	const decodeIn = phase(mark);
+	process.stdout.write(JSON.stringify({
+		engine: "llama.cpp", model: modelPath, threads, ggml_cpu: ggmlCpu(),
+		flash_attention: true, context_size: context.contextSize,
+		prompt_tokens: nPrompt, prefill_s: prefillS, prefill_tok_s: nPrompt / prefillS,
+		decode_tokens: got, decode_s: decodeS, decode_tok_s: got / decodeS,
+		prefill_calls: prefillIn?.calls, prefill_in_s: prefillIn?.s,
+		prefill_in_tok_s: prefillIn ? prefillIn.tokens / prefillIn.s : undefined,
+		decode_calls: decodeIn?.calls, decode_in_s: decodeIn?.s,
+		decode_in_tok_s: decodeIn ? decodeIn.calls / decodeIn.s : undefined,
+	}) + "\n");
 } else if (mode === "ids") {
 	const n = Number(a4);
 	if (!Number.isInteger(n) || n < 1) die(`bad token count '${a4}'`);
