@@ -11,17 +11,7 @@ cd "$(dirname "$0")/.."
 
 # free_port, start_server NAME ARGS... and stop_server NAME: tests/lib.sh
 
-# json_get FILE EXPR: prints a python expression over the parsed JSON `j`
-json_get() {
-	/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
-}
-
-# post PATH JSON [curl args...]: body to $TMP/r.json, prints the status
-post() {
-	local path=$1 body=$2; shift 2
-	curl -s --max-time 60 -o "$TMP/r.json" -w '%{http_code}' \
-		-H 'Content-Type: application/json' -d "$body" "$@" "$URL$path"
-}
+# json_get FILE EXPR and post PATH JSON: tests/lib.sh
 
 # sse_text FILE FIELD: concatenates the text of every data: event
 sse_text() {

@@ -15,14 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 
-json_get() {
-	/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
-}
-post() {
-	local path=$1 body=$2; shift 2
-	curl -s --max-time 120 -o "$TMP/r.json" -w '%{http_code}' \
-		-H 'Content-Type: application/json' -d "$body" "$@" "$URL$path"
-}
+POST_TIMEOUT=120 # json_get and post: tests/lib.sh
 # the text of a reply (completions or chat), streamed (SSE) or not
 reply_text() {
 	/usr/bin/python3 - "$1" <<'PY'

@@ -83,6 +83,21 @@ gang_stat() {
 
 # ---- servers ----
 
+# json_get FILE EXPR: prints a python expression over the parsed JSON `j`
+# (Debian's python3), nothing when FILE is not JSON.
+json_get() {
+	/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null
+}
+
+# post PATH JSON [curl args...]: POSTs JSON to $URL$PATH (the server a test
+# started), the body to $TMP/r.json; prints the status. POST_TIMEOUT (s,
+# default 60) bounds it.
+post() {
+	local path=$1 body=$2; shift 2
+	curl -s --max-time "${POST_TIMEOUT:-60}" -o "$TMP/r.json" -w '%{http_code}' \
+		-H 'Content-Type: application/json' -d "$body" "$@" "$URL$path"
+}
+
 free_port() {
 	/usr/bin/python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'
 }
