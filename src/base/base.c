@@ -532,3 +532,14 @@ char *file_read_all(const char *path, size_t *len)
 		*len = n;
 	return buf;
 }
+
+char *file_read_as(const char *what, const char *path, size_t *len)
+{
+	char *text = file_read_all(path, len);
+	if (!text) {
+		char m[1024]; /* err_get's buffer is err_set's: copy it first */
+		snprintf(m, sizeof m, "%s", err_get());
+		err_set("%s %s", what, m);
+	}
+	return text;
+}

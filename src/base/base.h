@@ -179,5 +179,8 @@ uint64_t hash64(const void *data, size_t n, uint64_t h);
  * or memory ran out. */
 #define FILE_READ_MAX ((size_t)64 << 20)
 char *file_read_all(const char *path, size_t *len);
+/* file_read_all with the error worded "WHAT PATH: why" ("grammar x.gbnf:
+ * No such file or directory"). */
+char *file_read_as(const char *what, const char *path, size_t *len);
 
 #endif

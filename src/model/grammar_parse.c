@@ -784,13 +784,9 @@ grammar_t *grammar_parse(const char *text)
 grammar_t *grammar_load(const char *path)
 {
 	size_t n;
-	char *text = file_read_all(path, &n);
-	if (!text) {
-		char m[512]; /* "PATH: why", as file_read_all words it */
-		snprintf(m, sizeof m, "%s", err_get());
-		err_set("grammar %s", m);
+	char *text = file_read_as("grammar", path, &n);
+	if (!text)
 		return NULL;
-	}
 	grammar_t *g = NULL;
 	if (memchr(text, 0, n))
 		err_set("grammar %s: the file contains a NUL byte", path);

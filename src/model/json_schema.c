@@ -1162,13 +1162,9 @@ char *json_schema_any_object_gbnf(void)
 grammar_t *json_schema_load(const char *path)
 {
 	size_t n;
-	char *text = file_read_all(path, &n);
-	if (!text) {
-		char m[512]; /* "PATH: why", as file_read_all words it */
-		snprintf(m, sizeof m, "%s", err_get());
-		err_set("json schema %s", m);
+	char *text = file_read_as("json schema", path, &n);
+	if (!text)
 		return NULL;
-	}
 	json_error_t je;
 	json_t *schema = json_loadb(text, n, JSON_DECODE_ANY, &je);
 	free(text);
