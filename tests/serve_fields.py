@@ -222,6 +222,8 @@ def effects(ep, g, g_long, piece):
 
     def stopped(j, body):
         t, w = text_of(ep, j), body["stop"]
+        if w not in g:
+            return "the stop %r is not in the greedy text %r" % (w, g)
         want = g[:g.index(w)]
         fin = j["choices"][0]["finish_reason"]
         return "" if t == want and fin == "stop" else "%r/%s, want %r/stop" % (t, fin, want)
@@ -316,7 +318,7 @@ def main():
         g_long, _ = greedy(ep, {"max_tokens": LONG})
         words = g.split()
         run = {"model": mid, "bias": {str(bias_id): 100},
-               "stop": words[len(words) // 2] if len(words) > 2 else "."}
+               "stop": words[len(words) // 2] if len(words) > 2 else g[len(g) // 2:] or "."}
         eff = effects(ep, g, g_long, piece)
         names = sorted(set(OPENAI[ep]) | {n for (n, e) in table if e == ep} - {"messages", "prompt"})
         for name in names:
