@@ -384,8 +384,10 @@ PY
 	expect_exit "bench serve --ramp not shorter than --seconds" 2 "--ramp 5 is not shorter than --seconds 2" \
 		"$EGANG" bench serve --url "$URL" --ramp 5 --seconds 2
 	# --turns with --log: every request one CSV line, each conversation's
-	# turns 1 and 2, the logged response header; no request left in flight
-	"$EGANG" bench serve --url "$URL" --clients 2 --seconds 2 --max-tokens 4 --turns 2 \
+	# turns 1 and 2, the logged response header; no request left in flight.
+	# A short --prompt keeps turn 2 (id, prompt, answer, prompt) and its 4
+	# tokens inside the server's 64-token context.
+	"$EGANG" bench serve --url "$URL" --clients 2 --seconds 2 --max-tokens 4 --turns 2 --prompt Once \
 		--session-header X-Session-Id --log "$TMP/load.csv" --log-header Content-Type \
 		>"$TMP/bench.out" 2>"$TMP/bench.err"
 	rc=$?
