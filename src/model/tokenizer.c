@@ -1521,6 +1521,28 @@ static void link_symbols(work_t *w, int32_t n)
 	}
 }
 
+/* SentencePiece's escaping of text into dst: each space becomes U+2581
+ * (3 bytes), with one more in front when prefix; dst holds 3 * len + 3
+ * bytes. Returns the bytes written. */
+static size_t spm_escape(char *dst, const char *text, size_t len, bool prefix)
+{
+	static const char sp[] = "\xE2\x96\x81"; /* U+2581 */
+	size_t n = 0;
+	if (prefix) {
+		memcpy(dst, sp, 3);
+		n = 3;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == ' ') {
+			memcpy(dst + n, sp, 3);
+			n += 3;
+		} else {
+			dst[n++] = text[i];
+		}
+	}
+	return n;
+}
+
 /* SentencePiece: dummy prefix, ' ' -> U+2581, code points or their bytes,
  * then merges by score. */
 static int encode_llama(const tokenizer_t *t, const char *text, size_t len,
@@ -1528,21 +1550,8 @@ static int encode_llama(const tokenizer_t *t, const char *text, size_t len,
 {
 	if (len == 0)
 		return 0;
-	/* normalise into w->buf (3 bytes per space + the prefix) */
 	char *s = w->buf;
-	size_t n = 0;
-	if (!t->no_space_prefix) {
-		memcpy(s, "\xE2\x96\x81", 3);
-		n = 3;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (text[i] == ' ') {
-			memcpy(s + n, "\xE2\x96\x81", 3);
-			n += 3;
-		} else {
-			s[n++] = text[i];
-		}
-	}
+	size_t n = spm_escape(s, text, len, !t->no_space_prefix);
 	int32_t ns = 0;
 	for (size_t i = 0; i < n;) {
 		size_t k = utf8_group((const unsigned char *)s + i, n - i);
@@ -1775,19 +1784,7 @@ static int encode_spm_lc(const tokenizer_t *t, const char *text, size_t len,
 			 bool prefix, work_t *w)
 {
 	char *s = w->buf;
-	size_t n = 0;
-	if (prefix) {
-		memcpy(s, "\xE2\x96\x81", 3);
-		n = 3;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (text[i] == ' ') {
-			memcpy(s + n, "\xE2\x96\x81", 3);
-			n += 3;
-		} else {
-			s[n++] = text[i];
-		}
-	}
+	size_t n = spm_escape(s, text, len, prefix);
 	/* symbol i: offset w->prev2[i]... kept in id (offset) and out arrays */
 	int32_t *off = w->id, *sl = w->sl;
 	int32_t ns = 0;
