@@ -596,6 +596,22 @@ static const char *js_visit_string(js_conv_t *c, const json_t *schema, const cha
 	return js_rule_add(c, hint, body);
 }
 
+/* The rule of a subschema at key (items, additionalProperties): "any
+ * value" when it is absent or true, else its own rule named HINT-SUFFIX,
+ * visited with key on the error path. NULL on failure. */
+static const char *js_visit_sub(js_conv_t *c, const json_t *sub, const char *key,
+				const char *hint, const char *suffix)
+{
+	if (!sub || json_is_true(sub))
+		return js_need_any(c) ? "value-0" : NULL;
+	size_t old = js_path_push(c, key);
+	char *h = js_fmt("%s-%s", hint, suffix);
+	const char *rule = h ? js_visit(c, sub, h) : NULL;
+	free(h);
+	js_path_pop(c, old);
+	return rule;
+}
+
 /* An array: items (one schema for all), or prefixItems (a fixed tuple);
  * minItems, maxItems. */
 static const char *js_visit_array(js_conv_t *c, const json_t *schema, const char *hint)
@@ -634,20 +650,9 @@ static const char *js_visit_array(js_conv_t *c, const json_t *schema, const char
 		free(body);
 		return js_rule_add(c, hint, nb);
 	}
-	const char *item;
-	if (!items || json_is_true(items)) {
-		if (!js_need_any(c))
-			return NULL;
-		item = "value-0";
-	} else {
-		size_t old = js_path_push(c, "items");
-		char *h = js_fmt("%s-item", hint);
-		item = h ? js_visit(c, items, h) : NULL;
-		free(h);
-		js_path_pop(c, old);
-		if (!item)
-			return NULL;
-	}
+	const char *item = js_visit_sub(c, items, "items", hint, "item");
+	if (!item)
+		return NULL;
 	if (max == 0)
 		return js_rule_add(c, hint, strdup("\"[\" ws \"]\""));
 	char *rep = js_repeat(min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
@@ -849,18 +854,7 @@ static const char *js_object_rule(js_conv_t *c, const js_props_t *p, const json_
 	/* extra keys: any string key, the value additionalProperties says */
 	const char *xkv = NULL;
 	if (addl && !json_is_false(addl)) {
-		const char *val;
-		if (json_is_true(addl)) {
-			if (!js_need_any(c))
-				return NULL;
-			val = "value-0";
-		} else {
-			size_t old = js_path_push(c, "additionalProperties");
-			char *h = js_fmt("%s-additional", hint);
-			val = h ? js_visit(c, addl, h) : NULL;
-			free(h);
-			js_path_pop(c, old);
-		}
+		const char *val = js_visit_sub(c, addl, "additionalProperties", hint, "additional");
 		char *kh = js_fmt("%s-additional-k", hint);
 		const char *key = val && kh ? js_rule_add(c, kh, js_other_key(c, p)) : NULL;
 		free(kh);
