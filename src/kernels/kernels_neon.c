@@ -1172,13 +1172,20 @@ static void att_scores_neon(const float *q, const float *k, int64_t stride, int 
 }
 
 /* out (hd) = sum_u s[u] v_u: 16 dimensions (four independent chains) per
- * pass over the values, each summed over u in order from +0. */
+ * pass over the values, each summed over u in order from +0, or, with
+ * cont, on from out's values (the sum over earlier positions). */
 static void att_wsum_neon(float *out, const float *s, const float *v, int64_t stride, int n_pos,
-			  int hd)
+			  int hd, bool cont)
 {
 	int i = 0;
 	for (; i + 16 <= hd; i += 16) {
 		float32x4_t o0 = vdupq_n_f32(0.0f), o1 = o0, o2 = o0, o3 = o0;
+		if (cont) {
+			o0 = vld1q_f32(out + i);
+			o1 = vld1q_f32(out + i + 4);
+			o2 = vld1q_f32(out + i + 8);
+			o3 = vld1q_f32(out + i + 12);
+		}
 		for (int u = 0; u < n_pos; u++) {
 			const float *vu = v + (size_t)u * (size_t)stride + i;
 			float32x4_t p0 = vmulq_n_f32(vld1q_f32(vu), s[u]);
@@ -1200,7 +1207,7 @@ static void att_wsum_neon(float *out, const float *s, const float *v, int64_t st
 		vst1q_f32(out + i + 12, o3);
 	}
 	for (; i + 4 <= hd; i += 4) {
-		float32x4_t o0 = vdupq_n_f32(0.0f);
+		float32x4_t o0 = cont ? vld1q_f32(out + i) : vdupq_n_f32(0.0f);
 		for (int u = 0; u < n_pos; u++) {
 			float32x4_t p0 = vmulq_n_f32(vld1q_f32(v + (size_t)u * (size_t)stride + i), s[u]);
 			FP_ROUNDED(p0);
@@ -1209,16 +1216,14 @@ static void att_wsum_neon(float *out, const float *s, const float *v, int64_t st
 		vst1q_f32(out + i, o0);
 	}
 	for (; i < hd; i++) {
-		float o0 = 0.0f;
+		float o0 = cont ? out[i] : 0.0f;
 		for (int u = 0; u < n_pos; u++)
 			o0 += s[u] * v[(size_t)u * (size_t)stride + i];
 		out[i] = o0;
 	}
 }
 
-/* The f32 cache's decode attention (rb bytes between positions). The f16
- * and q8_0 caches run the generic kernels on ARM64 (the tables below):
- * no NEON form of them yet. */
+/* The f32 cache's decode attention (rb bytes between positions). */
 static void attention_f32_neon(float *out, const float *q, const void *kv_k, const void *kv_v,
 			       size_t rb, int n_pos, int hd, float *scores, int nh, int64_t ss)
 {
@@ -1228,8 +1233,83 @@ static void attention_f32_neon(float *out, const float *q, const void *kv_k, con
 		float *s = scores + (size_t)h * (size_t)ss;
 		att_scores_neon(q + (size_t)h * (size_t)hd, k, stride, n_pos, hd, s);
 		softmax_neon(s, n_pos);
-		att_wsum_neon(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd);
+		att_wsum_neon(out + (size_t)h * (size_t)hd, s, v, stride, n_pos, hd, false);
 	}
+}
+
+/* n rows of an f16 or q8_0 cache (rb bytes apart) as floats, hd each, into
+ * y: the values kv_load_row gives (a half, or a Q8_0 element d * q, is
+ * exact as a float, so FCVTL and one multiply give the same bits). */
+static void kv_rows_neon(kv_type_t kt, const uint8_t *row, size_t rb, int n, int hd, float *y)
+{
+	for (int t = 0; t < n; t++, row += rb, y += hd) {
+		if (kt == KV_F16) {
+			fp16_to_f32_row_neon(row, y, hd);
+			continue;
+		}
+		for (int b = 0; b < hd / QK; b++) {
+			const uint8_t *blk = row + (size_t)b * sizeof(block_q8_0);
+			const float32x4_t d = vdupq_n_f32(fp16_to_f32_inline(ld_u16(blk)));
+			const int8x16_t q[2] = { vld1q_s8((const int8_t *)blk + 2),
+						 vld1q_s8((const int8_t *)blk + 18) };
+			float *yb = y + b * QK;
+			for (int h = 0; h < 2; h++) {
+				int16x8_t lo = vmovl_s8(vget_low_s8(q[h])), hi = vmovl_high_s8(q[h]);
+				int32x4_t w[4] = { vmovl_s16(vget_low_s16(lo)), vmovl_high_s16(lo),
+						   vmovl_s16(vget_low_s16(hi)), vmovl_high_s16(hi) };
+				for (int k = 0; k < 4; k++)
+					vst1q_f32(yb + 16 * h + 4 * k, vmulq_f32(vcvtq_f32_s32(w[k]), d));
+			}
+		}
+	}
+}
+
+/* floats of converted rows on the stack of the f16 / q8_0 decode attention */
+enum { ATT_ROWS_FLOATS = 4096 };
+
+/* The f16 and q8_0 caches' decode attention: the KV head's rows converted
+ * once a chunk (not once per query head), then the f32 cache's steps on
+ * them: every head's scores, every head's softmax, every head's weighted
+ * sum continued chunk by chunk (the same sum over u in order). */
+static void attention_kv_neon(kv_type_t kt, float *out, const float *q, const void *kv_k,
+			      const void *kv_v, size_t rb, int n_pos, int hd, float *scores,
+			      int nh, int64_t ss)
+{
+	float buf[ATT_ROWS_FLOATS];
+	const int rows = ATT_ROWS_FLOATS / hd / 4 * 4;
+	if (n_pos < 1 || rows < 4) {
+		attention_heads_kv_generic(kt, out, q, kv_k, kv_v, rb, n_pos, hd, scores, nh, ss);
+		return;
+	}
+	const uint8_t *k = kv_k, *v = kv_v;
+	for (int t0 = 0; t0 < n_pos; t0 += rows) {
+		int n = n_pos - t0 < rows ? n_pos - t0 : rows;
+		kv_rows_neon(kt, k + (size_t)t0 * rb, rb, n, hd, buf);
+		for (int h = 0; h < nh; h++)
+			att_scores_neon(q + (size_t)h * (size_t)hd, buf, hd, n, hd,
+					scores + (size_t)h * (size_t)ss + t0);
+	}
+	for (int h = 0; h < nh; h++)
+		softmax_neon(scores + (size_t)h * (size_t)ss, n_pos);
+	for (int t0 = 0; t0 < n_pos; t0 += rows) {
+		int n = n_pos - t0 < rows ? n_pos - t0 : rows;
+		kv_rows_neon(kt, v + (size_t)t0 * rb, rb, n, hd, buf);
+		for (int h = 0; h < nh; h++)
+			att_wsum_neon(out + (size_t)h * (size_t)hd,
+				      scores + (size_t)h * (size_t)ss + t0, buf, hd, n, hd, t0 > 0);
+	}
+}
+
+static void attention_f16_neon(float *out, const float *q, const void *kv_k, const void *kv_v,
+			       size_t rb, int n_pos, int hd, float *scores, int nh, int64_t ss)
+{
+	attention_kv_neon(KV_F16, out, q, kv_k, kv_v, rb, n_pos, hd, scores, nh, ss);
+}
+
+static void attention_q8_0_neon(float *out, const float *q, const void *kv_k, const void *kv_v,
+				size_t rb, int n_pos, int hd, float *scores, int nh, int64_t ss)
+{
+	attention_kv_neon(KV_Q8_0, out, q, kv_k, kv_v, rb, n_pos, hd, scores, nh, ss);
 }
 
 /* ---------------------------------------------------------------- tables */
@@ -1336,9 +1416,9 @@ const kernel_ops_t kops_neon = {
 	.gemm_quant = gemm_quant_neon,
 	.gemm_aux = gemm_aux_generic,
 	.kv = {
-		[KV_F16] = {attention_f16_generic, attn_rows_f16_neon, attn_rows_heads_f16_neon},
+		[KV_F16] = {attention_f16_neon, attn_rows_f16_neon, attn_rows_heads_f16_neon},
 		[KV_F32] = {attention_f32_neon, attn_rows_f32_neon, attn_rows_heads_f32_neon},
-		[KV_Q8_0] = {attention_q8_0_generic, attn_rows_q8_0_neon,
+		[KV_Q8_0] = {attention_q8_0_neon, attn_rows_q8_0_neon,
 			     attn_rows_heads_q8_0_neon},
 	},
 };
@@ -1446,9 +1526,9 @@ const kernel_ops_t kops_dotprod = {
 	.gemm_quant = gemm_quant_dotprod,
 	.gemm_aux = gemm_aux_generic,
 	.kv = {
-		[KV_F16] = {attention_f16_generic, attn_rows_f16_neon, attn_rows_heads_f16_neon},
+		[KV_F16] = {attention_f16_neon, attn_rows_f16_neon, attn_rows_heads_f16_neon},
 		[KV_F32] = {attention_f32_neon, attn_rows_f32_neon, attn_rows_heads_f32_neon},
-		[KV_Q8_0] = {attention_q8_0_generic, attn_rows_q8_0_neon,
+		[KV_Q8_0] = {attention_q8_0_neon, attn_rows_q8_0_neon,
 			     attn_rows_heads_q8_0_neon},
 	},
 };
