@@ -71,6 +71,9 @@ if (!Number.isInteger(threads) || threads < 1) die(`bad thread count '${threadsA
 const nlcDir = process.env.EGANG_NLC_DIR;
 if (!nlcDir) die("EGANG_NLC_DIR is not set");
 
+// node's own resident set before llama.cpp loads a model (long mode
+// reports its peak RSS less this)
+const baseRssKb = Math.round(process.memoryUsage().rss / 1024);
 const nlc = await import(pathToFileURL(path.join(nlcDir, "node_modules/node-llama-cpp/dist/index.js")).href);
 const llama = await nlc.getLlama({
 	gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true,
@@ -224,6 +227,7 @@ if (mode === "check") {
 		prefill_in_tok_s: prefillIn ? prefillIn.tokens / prefillIn.s : undefined,
 		decode_calls: decodeIn?.calls, decode_in_s: decodeIn?.s,
 		decode_in_tok_s: decodeIn ? decodeIn.calls / decodeIn.s : undefined,
+		max_rss_kb: process.resourceUsage().maxRSS, base_rss_kb: baseRssKb,
 	}) + "\n");
 } else if (mode === "ids") {
 	const n = Number(a4);
