@@ -7,7 +7,8 @@
  * vpdpbusd native or emulated); then, in the avx512 copy only, what does
  * not depend on VNNI (conversions, float rows, float matmat, the forward
  * pass's float math) and the avx512 table; in the avx512vnni copy its
- * table, which names those avx512 kernels.
+ * table, which names those avx512 kernels, and the amx level's, the same
+ * but for the quantized gemm (gemm_amx.c).
  *
  * Same structure as kernels_avx2.c: a row-group template runs R = 4 rows
  * (the body of a range) or R = 1 (the rest, and vec_dot) with the same

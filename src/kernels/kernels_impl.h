@@ -402,7 +402,7 @@ typedef struct kernel_kv_ops {
 
 /* One ISA level. Every entry is a complete implementation, named where the
  * table is defined (kops_generic in kernels.c; the SIMD levels' at the
- * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels) and
+ * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels and amx) and
  * kernels_neon.c (both ARM64 levels)); where a level has no better kernel
  * than a lower level's, its entry names that one. No entry is NULL
  * (tests/test_kernels.c test_tables_complete checks every entry of every
