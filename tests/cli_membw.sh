@@ -52,16 +52,20 @@ flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
 has() { local f; for f; do [[ $flags == *" $f "* ]] || return 1; done; }
 if has avx2 fma f16c; then cpu_isa=avx2
 	if has avx512f avx512bw avx512vl avx512dq; then cpu_isa=avx512
-		if has avx512_vnni; then cpu_isa=avx512vnni; fi
+		if has avx512_vnni; then cpu_isa=avx512vnni
+			# Linux lists the AMX flags where it grants the tile state
+			if has amx_tile amx_int8; then cpu_isa=amx; fi
+		fi
 	fi
 fi
 isa=$cpu_isa
 case ${EGANG_ISA:-} in
 generic) isa=generic ;;
 avx2) [[ $cpu_isa != generic ]] && isa=avx2 ;;
-avx512) [[ $cpu_isa == avx512* ]] && isa=avx512 ;;
+avx512) [[ $cpu_isa == avx512* || $cpu_isa == amx ]] && isa=avx512 ;;
+avx512vnni) [[ $cpu_isa == avx512vnni || $cpu_isa == amx ]] && isa=avx512vnni ;;
 esac
-if [[ $isa == avx512* ]]; then want_packed=1; else want_packed=0; fi
+if [[ $isa == avx512* || $isa == amx ]]; then want_packed=1; else want_packed=0; fi
 if [[ $(grep -c '^bench matvec: q8_0 .*, packed [0-9.]*/[0-9.]*$' $TMP/mv) -eq $want_packed &&
       $(grep -c '^bench matvec: f16 .*packed' $TMP/mv) -eq 0 ]]
 then pass "bench matvec: packed figure where decode reads packed weights"
@@ -79,7 +83,7 @@ assert len(o) == 1 and o[0]["type"] == "q4_0" and o[0]["n"] == 96
 assert o[0]["l2_gb_s"]["generic"]["best"] > 0 and o[0]["huge_gb_s"]["median"] > 0
 p = o[0]["packed_gb_s"]
 assert o[0]["isa"] == sys.argv[2], (o[0]["isa"], sys.argv[2])
-assert (p["median"] > 0) if sys.argv[2].startswith("avx512") else p is None
+assert (p["median"] > 0) if sys.argv[2].startswith(("avx512", "amx")) else p is None
 ' $TMP/mvj $isa 2>$TMP/mvj.err; then pass "bench matvec --json"
 else fail "bench matvec --json" "$(cat $TMP/mvj $TMP/mvj.err | head -5)"; fi
 expect_exit "bench matvec bad type" 2 "--types: 'q5_k' is not" "$EGANG" bench matvec --types q5_k
@@ -94,8 +98,8 @@ if [[ -r $M ]]; then
 	if "$EGANG" info "$M" 2>&1 | grep -qx "isa: *$isa (kernel level in use.*"
 	then pass "info names the ISA level in use ($isa)"
 	else fail "info names the ISA level in use ($isa)" "$("$EGANG" info "$M" 2>&1 | grep isa)"; fi
-	rank() { case $1 in generic) echo 0;; avx2) echo 1;; avx512) echo 2;; avx512vnni) echo 3;; esac; }
-	for lv in generic avx2 avx512 avx512vnni; do
+	rank() { case $1 in generic) echo 0;; avx2) echo 1;; avx512) echo 2;; avx512vnni) echo 3;; amx) echo 4;; esac; }
+	for lv in generic avx2 avx512 avx512vnni amx; do
 		if (($(rank $lv) <= $(rank $cpu_isa))); then
 			EGANG_ISA=$lv "$EGANG" generate -m "$M" -t 0 -n 4 -p "Once" >/dev/null 2>$TMP/gen.err
 			if grep -q "decode: .*tok/s ($lv, " $TMP/gen.err

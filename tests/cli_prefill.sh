@@ -64,7 +64,7 @@ for kv in f16 q8_0; do
 	EGANG_PREFILL_BATCH=0 gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --kv-type $kv \
 		--logits-hash $TMP/ref.hash >/dev/null
 	ok=1
-	for isa in generic avx2 avx512 avx512vnni; do
+	for isa in generic avx2 avx512 avx512vnni amx; do
 		rm -f $TMP/i.hash
 		EGANG_ISA=$isa gen -m $TMP/s.gguf -t 0 -n 8 -p "$PROMPT" --kv-type $kv \
 			--logits-hash $TMP/i.hash >/dev/null 2>$TMP/isa.err

@@ -86,8 +86,8 @@ static inline model_t *test_synth_model(const char *name, uint64_t seed, int lay
 static const char *const TEST_ISA_LEVELS[] = { "generic", "neon", "dotprod" };
 #define TEST_N_ISA_LEVELS 3
 #else
-static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512", "avx512vnni" };
-#define TEST_N_ISA_LEVELS 4
+static const char *const TEST_ISA_LEVELS[] = { "generic", "avx2", "avx512", "avx512vnni", "amx" };
+#define TEST_N_ISA_LEVELS 5
 #endif
 
 /* Levels this CPU runs (always at least generic), in TEST_ISA_LEVELS
@@ -138,6 +138,7 @@ static inline int test_run_levels(const char *group, const struct CMUnitTest *te
 		"isa level generic", "isa level neon", "isa level dotprod",
 #else
 		"isa level generic", "isa level avx2", "isa level avx512", "isa level avx512vnni",
+		"isa level amx",
 #endif
 	};
 	_Static_assert(sizeof names / sizeof names[0] == TEST_N_ISA_LEVELS,

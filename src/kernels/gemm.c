@@ -153,7 +153,9 @@ static bool quant_type(dtype_t wt)
 int gemm_small_batch(dtype_t t)
 {
 #if defined(__x86_64__)
-	return quant_type(t) && quant_kernel() == gemm_quant_avx512vnni;
+	/* amx: below its crossover it runs the avx512vnni kernel */
+	return quant_type(t) && (quant_kernel() == gemm_quant_avx512vnni ||
+				 quant_kernel() == gemm_quant_amx);
 #else
 	(void)t;
 	return 0;

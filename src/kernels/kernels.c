@@ -16,6 +16,9 @@
 #include <assert.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>
@@ -416,13 +419,16 @@ const kernel_ops_t kops_generic = {
  *   avx512      avx2 + AVX-512 F, BW, VL, DQ (Skylake-SP/X): vpdpbusd is
  *               emulated with vpmaddubsw/vpmaddwd, same integer sums
  *   avx512vnni  avx512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4/5)
+ *   amx         avx512vnni + AMX-TILE and AMX-INT8 (Sapphire Rapids and
+ *               later), and Linux granting the process the tile state
+ *               (amx_granted): the quantized gemm on tiles (gemm_amx.c)
  *   neon        ARM64 Advanced SIMD
  *   dotprod     neon + the dot product extension (SDOT/UDOT)
  * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
  * (vdpbf16ps would round the f32 activations to bf16; bf16 weights are
  * widened with a shift), so a BF16 level would equal avx512vnni. */
 static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
-						  "avx512vnni", "neon", "dotprod" };
+						  "avx512vnni", "amx", "neon", "dotprod" };
 
 /* The level in use. NULL until the first kernels_init() has chosen one.
  * Stored with release by kernels_init()/kernels_set_isa(), read with acquire
@@ -440,6 +446,7 @@ static const kernel_ops_t *const isa_tables[ISA_COUNT] = {
 	[ISA_AVX2] = &kops_avx2,
 	[ISA_AVX512] = &kops_avx512,
 	[ISA_AVX512VNNI] = &kops_avx512vnni,
+	[ISA_AMX] = &kops_amx,
 #endif
 #if defined(__aarch64__)
 	[ISA_NEON] = &kops_neon,
@@ -450,6 +457,61 @@ static const kernel_ops_t *const isa_tables[ISA_COUNT] = {
 const kernel_ops_t *kernels_table(int isa)
 {
 	return isa >= 0 && isa < ISA_COUNT ? isa_tables[isa] : NULL;
+}
+
+#if defined(__x86_64__)
+/* Linux's arch_prctl codes (asm/prctl.h, Linux 5.16; absent from older
+ * headers): ask for permission to use an XSAVE feature that the kernel
+ * enables per process, here the AMX tile data (XSAVE feature 18). */
+#define EG_ARCH_REQ_XCOMP_PERM 0x1023
+#define EG_XFEATURE_XTILEDATA 18
+
+/* Why the amx level is absent ("" once granted), and whether it is. */
+static char g_amx_why[112];
+static bool g_amx_ok;
+static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
+
+/* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then the permission,
+ * asked once per process: Linux starts a process without the 8 KiB tile
+ * state, and a tile instruction before the grant is a SIGILL. The grant
+ * holds for every thread of the process; each kernel call loads its own
+ * tile configuration (gemm_amx.c). */
+static void amx_grant_once(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
+	    !(d & (1u << 25))) {
+		snprintf(g_amx_why, sizeof g_amx_why, "no amx_tile and amx_int8 in CPUID");
+		return;
+	}
+	if (syscall(SYS_arch_prctl, EG_ARCH_REQ_XCOMP_PERM, EG_XFEATURE_XTILEDATA) != 0) {
+		snprintf(g_amx_why, sizeof g_amx_why,
+			 "Linux refused the tile state: arch_prctl(ARCH_REQ_XCOMP_PERM): %s",
+			 strerror(errno));
+		return;
+	}
+	g_amx_ok = true;
+}
+
+/* Whether this process may run AMX tile instructions. */
+static bool amx_granted(void)
+{
+	pthread_once(&g_amx_once, amx_grant_once);
+	return g_amx_ok;
+}
+#endif
+
+/* Why level isa is absent on this CPU, for the message that refuses it
+ * ("" when there is nothing to add to "this CPU lacks it"); read after
+ * isa_supported(isa) on the same thread (amx_granted's once orders it). */
+static const char *isa_lacking_why(int isa)
+{
+#if defined(__x86_64__)
+	if (isa == ISA_AMX && g_amx_why[0])
+		return g_amx_why;
+#endif
+	(void)isa;
+	return "";
 }
 
 static bool isa_supported(int isa)
@@ -470,8 +532,11 @@ static bool isa_supported(int isa)
 		      __builtin_cpu_supports("avx512dq");
 	if (isa == ISA_AVX512)
 		return avx512;
+	bool vnni = avx512 && __builtin_cpu_supports("avx512vnni");
 	if (isa == ISA_AVX512VNNI)
-		return avx512 && __builtin_cpu_supports("avx512vnni");
+		return vnni;
+	if (isa == ISA_AMX) /* its other kernels are avx512vnni's */
+		return vnni && amx_granted();
 #endif
 #if defined(__aarch64__)
 	unsigned long hw = getauxval(AT_HWCAP);
@@ -493,7 +558,7 @@ static int isa_best(void)
 
 /* Set once by kernels_init_once when EGANG_ISA names an unknown level or
  * one this CPU lacks (read after the pthread_once, which orders it). */
-static char g_env_error[160];
+static char g_env_error[256];
 
 static void kernels_init_once(void)
 {
@@ -507,11 +572,12 @@ static void kernels_init_once(void)
 		if (want < 0)
 			snprintf(g_env_error, sizeof g_env_error,
 				 "EGANG_ISA=%.32s: unknown level (generic, avx2, avx512, "
-				 "avx512vnni, neon, dotprod)", env);
+				 "avx512vnni, amx, neon, dotprod)", env);
 		else if (!isa_supported(want))
 			snprintf(g_env_error, sizeof g_env_error,
-				 "EGANG_ISA=%s: this CPU lacks it (best level here: %s)",
-				 env, isa_names[isa]);
+				 "EGANG_ISA=%s: this CPU lacks it (%s%sbest level here: %s)",
+				 env, isa_lacking_why(want), *isa_lacking_why(want) ? "; " : "",
+				 isa_names[isa]);
 		else
 			isa = want;
 	}
@@ -535,7 +601,8 @@ int kernels_set_isa(const char *name)
 	for (int i = 0; i < ISA_COUNT; i++) {
 		if (name && strcmp(name, isa_names[i]) == 0) {
 			if (!isa_supported(i))
-				return err_set("kernels_set_isa: this CPU lacks %s", name);
+				return err_set("kernels_set_isa: this CPU lacks %s%s%s", name,
+					       *isa_lacking_why(i) ? ": " : "", isa_lacking_why(i));
 			/* release: pairs with the acquire in ops_get */
 			atomic_store_explicit(&g_ops, isa_tables[i],
 					      memory_order_release);

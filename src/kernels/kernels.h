@@ -76,7 +76,7 @@ int64_t kq_bad_block(int t, const void *data, size_t nbytes);
 
 /* Picks SIMD implementations for this CPU (idempotent, thread-safe after
  * the first call returns). EGANG_ISA forces a level: generic|avx2|avx512|
- * avx512vnni on x86-64, generic|neon|dotprod on ARM64 (kernels.c lists
+ * avx512vnni|amx on x86-64, generic|neon|dotprod on ARM64 (kernels.c lists
  * what each checks for); an unknown level or one this CPU lacks leaves the
  * best level in use and makes kernels_check_env fail. */
 void kernels_init(void);
@@ -84,7 +84,7 @@ void kernels_init(void);
  * or one this CPU lacks (the CLI exits 2 on it), else 0. */
 int kernels_check_env(void);
 /* Name of the level in use ("generic", "avx2", "avx512", "avx512vnni",
- * "neon", "dotprod"). */
+ * "amx", "neon", "dotprod"). */
 const char *kernels_isa(void);
 /* Switches the process to level name (tests and benches only: not safe
  * while another thread runs a kernel); -1 with a message if the name is
@@ -299,7 +299,8 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		      const void *X, size_t xs, const void *aux, float *Y, int64_t ys,
 		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);
 /* 1 when gemm_rows_packed at this level reads the whole packed groups of
- * type t in place for a few tokens (AVX-512 VNNI, Q8_0 / Q4_0 / Q5_0: one
+ * type t in place for a few tokens (AVX-512 VNNI, and amx, which runs
+ * VNNI's kernel below its crossover; Q8_0 / Q4_0 / Q5_0: one
  * weight load, a dot product per token), so that it is faster than the matvec
  * once per token from 2 tokens on; 0 otherwise. */
 int gemm_small_batch(dtype_t t);

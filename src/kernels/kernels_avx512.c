@@ -7,7 +7,8 @@
  * vpdpbusd native or emulated); then, in the avx512 copy only, what does
  * not depend on VNNI (conversions, float rows, float matmat, the forward
  * pass's float math) and the avx512 table; in the avx512vnni copy its
- * table, which names those avx512 kernels.
+ * table, which names those avx512 kernels, and the amx level's, the same
+ * but for the quantized gemm (gemm_amx.c).
  *
  * Same structure as kernels_avx2.c: a row-group template runs R = 4 rows
  * (the body of a range) or R = 1 (the rest, and vec_dot) with the same
@@ -1376,98 +1377,102 @@ const kernel_ops_t kops_avx512 = {
 
 #else
 
+/* The per-type kernels of both VNNI-based levels (avx512vnni and amx,
+ * which differ only in the quantized gemm). */
+#define TYPE_OPS_AVX512VNNI { \
+		[DTYPE_F32] = { \
+			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512, \
+			.matmat = matmat_f32_avx512, \
+			.matvec_p16 = matvec_p16_f32_avx512, .matmat_p16 = matmat_p16_f32_avx512, \
+		}, \
+		[DTYPE_F16] = { \
+			.vec_dot = dot_f16_avx512, .matvec = matvec_f16_avx512, \
+			.matmat = matmat_f16_avx512, \
+			.matvec_p16 = matvec_p16_f16_avx512, .matmat_p16 = matmat_p16_f16_avx512, \
+		}, \
+		[DTYPE_BF16] = { \
+			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512, \
+			.matmat = matmat_bf16_avx512, \
+			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512, \
+		}, \
+		[DTYPE_Q8_0] = { \
+			.vec_dot = dot_q8_0_avx512vnni, .matvec = matvec_q8_0_avx512vnni, \
+			.matmat = matmat_absent, \
+			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q4_0] = { \
+			.vec_dot = dot_q4_0_avx512vnni, .matvec = matvec_q4_0_avx512vnni, \
+			.matmat = matmat_absent, \
+			.matvec_p16 = matvec_p16_q4_0_avx512vnni, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q4_1] = { \
+			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2, \
+			.matmat = matmat_q4_1_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */ \
+		[DTYPE_Q5_0] = { \
+			.vec_dot = dot_q5_0_avx2, .matvec = matvec_q5_0_avx2, \
+			.matmat = matmat_absent, \
+			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q5_1] = { \
+			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2, \
+			.matmat = matmat_q5_1_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		/* activations only, but a dot product with itself: the generic's */ \
+		[DTYPE_Q8_K] = { \
+			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic, \
+			.matmat = matmat_absent, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q2_K] = { \
+			.vec_dot = dot_q2_K_avx2, .matvec = matvec_q2_K_avx2, \
+			.matmat = matmat_q2_K_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q3_K] = { \
+			.vec_dot = dot_q3_K_avx2, .matvec = matvec_q3_K_avx2, \
+			.matmat = matmat_q3_K_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_Q4_K] = { \
+			.vec_dot = dot_q4_K_avx512, .matvec = matvec_q4_K_avx512, \
+			.matmat = matmat_q4_K_avx512, \
+			.matvec_p16 = matvec_p16_q4_K_avx512vnni, .matmat_p16 = matmat_p16_q4_K_avx512vnni, \
+		}, \
+		[DTYPE_Q5_K] = { \
+			.vec_dot = dot_q5_K_avx512, .matvec = matvec_q5_K_avx512, \
+			.matmat = matmat_q5_K_avx512, \
+			.matvec_p16 = matvec_p16_q5_K_avx512vnni, .matmat_p16 = matmat_p16_q5_K_avx512vnni, \
+		}, \
+		[DTYPE_Q6_K] = { \
+			.vec_dot = dot_q6_K_avx512, .matvec = matvec_q6_K_avx512, \
+			.matmat = matmat_q6_K_avx512, \
+			.matvec_p16 = matvec_p16_q6_K_avx512vnni, .matmat_p16 = matmat_p16_q6_K_avx512vnni, \
+		}, \
+		/* activations only: no weight has this type */ \
+		[DTYPE_Q8_1] = { \
+			.vec_dot = dot_absent, .matvec = matvec_absent, \
+			.matmat = matmat_absent, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_IQ4_NL] = { \
+			.vec_dot = dot_iq4_nl_avx2, .matvec = matvec_iq4_nl_avx2, \
+			.matmat = matmat_iq4_nl_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+		[DTYPE_IQ4_XS] = { \
+			.vec_dot = dot_iq4_xs_avx2, .matvec = matvec_iq4_xs_avx2, \
+			.matmat = matmat_iq4_xs_avx2, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}, \
+}
+
 const kernel_ops_t kops_avx512vnni = {
 	.name = "avx512vnni",
-	.type = {
-		[DTYPE_F32] = {
-			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512,
-			.matmat = matmat_f32_avx512,
-			.matvec_p16 = matvec_p16_f32_avx512, .matmat_p16 = matmat_p16_f32_avx512,
-		},
-		[DTYPE_F16] = {
-			.vec_dot = dot_f16_avx512, .matvec = matvec_f16_avx512,
-			.matmat = matmat_f16_avx512,
-			.matvec_p16 = matvec_p16_f16_avx512, .matmat_p16 = matmat_p16_f16_avx512,
-		},
-		[DTYPE_BF16] = {
-			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512,
-			.matmat = matmat_bf16_avx512,
-			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512,
-		},
-		[DTYPE_Q8_0] = {
-			.vec_dot = dot_q8_0_avx512vnni, .matvec = matvec_q8_0_avx512vnni,
-			.matmat = matmat_absent,
-			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q4_0] = {
-			.vec_dot = dot_q4_0_avx512vnni, .matvec = matvec_q4_0_avx512vnni,
-			.matmat = matmat_absent,
-			.matvec_p16 = matvec_p16_q4_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q4_1] = {
-			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2,
-			.matmat = matmat_q4_1_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */
-		[DTYPE_Q5_0] = {
-			.vec_dot = dot_q5_0_avx2, .matvec = matvec_q5_0_avx2,
-			.matmat = matmat_absent,
-			.matvec_p16 = matvec_p16_q8_0_avx512vnni, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q5_1] = {
-			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2,
-			.matmat = matmat_q5_1_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		/* activations only, but a dot product with itself: the generic's */
-		[DTYPE_Q8_K] = {
-			.vec_dot = dot_q8_K_generic, .matvec = matvec_q8_K_generic,
-			.matmat = matmat_absent,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q2_K] = {
-			.vec_dot = dot_q2_K_avx2, .matvec = matvec_q2_K_avx2,
-			.matmat = matmat_q2_K_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q3_K] = {
-			.vec_dot = dot_q3_K_avx2, .matvec = matvec_q3_K_avx2,
-			.matmat = matmat_q3_K_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_Q4_K] = {
-			.vec_dot = dot_q4_K_avx512, .matvec = matvec_q4_K_avx512,
-			.matmat = matmat_q4_K_avx512,
-			.matvec_p16 = matvec_p16_q4_K_avx512vnni, .matmat_p16 = matmat_p16_q4_K_avx512vnni,
-		},
-		[DTYPE_Q5_K] = {
-			.vec_dot = dot_q5_K_avx512, .matvec = matvec_q5_K_avx512,
-			.matmat = matmat_q5_K_avx512,
-			.matvec_p16 = matvec_p16_q5_K_avx512vnni, .matmat_p16 = matmat_p16_q5_K_avx512vnni,
-		},
-		[DTYPE_Q6_K] = {
-			.vec_dot = dot_q6_K_avx512, .matvec = matvec_q6_K_avx512,
-			.matmat = matmat_q6_K_avx512,
-			.matvec_p16 = matvec_p16_q6_K_avx512vnni, .matmat_p16 = matmat_p16_q6_K_avx512vnni,
-		},
-		/* activations only: no weight has this type */
-		[DTYPE_Q8_1] = {
-			.vec_dot = dot_absent, .matvec = matvec_absent,
-			.matmat = matmat_absent,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_IQ4_NL] = {
-			.vec_dot = dot_iq4_nl_avx2, .matvec = matvec_iq4_nl_avx2,
-			.matmat = matmat_iq4_nl_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-		[DTYPE_IQ4_XS] = {
-			.vec_dot = dot_iq4_xs_avx2, .matvec = matvec_iq4_xs_avx2,
-			.matmat = matmat_iq4_xs_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
-		},
-	},
+	.type = TYPE_OPS_AVX512VNNI,
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
@@ -1477,6 +1482,25 @@ const kernel_ops_t kops_avx512vnni = {
 	.rope_apply = rope_apply_avx512,
 	.swiglu = swiglu_avx512,
 	.gemm_quant = gemm_quant_avx512vnni,
+	.gemm_aux = gemm_aux_avx2,
+	.kv = KV_OPS_AVX512,
+};
+
+
+/* avx512vnni with the AMX tiles for the quantized gemm (gemm_amx.c); the
+ * table is here because its kernels are this file's. */
+const kernel_ops_t kops_amx = {
+	.name = "amx",
+	.type = TYPE_OPS_AVX512VNNI,
+	.quantize_q8_0 = quantize_q8_0_avx512,
+	.quantize_q8_K = quantize_q8_K_avx2,
+	.fp16_to_f32_row = fp16_to_f32_row_avx512,
+	.f32_to_fp16_row = f32_to_fp16_row_avx512,
+	.rmsnorm = rmsnorm_avx512,
+	.softmax = softmax_avx512,
+	.rope_apply = rope_apply_avx512,
+	.swiglu = swiglu_avx512,
+	.gemm_quant = gemm_quant_amx,
 	.gemm_aux = gemm_aux_avx2,
 	.kv = KV_OPS_AVX512,
 };

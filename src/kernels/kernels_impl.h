@@ -402,7 +402,7 @@ typedef struct kernel_kv_ops {
 
 /* One ISA level. Every entry is a complete implementation, named where the
  * table is defined (kops_generic in kernels.c; the SIMD levels' at the
- * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels) and
+ * end of kernels_avx2.c, kernels_avx512.c (both avx512 levels and amx) and
  * kernels_neon.c (both ARM64 levels)); where a level has no better kernel
  * than a lower level's, its entry names that one. No entry is NULL
  * (tests/test_kernels.c test_tables_complete checks every entry of every
@@ -494,7 +494,16 @@ _Static_assert(sizeof(kernel_ops_t) ==
 
 /* The levels, lowest first; a CPU has the levels of one architecture only
  * (kernels.c isa_supported lists the features of each). */
-enum isa { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_AVX512VNNI, ISA_NEON, ISA_DOTPROD, ISA_COUNT };
+enum isa {
+	ISA_GENERIC,
+	ISA_AVX2,
+	ISA_AVX512,
+	ISA_AVX512VNNI,
+	ISA_AMX,
+	ISA_NEON,
+	ISA_DOTPROD,
+	ISA_COUNT
+};
 
 /* The table of level isa (< ISA_COUNT), whether or not this CPU runs it;
  * NULL for the levels of the other architecture. */
@@ -507,6 +516,7 @@ extern const kernel_ops_t kops_generic;
 extern const kernel_ops_t kops_avx2;       /* kernels_avx2.c */
 extern const kernel_ops_t kops_avx512;     /* kernels_avx512.c */
 extern const kernel_ops_t kops_avx512vnni; /* kernels_avx512.c, as kernels_avx512vnni.c */
+extern const kernel_ops_t kops_amx;        /* kernels_avx512.c, as kernels_avx512vnni.c */
 #endif
 #if defined(__aarch64__)
 extern const kernel_ops_t kops_neon;    /* kernels_neon.c: ASIMD */
@@ -583,6 +593,14 @@ matmat_p16_kernel_t matmat_p16_q4_K_avx512vnni, matmat_p16_q5_K_avx512vnni,
 	matmat_p16_q6_K_avx512vnni;
 /* gemm_avx512.c */
 gemm_quant_kernel_t gemm_quant_avx512vnni;
+/* gemm_amx.c: the amx level's quantized gemm (below GEMM_AMX_MIN_TOKENS
+ * tokens gemm_quant_avx512vnni, else gemm_tiles_amx), and its tile kernel
+ * for any number of tokens: callable only where the amx level is
+ * supported (kernels_set_isa("amx") succeeds). gemm_amx_emu.c: the same
+ * tile kernel with the tile instructions emulated in C (amx_tile.h), for
+ * tests only, in no table; it needs the avx512vnni level's features. All
+ * three give gemm_quant's bits. */
+gemm_quant_kernel_t gemm_quant_amx, gemm_tiles_amx, gemm_tiles_amx_emu;
 #endif
 
 #if defined(__aarch64__)

@@ -66,7 +66,7 @@ membw_read_fn membw_reader(const char **name)
 	kernels_init();
 	const char *isa = kernels_isa();
 #if defined(__x86_64__)
-	if (!strncmp(isa, "avx512", 6)) { /* avx512, avx512vnni */
+	if (!strncmp(isa, "avx512", 6) || !strcmp(isa, "amx")) { /* avx512, avx512vnni, amx */
 		*name = "avx512";
 		return membw_read_avx512;
 	}

@@ -1,0 +1,372 @@
+/* Tests of the amx level's quantized gemm (gemm_amx.c) and of the tile
+ * layer it is written against (amx_tile.h), on any x86-64 host:
+ *  - test_amx_emu_instructions: the emulated instructions against values
+ *    worked out by hand from the Intel SDM's definitions (signedness of
+ *    each operand, the 4-byte groups, accumulation onto C with 32-bit
+ *    wraparound, what a store writes), and the faults the hardware raises
+ *    (a reserved configuration byte, shapes that do not agree, a tile op
+ *    after TILERELEASE) ending the process with a line that names them;
+ *  - test_gemm_amx_emu: the kernel with the tile instructions emulated
+ *    (gemm_tiles_amx_emu) against the generic twin, bit for bit, for
+ *    Q8_0, Q4_0 and Q5_0 weights: 1..40 tokens (full tiles of 16 and
+ *    padded tails), 16, 40 and 105 rows (groups of 16 with tails), row
+ *    ranges that start and end inside a group, with and without the
+ *    packed copy, K from one block to 64 (odd and even block counts);
+ *  - test_gemm_amx_hw: the same with the instructions (gemm_tiles_amx, and
+ *    gemm_quant_amx with its crossover), where the amx level runs; SKIP
+ *    elsewhere (no amx_int8, or Linux refused the tile state).
+ * Both kernels need AVX-512 (the float step); on a host without it the
+ * kernel tests say SKIP. Every other test program runs its level tests at
+ * amx where the CPU has it (testutil.h TEST_ISA_LEVELS). */
+#include "kernels/kernels_impl.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/wait.h>
+
+#include "base/base.h"
+
+#if defined(__x86_64__)
+#define EGANG_AMX_EMU 1
+#include "kernels/amx_tile.h"
+#endif
+
+#include "testutil.h" /* after kernels.h: ISA levels */
+
+#if defined(__x86_64__)
+
+/* -------------------------------------------------- the emulated tiles */
+
+/* A 2 x 8-byte A (K = 2 dwords), a 2 x 8-byte B (2 dword columns) and a
+ * 2 x 2 int32 C in tiles 1, 2, 0; C stored 16 bytes a row. */
+static const int8_t emu_a[2][8] = { { 1, 2, 3, 4, -1, -2, -3, -4 },
+				    { 127, -128, 0, 1, 5, 6, 7, 8 } };
+static const uint8_t emu_b[2][8] = { { 1, 1, 1, 1, 255, 0, 0, 2 },
+				     { 10, 20, 30, 40, 1, 2, 3, 4 } };
+
+static void emu_config_small(void)
+{
+	amx_tilecfg_t cfg = { .palette = 1 };
+	for (int t = 0; t < 3; t++) {
+		cfg.rows[t] = 2;
+		cfg.colsb[t] = 8;
+	}
+	AMX_LOADCONFIG(&cfg);
+}
+
+/* C = c0 + A B by the instruction op (0: TDPBSSD, 1: TDPBSUD, 2:
+ * TDPBUSD) -> out (2 x 2). */
+static void emu_product(int op, const int32_t c0[2][2], int32_t out[2][2])
+{
+	emu_config_small();
+	uint8_t cbuf[2][16];
+	memset(cbuf, 0xAA, sizeof cbuf);
+	memcpy(cbuf[0], c0[0], 8);
+	memcpy(cbuf[1], c0[1], 8);
+	AMX_LOAD(0, cbuf, 16);
+	AMX_LOAD(1, emu_a, 8);
+	AMX_LOAD(2, emu_b, 8);
+	if (op == 0)
+		AMX_DPBSSD(0, 1, 2);
+	else if (op == 1)
+		AMX_DPBSUD(0, 1, 2);
+	else
+		AMX_DPBUSD(0, 1, 2);
+	memset(cbuf, 0xAA, sizeof cbuf);
+	AMX_STORE(0, cbuf, 16);
+	/* a store writes rows(C) x colsb(C) bytes, nothing past them */
+	for (int r = 0; r < 2; r++)
+		for (int j = 8; j < 16; j++)
+			assert_int_equal(cbuf[r][j], 0xAA);
+	memcpy(out[0], cbuf[0], 8);
+	memcpy(out[1], cbuf[1], 8);
+	AMX_RELEASE();
+}
+
+/* The faults, each in a child process that must abort naming it. */
+static void emu_fault_reserved(void)
+{
+	amx_tilecfg_t cfg = { .palette = 1 };
+	cfg.rows[0] = 1;
+	cfg.colsb[0] = 4;
+	cfg.reserved1[3] = 1;
+	AMX_LOADCONFIG(&cfg);
+}
+
+static void emu_fault_k(void) /* colsb(A) / 4 != rows(B) */
+{
+	amx_tilecfg_t cfg = { .palette = 1 };
+	cfg.rows[0] = cfg.rows[1] = 2;
+	cfg.colsb[0] = cfg.colsb[1] = cfg.colsb[2] = 8;
+	cfg.rows[2] = 3;
+	AMX_LOADCONFIG(&cfg);
+	AMX_DPBSUD(0, 1, 2);
+}
+
+static void emu_fault_m(void) /* rows(A) != rows(C) */
+{
+	amx_tilecfg_t cfg = { .palette = 1 };
+	cfg.rows[0] = 3;
+	cfg.rows[1] = cfg.rows[2] = 2;
+	cfg.colsb[0] = cfg.colsb[1] = cfg.colsb[2] = 8;
+	AMX_LOADCONFIG(&cfg);
+	AMX_DPBSUD(0, 1, 2);
+}
+
+static void emu_fault_released(void)
+{
+	emu_config_small();
+	AMX_RELEASE();
+	AMX_ZERO(0);
+}
+
+/* fn's stderr, run in a child that must end by SIGABRT, into buf. */
+static void abort_message(void (*fn)(void), char *buf, size_t cap)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	fflush(stderr);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGABRT, SIG_DFL);
+		dup2(p[1], 2);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t k;
+	while (len < cap - 1 && (k = read(p[0], buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	buf[len] = 0;
+	close(p[0]);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+		fail_msg("no fault (status %d, stderr '%s')", st, buf);
+}
+
+static void test_amx_emu_instructions(void **state)
+{
+	(void)state;
+	/* C[m][n] = c0 + sum over k < 2, i < 4 of A[m][4k + i] B[k][4n + i],
+	 * worked out by hand; B's 255 is -1 signed, A's -1..-4 are 255..252
+	 * and -128 is 128 unsigned; C[1][0] starts at INT32_MAX and wraps */
+	static const int32_t c0[2][2] = { { 0, 0 }, { INT32_MAX, 5 } };
+	static const int32_t want[3][2][2] = {
+		{ { -290, -23 }, { (int32_t)(INT32_MIN + 699), -50 } }, /* ssd */
+		{ { -290, 233 }, { (int32_t)(INT32_MIN + 699), 32462 } }, /* sud */
+		{ { 25310, 2537 }, { (int32_t)(INT32_MIN + 955), -50 } }, /* usd */
+	};
+	static const char *const names[3] = { "tdpbssd", "tdpbsud", "tdpbusd" };
+	for (int op = 0; op < 3; op++) {
+		int32_t out[2][2];
+		emu_product(op, c0, out);
+		for (int m = 0; m < 2; m++)
+			for (int n = 0; n < 2; n++)
+				if (out[m][n] != want[op][m][n])
+					fail_msg("%s: C[%d][%d] = %d, want %d", names[op], m, n,
+						 out[m][n], want[op][m][n]);
+	}
+	char msg[256];
+	abort_message(emu_fault_reserved, msg, sizeof msg);
+	assert_non_null(strstr(msg, "ldtilecfg: reserved bytes 32-47 not zero"));
+	abort_message(emu_fault_k, msg, sizeof msg);
+	assert_non_null(strstr(msg, "tdpbsud: colsb(a) / 4 != rows(b)"));
+	abort_message(emu_fault_m, msg, sizeof msg);
+	assert_non_null(strstr(msg, "tdpbsud: rows(a) != rows(c)"));
+	abort_message(emu_fault_released, msg, sizeof msg);
+	assert_non_null(strstr(msg, "tilezero: tiles not configured"));
+}
+
+/* ---------------------------------------------------------- the kernel */
+
+static uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+/* A quantized test matrix (rows, n) of type wt at an odd address, with
+ * its packed copy (NULL when rows < 16), and ntok prepared Q8_0
+ * activation rows with their gemm aux. */
+typedef struct amx_fixture {
+	dtype_t wt;
+	int64_t rows, n, ntok;
+	uint8_t *wbuf, *W, *P, *X;
+	size_t rb, xs;
+	float *dx;
+	int32_t *sx;
+} amx_fixture_t;
+
+static void amx_fixture_make(amx_fixture_t *f, dtype_t wt, int64_t rows, int64_t n,
+			     int64_t ntok, uint64_t seed)
+{
+	rng_t r;
+	rng_seed(&r, seed);
+	f->wt = wt;
+	f->rows = rows;
+	f->n = n;
+	f->ntok = ntok;
+	f->rb = dtype_row_bytes(wt, n);
+	f->wbuf = malloc(f->rb * (size_t)rows + 1);
+	f->W = f->wbuf + 1;
+	/* raw random bytes: every quant (-128 included) and high bit;
+	 * scales random halves of both signs */
+	for (size_t j = 0; j < f->rb * (size_t)rows; j++)
+		f->W[j] = (uint8_t)rng_next(&r);
+	const size_t bb = dtype_info[wt].block_bytes;
+	for (size_t b = 0; b < f->rb * (size_t)rows / bb; b++) {
+		uint16_t h = f32_to_fp16((rng_float(&r) - 0.5f) * 0.02f);
+		memcpy(f->W + b * bb, &h, 2);
+	}
+	f->P = NULL;
+	if (pack16_bytes(wt, rows, n)) {
+		f->P = malloc(pack16_bytes(wt, rows, n));
+		pack16(wt, f->W, rows, n, f->P);
+	}
+	f->xs = dtype_row_bytes(DTYPE_Q8_0, n);
+	f->X = malloc(f->xs * (size_t)ntok);
+	float *x = malloc(sizeof(float) * (size_t)n);
+	for (int64_t t = 0; t < ntok; t++) {
+		for (int64_t j = 0; j < n; j++)
+			x[j] = t == 1 ? (j % 3 ? 4.0f : -4.0f) /* quants of +-127 */
+				      : rng_normal(&r);
+		act_prepare(wt, x, f->X + (size_t)t * f->xs, n);
+	}
+	free(x);
+	f->dx = malloc(gemm_aux_bytes(n, ntok));
+	f->sx = (int32_t *)(f->dx + (n / QK) * ntok);
+	gemm_aux_prepare(f->X, f->xs, n, ntok, f->dx);
+}
+
+static void amx_fixture_free(amx_fixture_t *f)
+{
+	free(f->wbuf);
+	free(f->P);
+	free(f->X);
+	free(f->dx);
+}
+
+/* kern over rows [r0, r1) of f (from its packed copy when packed) equals
+ * the generic twin bit for bit, and writes nothing else of Y. */
+static void amx_check(gemm_quant_kernel_t *kern, const char *name, const amx_fixture_t *f,
+		      bool packed, int64_t r0, int64_t r1)
+{
+	const int64_t ys = f->rows + 3, len = ys * f->ntok;
+	float *Y = malloc(sizeof(float) * (size_t)len), *G = malloc(sizeof(float) * (size_t)len);
+	for (int64_t i = 0; i < len; i++)
+		Y[i] = G[i] = -7.0f;
+	const uint8_t *P = packed ? f->P : NULL;
+	kern(f->wt, f->W, f->rb, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, f->dx, f->sx, Y,
+	     ys, f->n / QK, r0, r1, f->ntok);
+	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
+	for (int64_t t = 0; t < f->ntok; t++)
+		for (int64_t r = 0; r < ys; r++)
+			if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
+				fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld)%s: "
+					 "Y[%lld][%lld] = %a, generic %a", name,
+					 dtype_info[f->wt].name, (long long)f->rows, (long long)f->n,
+					 (long long)f->ntok, (long long)r0, (long long)r1,
+					 packed ? " packed" : "", (long long)t, (long long)r,
+					 (double)Y[t * ys + r], (double)G[t * ys + r]);
+	free(Y);
+	free(G);
+}
+
+/* One matrix and batch: every row range below, with and without the
+ * packed copy. */
+static void amx_check_ranges(gemm_quant_kernel_t *kern, const char *name, dtype_t wt,
+			     int64_t rows, int64_t n, int64_t ntok, uint64_t seed)
+{
+	amx_fixture_t f;
+	amx_fixture_make(&f, wt, rows, n, ntok, seed);
+	/* all rows; a range that starts and ends inside groups; one group */
+	const int64_t cuts[3][2] = { { 0, rows }, { 3, rows - 2 }, { 16, rows < 32 ? rows : 32 } };
+	for (int c = 0; c < 3; c++)
+		for (int packed = 0; packed < (f.P ? 2 : 1); packed++)
+			amx_check(kern, name, &f, packed, cuts[c][0], cuts[c][1]);
+	amx_fixture_free(&f);
+}
+
+/* The shapes, for one kernel. */
+static void amx_sweep(gemm_quant_kernel_t *kern, const char *name)
+{
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		dtype_t wt = types[ti];
+		/* every batch size of 1..40 tokens: 105 rows, 5 blocks */
+		for (int64_t ntok = 1; ntok <= 40; ntok++)
+			amx_check_ranges(kern, name, wt, 105, 160, ntok, 100 + (uint64_t)ntok);
+		/* K: 1, 2, 3, 18 and 64 blocks; 16 and 40 rows */
+		static const int64_t ns[] = { 32, 64, 96, 576, 2048 };
+		static const int64_t toks[] = { 1, 16, 17, 33 };
+		for (size_t ni = 0; ni < EG_ARRAY_LEN(ns); ni++)
+			for (size_t k = 0; k < EG_ARRAY_LEN(toks); k++) {
+				amx_check_ranges(kern, name, wt, 40, ns[ni], toks[k], 7 * ni + k);
+				amx_check_ranges(kern, name, wt, 16, ns[ni], toks[k], 9 * ni + k);
+			}
+	}
+}
+
+/* Whether this CPU runs the avx512vnni level (the kernels' float step
+ * and repacking use its instructions); the level in use is kept. */
+static bool cpu_has_vnni(void)
+{
+	const char *keep = kernels_isa();
+	bool ok = kernels_set_isa("avx512vnni") == 0;
+	assert_int_equal(kernels_set_isa(keep), 0);
+	return ok;
+}
+
+static void test_gemm_amx_emu(void **state)
+{
+	(void)state;
+	if (!cpu_has_vnni()) {
+		print_message("this CPU lacks avx512vnni, which the emulated kernel's float "
+			      "step uses: skipped\n");
+		skip();
+	}
+	amx_sweep(gemm_tiles_amx_emu, "gemm_tiles_amx_emu");
+}
+
+static void test_gemm_amx_hw(void **state)
+{
+	(void)state;
+	const char *keep = kernels_isa();
+	if (kernels_set_isa("amx") != 0) {
+		print_message("%s: the AMX instructions did not run\n", err_get());
+		skip();
+	}
+	amx_sweep(gemm_tiles_amx, "gemm_tiles_amx");
+	amx_sweep(gemm_quant_amx, "gemm_quant_amx");
+	assert_int_equal(kernels_set_isa(keep), 0);
+}
+
+#else
+
+static void test_amx_none(void **state)
+{
+	(void)state;
+	print_message("AMX is x86-64's: nothing to test on this architecture\n");
+	skip();
+}
+
+#endif /* __x86_64__ */
+
+int main(void)
+{
+	kernels_init();
+	const struct CMUnitTest tests[] = {
+#if defined(__x86_64__)
+		cmocka_unit_test(test_amx_emu_instructions),
+		cmocka_unit_test(test_gemm_amx_emu),
+		cmocka_unit_test(test_gemm_amx_hw),
+#else
+		cmocka_unit_test(test_amx_none),
+#endif
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
