@@ -149,6 +149,10 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * the Q8_0 blocks it equals (kernels_impl.h q8_form: the same d, quants
  * q - 16, so bytes q + 112), and read by the Q8_0 packed kernels with the
  * same bits as its own dot product; its copy is 34/22 of its rows' bytes.
+ * Q4_1 / Q5_1 (the AVX-512 levels' packed kernels): per block 64 bytes of
+ * scales (the 16 rows' fp16 d, then their m), Q5_1's 16 qh words (64
+ * bytes, row i at 4 i), then 4 vectors of the nibble bytes as Q4_0's: the
+ * size of the rows' blocks.
  *
  * F32 / F16 / BF16 rows are packed 4 at a time (the float kernels' row
  * group), n a multiple of 32: per step of 32 elements, the step of row 0,
@@ -160,7 +164,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * rows: smollm-135m f16 decode +20-60% on one core; with long rows the four
  * prefetched row streams were faster; kernels.c PACK_FLOAT_GROUP_MAX). */
 size_t pack16_group_bytes(dtype_t t, int64_t n);
-/* Rows in a packed group: 16 for Q8_0 / Q4_0 / Q5_0, 4 for float types. */
+/* Rows in a packed group: 16 for the quantized types, 4 for float types. */
 int pack16_group_rows(dtype_t t);
 /* Bytes of the packed copy of a (rows, n) matrix; 0 when n is not a
  * positive multiple of 32, rows are fewer than a group, or t has no packed
