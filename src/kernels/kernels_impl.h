@@ -360,7 +360,9 @@ typedef void swiglu_kernel_t(float *o, const float *a, const float *b, int64_t n
 /* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb
  * bytes) against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb
  * blocks each, with their aux (dx: scales as floats, sx: sums of the
- * quants; token t's block b at [t * nb + b]) -> Y[t * ys + r]. Every
+ * quants; token t's block b at [t * nb + b]) -> Y[t * ys + r]; or Q4_1 /
+ * Q5_1 weights (avx512vnni only) against Q8_1 rows, sx then holding the
+ * blocks' s as floats (gemm.c aux_region). Every
  * output is the same bits as vec_dot_generic(t, row r, X + t * xs, nb *
  * QK). P: W's packed copy of rows 0..np-1 (pack16, kernels.h), or NULL; a
  * level may read the whole groups there instead of the rows. */
