@@ -579,6 +579,12 @@ static int bench(int argc, char **argv)
 					 DTYPE_Q5_1, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K,
 					 DTYPE_F16, DTYPE_F32, DTYPE_BF16 };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		if (n % dtype_info[types[ti]].block) { /* K-quants: n of whole super-blocks */
+			printf("bench gemm: %s skipped: n=%lld is not a multiple of its block (%lld)\n",
+			       dtype_info[types[ti]].name, (long long)n,
+			       (long long)dtype_info[types[ti]].block);
+			continue;
+		}
 		fixture_t f;
 		fixture_make(&f, types[ti], rows, n, ntok, 9);
 		float *Y = malloc((size_t)(rows * ntok) * sizeof(float));
