@@ -8,8 +8,8 @@
  * random size next to the other sequences' decode tokens, and each leaves
  * when its tokens are done; every logits row is hashed and compared with
  * the reference. Schedules run serially and on a gang whose membership
- * changes at random between steps. Models: synthetic f32, q8_0, q4_0 and
- * q4_k_m (2 layers), with KV caches of each type (f32, f16, q8_0). The
+ * changes at random between steps. Models: synthetic f32, q8_0, q4_0,
+ * q4_1, q5_1 and q4_k_m (2 layers), with KV caches of each type (f32, f16, q8_0). The
  * count of compared logits rows is printed. Then the same through the
  * engine's sequences (engine_seq_*, the server's path) with a grammar on
  * some of them: constrained and unconstrained sequences in one batch give
@@ -192,6 +192,9 @@ static void test_batch_f32_kv_q8_0(void **state) { (void)state; check_model("f32
 static void test_batch_q8_0(void **state) { (void)state; check_model("q8_0", KV_F16); }
 static void test_batch_q4_0(void **state) { (void)state; check_model("q4_0", KV_Q8_0); }
 static void test_batch_q4_k_m(void **state) { (void)state; check_model("q4_k_m", KV_F16); }
+/* Q8_1 activations: the gemm's second aux region (gemm_aux_prepare) */
+static void test_batch_q4_1(void **state) { (void)state; check_model("q4_1", KV_F16); }
+static void test_batch_q5_1(void **state) { (void)state; check_model("q5_1", KV_F16); }
 
 /* ---- grammars in a batch (engine_seq_*) ---- */
 
@@ -416,6 +419,8 @@ int main(void)
 		cmocka_unit_test(test_batch_f32_kv_q8_0),
 		cmocka_unit_test(test_batch_q8_0),
 		cmocka_unit_test(test_batch_q4_0),
+		cmocka_unit_test(test_batch_q4_1),
+		cmocka_unit_test(test_batch_q5_1),
 		cmocka_unit_test(test_batch_q4_k_m),
 		cmocka_unit_test(test_batch_bad),
 		cmocka_unit_test(test_batch_grammar),

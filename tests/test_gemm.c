@@ -12,8 +12,8 @@
  * chunks, as the prefill waves), the same from the packed copy where the
  * level reads one ("packed", as forward.c calls it), and the matvec once
  * per token over each chunk's rows (the small decode batches' form,
- * forward.c b_mm), for q8_0, q4_0, q5_0, q4_k, q6_k, f16, f32 and bf16 (one
- * summary line each).
+ * forward.c b_mm), for q8_0, q4_0, q5_0, q4_1, q5_1, q4_k, q5_k, q6_k, f16,
+ * f32 and bf16 (one summary line each).
  *
  * `test_gemm --bench-attn [npos layers kv_heads group hd reps]` times one
  * decode token's attention over a whole model's KV cache at depth npos
@@ -57,17 +57,21 @@ static void fixture_make(fixture_t *f, dtype_t wt, int64_t rows, int64_t n,
 	float *row = malloc((size_t)n * sizeof(float));
 	for (int64_t i = 0; i < rows; i++) {
 		uint8_t *w = f->W + (size_t)i * f->rb;
-		if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0 || wt == DTYPE_Q5_0) {
+		if (wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0 || wt == DTYPE_Q5_0 ||
+		    wt == DTYPE_Q4_1 || wt == DTYPE_Q5_1) {
 			/* raw random bytes: every quant (-128 included), scales
-			 * random positive and negative halves of moderate size */
+			 * (and Q4_1's / Q5_1's mins) random positive and
+			 * negative halves of moderate size */
 			for (size_t j = 0; j < f->rb; j++)
 				w[j] = (uint8_t)rng_next(&r);
 			size_t bb = dtype_info[wt].block_bytes;
-			for (size_t b = 0; b < f->rb / bb; b++) {
-				float d = (rng_float(&r) - 0.5f) * 0.02f;
-				uint16_t h = f32_to_fp16(d);
-				memcpy(w + b * bb, &h, 2);
-			}
+			int nh = wt == DTYPE_Q4_1 || wt == DTYPE_Q5_1 ? 2 : 1;
+			for (size_t b = 0; b < f->rb / bb; b++)
+				for (int h2 = 0; h2 < nh; h2++) {
+					float d = (rng_float(&r) - 0.5f) * 0.02f;
+					uint16_t h = f32_to_fp16(d);
+					memcpy(w + b * bb + 2 * (size_t)h2, &h, 2);
+				}
 		} else {
 			for (int64_t j = 0; j < n; j++)
 				row[j] = rng_normal(&r) * 0.05f;
@@ -115,9 +119,9 @@ static float *gemm_all(const fixture_t *f)
 	/* with the batch's aux for quantized weights (the split test below
 	 * runs without, so both paths are checked) */
 	void *aux = NULL;
-	if (dtype_info[f->wt].act == DTYPE_Q8_0) {
+	if (dtype_info[f->wt].act == DTYPE_Q8_0 || dtype_info[f->wt].act == DTYPE_Q8_1) {
 		aux = malloc(gemm_aux_bytes(f->n, f->ntok));
-		gemm_aux_prepare(f->X, f->xs, f->n, f->ntok, aux);
+		gemm_aux_prepare(f->wt, f->X, f->xs, f->n, f->ntok, aux);
 	}
 	gemm_rows(f->wt, f->W, f->X, f->xs, aux, Y, ys, f->n, 0, f->rows, f->ntok);
 	free(aux);
@@ -261,10 +265,29 @@ static void test_gemm_q5_0(void **state)
 	check_type(DTYPE_Q5_0, 576);
 }
 
-/* The kquants.h types (Q8_K activations for the K-quants, Q8_0 for the
- * others): every gemm output is the matvec's bits at every level, and the
- * generic's; on x86 each runs its row-x-tokens kernel (kquants_avx2.c,
- * kquants_avx512.c) but Q5_0, which runs the Q8_0 gemm (test_gemm_q5_0);
+/* Q4_1 and Q5_1 (against Q8_1) run the VNNI gemm with their min term at
+ * the avx512vnni level, their matmat below it: raw random blocks (every
+ * nibble and fifth bit, scales and mins of both signs), odd block counts,
+ * against their own dot product at every level. */
+static void test_gemm_q4_1(void **state)
+{
+	(void)state;
+	check_type(DTYPE_Q4_1, 160);
+	check_type(DTYPE_Q4_1, 576);
+}
+
+static void test_gemm_q5_1(void **state)
+{
+	(void)state;
+	check_type(DTYPE_Q5_1, 160);
+	check_type(DTYPE_Q5_1, 576);
+}
+
+/* The kquants.h types (Q8_K activations for the K-quants, Q8_0 or Q8_1
+ * for the others): every gemm output is the matvec's bits at every level,
+ * and the generic's; on x86 each runs its row-x-tokens kernel
+ * (kquants_avx2.c, kquants_avx512.c) but Q5_0, which runs the Q8_0 gemm
+ * (test_gemm_q5_0), and Q4_1 / Q5_1 at the avx512vnni level (their gemm);
  * on ARM64 the matvec per token. */
 static void test_gemm_kquant_types(void **state)
 {
@@ -279,26 +302,33 @@ static void test_gemm_kquant_types(void **state)
 }
 
 /* The aux side data: the same bytes at every level, and the plain
- * definition (scale as a float, sum of the quants). */
+ * definition: Q8_0 rows (the first region) the scale as a float and the
+ * sum of the quants; Q8_1 rows (the second region, Q4_1's activations)
+ * the scale and the block's s as floats. */
 static void test_gemm_aux(void **state)
 {
 	(void)state;
 	const char *lv[TEST_N_ISA_LEVELS];
 	int nl = test_levels_available(lv);
 	const char *keep = kernels_isa();
-	fixture_t f;
+	fixture_t f, f1;
 	fixture_make(&f, DTYPE_Q8_0, 4, 576, 17, 11);
-	size_t nb = 576 / QK, bytes = gemm_aux_bytes(576, 17);
-	assert_int_equal(bytes, nb * 17 * 8);
+	fixture_make(&f1, DTYPE_Q4_1, 4, 576, 17, 12);
+	size_t nb = 576 / QK, bytes = gemm_aux_bytes(576, 17), half = nb * 17 * 8;
+	assert_int_equal(bytes, 2 * half);
 	uint8_t *ref = malloc(bytes), *a = malloc(bytes);
+	memset(ref, 0, bytes);
 	for (int l = 0; l < nl; l++) {
 		assert_int_equal(kernels_set_isa(lv[l]), 0);
-		gemm_aux_prepare(f.X, f.xs, 576, 17, l ? a : ref);
+		memset(a, 0, bytes);
+		gemm_aux_prepare(DTYPE_Q8_0, f.X, f.xs, 576, 17, l ? a : ref);
+		gemm_aux_prepare(DTYPE_Q4_1, f1.X, f1.xs, 576, 17, l ? a : ref);
 		if (l)
 			assert_memory_equal(a, ref, bytes);
 	}
 	const float *dx = (const float *)ref;
 	const int32_t *sx = (const int32_t *)(dx + nb * 17);
+	const float *dx1 = (const float *)(ref + half), *sf = dx1 + nb * 17;
 	for (size_t k = 0; k < 17; k++)
 		for (size_t b = 0; b < nb; b++) {
 			const uint8_t *blk = f.X + k * f.xs + b * 34;
@@ -309,10 +339,17 @@ static void test_gemm_aux(void **state)
 				sum += (int8_t)blk[2 + j];
 			assert_true(dx[k * nb + b] == fp16_to_f32(h));
 			assert_int_equal(sx[k * nb + b], sum);
+			const uint8_t *b1 = f1.X + k * f1.xs + b * 36; /* block_q8_1 */
+			uint16_t h1, s1;
+			memcpy(&h1, b1, 2);
+			memcpy(&s1, b1 + 2, 2);
+			assert_true(dx1[k * nb + b] == fp16_to_f32(h1));
+			assert_true(sf[k * nb + b] == fp16_to_f32(s1));
 		}
 	free(ref);
 	free(a);
 	fixture_free(&f);
+	fixture_free(&f1);
 	assert_int_equal(kernels_set_isa(keep), 0);
 }
 
@@ -538,17 +575,23 @@ static int bench(int argc, char **argv)
 	int64_t n = argc > 3 ? atoll(argv[3]) : 576;
 	int64_t ntok = argc > 4 ? atoll(argv[4]) : 64;
 	int reps = argc > 5 ? atoi(argv[5]) : 20;
-	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
-					 DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F16, DTYPE_F32,
-					 DTYPE_BF16 };
+	static const dtype_t types[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_1,
+					 DTYPE_Q5_1, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K,
+					 DTYPE_F16, DTYPE_F32, DTYPE_BF16 };
 	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		if (n % dtype_info[types[ti]].block) { /* K-quants: n of whole super-blocks */
+			printf("bench gemm: %s skipped: n=%lld is not a multiple of its block (%lld)\n",
+			       dtype_info[types[ti]].name, (long long)n,
+			       (long long)dtype_info[types[ti]].block);
+			continue;
+		}
 		fixture_t f;
 		fixture_make(&f, types[ti], rows, n, ntok, 9);
 		float *Y = malloc((size_t)(rows * ntok) * sizeof(float));
 		void *aux = NULL;
-		if (dtype_info[f.wt].act == DTYPE_Q8_0) {
+		if (dtype_info[f.wt].act == DTYPE_Q8_0 || dtype_info[f.wt].act == DTYPE_Q8_1) {
 			aux = malloc(gemm_aux_bytes(n, ntok));
-			gemm_aux_prepare(f.X, f.xs, n, ntok, aux);
+			gemm_aux_prepare(f.wt, f.X, f.xs, n, ntok, aux);
 		}
 		/* chunks of about 32 KiB of weights, 16 rows at least, as
 		 * forward.c's batch waves */
@@ -683,6 +726,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_q8_0),
 		cmocka_unit_test(test_gemm_q4_0),
 		cmocka_unit_test(test_gemm_q5_0),
+		cmocka_unit_test(test_gemm_q4_1),
+		cmocka_unit_test(test_gemm_q5_1),
 		cmocka_unit_test(test_gemm_kquant_types),
 		cmocka_unit_test(test_gemm_aux),
 		cmocka_unit_test(test_gemm_empty),

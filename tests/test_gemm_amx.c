@@ -239,7 +239,7 @@ static void amx_fixture_make(amx_fixture_t *f, dtype_t wt, int64_t rows, int64_t
 	free(x);
 	f->dx = malloc(gemm_aux_bytes(n, ntok));
 	f->sx = (int32_t *)(f->dx + (n / QK) * ntok);
-	gemm_aux_prepare(f->X, f->xs, n, ntok, f->dx);
+	gemm_aux_prepare(wt, f->X, f->xs, n, ntok, f->dx); /* the Q8_0 region: first */
 }
 
 static void amx_fixture_free(amx_fixture_t *f)

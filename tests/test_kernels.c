@@ -903,7 +903,7 @@ static void test_pack16(void **state)
 	static const int64_t ns[] = { 32, 96, 576, 2048 };
 	static const int64_t rowss[] = { 16, 40, 105 };
 	static const dtype_t ts[] = { DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q5_0, DTYPE_Q4_K,
-				      DTYPE_Q5_K, DTYPE_Q6_K };
+				      DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_Q4_1, DTYPE_Q5_1 };
 	rng_t r;
 	rng_seed(&r, 1616);
 	assert_int_equal(pack16_bytes(DTYPE_F16, 64, 64), 64 * 64 * 2);
@@ -918,6 +918,10 @@ static void test_pack16(void **state)
 	assert_int_equal(pack16_group_bytes(DTYPE_Q5_0, 96), 2 * 64 + 3 * 512);
 	assert_int_equal(pack16_bytes(DTYPE_Q5_0, 40, 64), 2 * (64 + 2 * 512));
 	assert_int_equal(pack16_group_rows(DTYPE_Q5_0), 16);
+	/* Q4_1 / Q5_1: per block d, m (, qh), nibbles: the rows' size */
+	assert_int_equal(pack16_group_bytes(DTYPE_Q4_1, 96), 3 * 16 * 20);
+	assert_int_equal(pack16_group_bytes(DTYPE_Q5_1, 96), 3 * 16 * 24);
+	assert_int_equal(pack16_bytes(DTYPE_Q5_1, 40, 64), 2 * 2 * 16 * 24);
 	const char *lv[TEST_N_ISA_LEVELS];
 	int k = test_levels_available(lv);
 	const char *keep = kernels_isa();
@@ -932,7 +936,7 @@ static void test_pack16(void **state)
 				uint8_t *w = malloc(rb * (size_t)rows + 1);
 				for (size_t i = 0; i < rb * (size_t)rows; i++)
 					w[i] = (uint8_t)rng_next(&r);
-				/* sane scales (Q4_K: d and dmin; Q6_K: d last);
+				/* sane scales (Q4_K: d and dmin; Q4_1 / Q5_1: d and m; Q6_K: d last);
 				 * every 5th block's quants -128 / 0xFF (the
 				 * K-quants' scales and mins too: Q6_K's -1, the
 				 * others' 63), every 7th Q6_K block's scales -128 */
@@ -940,7 +944,8 @@ static void test_pack16(void **state)
 				const size_t bb = dtype_info[t].block_bytes;
 				for (int64_t b = 0; b < rows * (n / bs); b++) {
 					uint8_t *blk = w + (size_t)b * bb;
-					const int nh = t == DTYPE_Q4_K || t == DTYPE_Q5_K ? 2 : 1;
+					const int nh = t == DTYPE_Q4_K || t == DTYPE_Q5_K ||
+						       t == DTYPE_Q4_1 || t == DTYPE_Q5_1 ? 2 : 1;
 					const size_t d0 = t == DTYPE_Q6_K ? bb - 2 : 0;
 					const size_t q0 = t == DTYPE_Q6_K ? 0 : 2 * (size_t)nh;
 					if (b % 5 == 0)

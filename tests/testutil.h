@@ -104,14 +104,15 @@ static inline int test_levels_available(const char **out)
 }
 
 /* Whether level lv decodes type t from the packed (pack16) copies: every
- * x86 SIMD level; the ARM64 levels for Q4_K and Q6_K (other types: the
- * rows as stored). */
+ * x86 SIMD level (Q4_1 and Q5_1: the AVX-512 levels); the ARM64 levels for
+ * Q4_K and Q6_K (other types: the rows as stored). */
 static inline bool test_level_packs(const char *lv, dtype_t t)
 {
 #if defined(__aarch64__)
 	return strcmp(lv, "generic") != 0 && (t == DTYPE_Q4_K || t == DTYPE_Q6_K);
 #else
-	(void)t;
+	if (t == DTYPE_Q4_1 || t == DTYPE_Q5_1)
+		return strncmp(lv, "avx512", 6) == 0;
 	return strcmp(lv, "generic") != 0;
 #endif
 }

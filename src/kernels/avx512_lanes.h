@@ -88,4 +88,17 @@ AVX512_INLINE void transpose_lanes4(__m512i *z)
 	z[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+/* Q5_1's fifth bits of element group g (elements 4g .. 4g + 3, g < 8) of
+ * 16 rows, h lane i = row i's qh word (bit j: element j's fifth bit):
+ * lane i byte j = 0x10 where element 4g + j's bit is set. vpermd reads the
+ * low 4 bits of each index, here qh >> 4g, from a table of the 16 dwords. */
+AVX512_INLINE __m512i qh_group16(__m512i h, int g)
+{
+	const __m512i tab = _mm512_setr_epi32(
+		0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010,
+		0x00101000, 0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010,
+		0x10100000, 0x10100010, 0x10101000, 0x10101010);
+	return _mm512_permutexvar_epi32(_mm512_srl_epi32(h, _mm_cvtsi32_si128(4 * g)), tab);
+}
+
 #endif

@@ -100,12 +100,19 @@ void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,
 
 /* ----------------------------------------------------------------- aux */
 
-size_t gemm_aux_bytes(int64_t n, int64_t ntok)
+/* Bytes of one aux region (per token and block a float and 4 bytes). */
+static size_t aux_region_bytes(int64_t n, int64_t ntok)
 {
 	return (size_t)(n / QK) * (size_t)ntok * (sizeof(float) + sizeof(int32_t));
 }
 
-/* aux = dx (ntok * nb floats) then sx (ntok * nb int32). */
+/* aux = the Q8_0 region, dx (ntok * nb floats) then sx (ntok * nb int32),
+ * then the Q8_1 region, dx then sf (the blocks' s as floats). */
+size_t gemm_aux_bytes(int64_t n, int64_t ntok)
+{
+	return 2 * aux_region_bytes(n, ntok);
+}
+
 void gemm_aux_generic(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok, float *dx,
 		      int32_t *sx)
 {
@@ -120,13 +127,37 @@ void gemm_aux_generic(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok, flo
 		}
 }
 
-void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
+/* The Q8_1 region: each block's d and s (block_q8_1) as floats. */
+static void gemm_aux_q8_1(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok, float *dx,
+			  float *sf)
+{
+	const size_t bb = dtype_info[DTYPE_Q8_1].block_bytes;
+	for (int64_t k = 0; k < ntok; k++)
+		for (int64_t b = 0; b < nb; b++) {
+			const uint8_t *blk = X + (size_t)k * xs + (size_t)b * bb;
+			dx[k * nb + b] = fp16_to_f32_inline(ld_u16(blk));
+			sf[k * nb + b] = fp16_to_f32_inline(ld_u16(blk + 2));
+		}
+}
+
+/* The region of aux for wt's activations (Q8_0 or Q8_1): its dx, and
+ * after nb * ntok floats its sx (Q8_0) or sf (Q8_1). */
+static float *aux_region(dtype_t wt, const void *aux, int64_t n, int64_t ntok)
+{
+	assert(dtype_info[wt].act == DTYPE_Q8_0 || dtype_info[wt].act == DTYPE_Q8_1);
+	size_t off = dtype_info[wt].act == DTYPE_Q8_1 ? aux_region_bytes(n, ntok) : 0;
+	return (float *)(void *)((char *)(uintptr_t)aux + off);
+}
+
+void gemm_aux_prepare(dtype_t wt, const void *X, size_t xs, int64_t n, int64_t ntok,
 		      void *aux)
 {
 	int64_t nb = n / QK;
-	float *dx = aux;
-	int32_t *sx = (int32_t *)(dx + nb * ntok);
-	kernels_ops()->gemm_aux(X, xs, nb, ntok, dx, sx);
+	float *dx = aux_region(wt, aux, n, ntok);
+	if (dtype_info[wt].act == DTYPE_Q8_1)
+		gemm_aux_q8_1(X, xs, nb, ntok, dx, dx + nb * ntok);
+	else
+		kernels_ops()->gemm_aux(X, xs, nb, ntok, dx, (int32_t *)(void *)(dx + nb * ntok));
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -140,12 +171,17 @@ static gemm_quant_fn quant_kernel(void)
 
 /* Whether wt runs gemm_quant_*: Q8_0, Q4_0, and on x86 Q5_0 (as the Q8_0
  * blocks it equals, kernels_impl.h q8_form; the ARM64 kernels read Q8_0 and
- * Q4_0 blocks only, so Q5_0 there takes the matvec per token). */
+ * Q4_0 blocks only, so Q5_0 there takes the matvec per token); Q4_1 and
+ * Q5_1 at the avx512vnni and amx levels, whose avx512vnni kernel reads them
+ * against Q8_1 (elsewhere their matmat). */
 static bool quant_type(dtype_t wt)
 {
 #if defined(__x86_64__)
 	if (wt == DTYPE_Q5_0)
 		return true;
+	if (q8_1_form(wt))
+		return quant_kernel() == gemm_quant_avx512vnni ||
+		       quant_kernel() == gemm_quant_amx;
 #endif
 	return wt == DTYPE_Q8_0 || wt == DTYPE_Q4_0;
 }
@@ -181,11 +217,12 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		if (k && !aux) {
 			aux = gemm_scratch(0, gemm_aux_bytes(n, ntok));
 			if (aux)
-				gemm_aux_prepare(X, xs, n, ntok, (void *)aux);
+				gemm_aux_prepare(wt, X, xs, n, ntok, (void *)aux);
 		}
 		if (k && aux) {
-			const float *dx = aux;
-			const int32_t *sx = (const int32_t *)(dx + (n / QK) * ntok);
+			const float *dx = aux_region(wt, aux, n, ntok);
+			/* Q8_1: the floats sf (gemm_quant_kernel_t) */
+			const int32_t *sx = (const int32_t *)(const void *)(dx + (n / QK) * ntok);
 			if (!pack16_bytes(wt, rows, n))
 				P = NULL;
 			k(wt, W, dtype_row_bytes(wt, n), P, rows & ~(int64_t)15, X, xs, dx, sx,

@@ -258,7 +258,8 @@ AMX_FN void AMX_SYM(gemm_tiles_amx)(GEMM_QUANT_ARGS)
 #if !EGANG_AMX_EMU
 /* Batches below this many tokens run the avx512vnni kernel (the same
  * bits), which reads packed groups in place for up to 16 tokens with no
- * copy; from here on the tiles. Not yet measured on an AMX host
+ * copy; from here on the tiles. Q4_1 and Q5_1 (against Q8_1) always run
+ * the avx512vnni kernel: no tile kernel reads them. Not yet measured on an AMX host
  * (doc/amx/README.md says how): a full A tile is the guess. */
 #ifndef GEMM_AMX_MIN_TOKENS
 #define GEMM_AMX_MIN_TOKENS AMX_TT
@@ -266,7 +267,7 @@ AMX_FN void AMX_SYM(gemm_tiles_amx)(GEMM_QUANT_ARGS)
 
 AMX_FN void gemm_quant_amx(GEMM_QUANT_ARGS)
 {
-	if (ntok < GEMM_AMX_MIN_TOKENS)
+	if (ntok < GEMM_AMX_MIN_TOKENS || q8_1_form(t))
 		gemm_quant_avx512vnni(t, W, rb, P, np, X, xs, dx, sx, Y, ys, nb, r0, r1, ntok);
 	else
 		gemm_tiles_amx(t, W, rb, P, np, X, xs, dx, sx, Y, ys, nb, r0, r1, ntok);

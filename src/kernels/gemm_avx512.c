@@ -3,7 +3,8 @@
  *
  * Q5_0 runs as the Q8_0 blocks it equals (kernels_impl.h q8_form): its
  * packed copy is Q8_0's layout, its rows as stored are unpacked to Q8_0's
- * quants (load_q8s).
+ * quants (load_q8s). Q4_1 and Q5_1 (against Q8_1 activations) run the
+ * same tile with their min term (gemm_min, after the Q8_0 kernels).
  *
  * Per row group of 16 weight rows, the rows are repacked into thread
  * scratch so that one 512-bit register holds element group g (4 bytes) of
@@ -36,6 +37,7 @@
 #include <stdbool.h>
 
 #include "kernels/avx512_lanes.h"
+#include "kernels/kquants.h"
 
 
 #define RG 16 /* weight rows per register */
@@ -321,8 +323,275 @@ AVX512_INLINE void group_p16(dtype_t t, const uint8_t *G, size_t gb, const uint8
 	}
 }
 
+/* ---- Q4_1 and Q5_1 against Q8_1 (kernels_impl.h q8_1_form) ----
+ * The same register tile, with the weights' quants unsigned as they are
+ * (Q4_1 the nibble, Q5_1 the nibble | the fifth bit << 4), so the sums
+ * start at 0 and s_k = sum q x exactly. The float step per lane is
+ * dot_legacy's (kquants.c), the min term in its own accumulator:
+ *     acc_k = acc_k + (float)s_k * (dw * dx_k),  sm_k = sm_k + m * sx_k
+ * each product rounded before its add, the output acc_k + sm_k; dx and sx
+ * (the Q8_1 blocks' d and s as floats) from the batch's aux. */
+
+/* Runs CALL(T) with T = min(left, TG) as a constant (the tile's tokens). */
+#define TG_SWITCH(left, CALL)                                   \
+	switch ((left) >= TG ? TG : (int)(left)) {              \
+	case 8: CALL(8); break;                                 \
+	case 7: CALL(7); break;                                 \
+	case 6: CALL(6); break;                                 \
+	case 5: CALL(5); break;                                 \
+	case 4: CALL(4); break;                                 \
+	case 3: CALL(3); break;                                 \
+	case 2: CALL(2); break;                                 \
+	default: CALL(1); break;                                \
+	}
+
+/* pk's 8 groups of one block from the 4 nibble vectors z (vector v: bytes
+ * 4v .. 4v + 3 of each row's qs, rows in lanes) and, for Q5_1, the rows'
+ * qh words h: group g < 4 the low nibbles of z[g], group 4 + g the high
+ * ones, each with its fifth bits. */
+AVX512_INLINE void min_groups(dtype_t t, __m512i *p, const __m512i *z, __m512i h)
+{
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++) {
+		__m512i lo = _mm512_and_si512(z[g], m0f);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(z[g], 4), m0f);
+		if (t == DTYPE_Q5_1) {
+			lo = _mm512_or_si512(lo, qh_group16(h, g));
+			hi = _mm512_or_si512(hi, qh_group16(h, 4 + g));
+		}
+		_mm512_store_si512(p + g, lo);
+		_mm512_store_si512(p + 4 + g, hi);
+	}
+}
+
+/* pack_rows for Q4_1 / Q5_1: rows r..r+15 as stored (rows at or past r1
+ * repeat row r1-1) -> pk[b][g][row], dw[b][row] and dm[b][row]. A block
+ * starts with d then m: one gather of 4 bytes gives both. */
+AVX512_INLINE void pack_rows_min(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
+				 int64_t r1, int64_t nb, uint32_t *pk, float *dw, float *dm)
+{
+	const size_t qb = gemm_qbytes(t), qo = t == DTYPE_Q5_1 ? 8 : 4;
+	const uint8_t *row[RG];
+	int32_t off[RG];
+	for (int i = 0; i < RG; i++) {
+		int64_t ri = r + i < r1 ? r + i : r1 - 1;
+		row[i] = W + (size_t)ri * rb + qo;
+		off[i] = (int32_t)((size_t)(ri - r) * rb);
+	}
+	const uint8_t *base = W + (size_t)r * rb;
+	const __m512i idx = _mm512_loadu_si512(off);
+	for (int64_t b = 0; b < nb; b++) {
+		const size_t o = (size_t)b * qb;
+#ifndef GEMM_NO_PREFETCH /* as pack_rows */
+		if ((o & 63) < qb)
+#pragma GCC unroll 16
+			for (int i = 0; i < RG; i++)
+				_mm_prefetch((const char *)row[i] + (size_t)RG * rb + o,
+					     _MM_HINT_T0);
+#endif
+		__m512i z[4];
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++) {
+			__m512i a = _mm512_castsi128_si512(
+				_mm_loadu_si128((const __m128i *)(row[i] + o)));
+			a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[4 + i] + o)), 1);
+			a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
+			z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
+		}
+		transpose_lanes4(z);
+		__m512i h = t == DTYPE_Q5_1 ? _mm512_i32gather_epi32(idx, base + o + 4, 1)
+					    : _mm512_setzero_si512();
+		min_groups(t, (__m512i *)(pk + (size_t)b * 8 * RG), z, h);
+		__m512i dmv = _mm512_i32gather_epi32(idx, base + o, 1); /* d | m << 16 */
+		_mm512_store_ps(dw + b * RG, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dmv)));
+		_mm512_store_ps(dm + b * RG,
+				_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dmv, 16))));
+	}
+}
+
+/* The same pk, dw and dm from a packed group (pack16; the next group, gb
+ * bytes on, prefetched as one stream). */
+AVX512_INLINE void pack_rows_p16_min(dtype_t t, const uint8_t *G, size_t gb, int64_t nb,
+				     uint32_t *pk, float *dw, float *dm)
+{
+	const size_t bv = p16_min_block_bytes(t);
+	const uint8_t *q = G;
+	for (int64_t b = 0; b < nb; b++, q += bv) {
+#ifndef GEMM_NO_PREFETCH
+		for (size_t k = 0; k < bv; k += 64)
+			_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
+#endif
+		__m512i z[4];
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			z[v] = _mm512_loadu_si512((const void *)(q + bv - 256 + 64 * v));
+		__m512i h = t == DTYPE_Q5_1 ? _mm512_loadu_si512((const void *)(q + 64))
+					    : _mm512_setzero_si512();
+		min_groups(t, (__m512i *)(pk + (size_t)b * 8 * RG), z, h);
+		_mm512_store_ps(dw + b * RG, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q)));
+		_mm512_store_ps(dm + b * RG,
+				_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(q + 32))));
+	}
+}
+
+/* Block b's float steps for T tokens: acc[k] += (float)s[k] * (d * dx[k
+ * nb]) and sm[k] += m * sx[k nb], each product rounded before the add. */
+AVX512_INLINE void float_step_min(__m512 *acc, __m512 *sm, const __m512i *s, __m512 d,
+				  __m512 m, const float *dx, const float *sx, int64_t nb,
+				  const int T)
+{
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++) {
+		__m512 dk = _mm512_mul_ps(d, _mm512_set1_ps(dx[k * nb]));
+		__m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(s[k]), dk);
+		VEC_ROUNDED(p);
+		acc[k] = _mm512_add_ps(acc[k], p);
+		__m512 pm = _mm512_mul_ps(m, _mm512_set1_ps(sx[k * nb]));
+		VEC_ROUNDED(pm);
+		sm[k] = _mm512_add_ps(sm[k], pm);
+	}
+}
+
+/* tile() for Q4_1 / Q5_1: T tokens of Q8_1 rows x 16 rows from pk, dw,
+ * dm; outputs Y[k * ys + i] for the lanes i in msk. */
+AVX512_INLINE void tile_min(const uint32_t *pk, const float *dw, const float *dm,
+			    const uint8_t *X, size_t xs, const float *dx, const float *sx,
+			    int64_t nb, float *Y, int64_t ys, __mmask16 msk, const int T)
+{
+	__m512 acc[TG], sm[TG];
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		acc[k] = sm[k] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		const __m512i *wb = (const __m512i *)(pk + (size_t)b * 8 * RG);
+		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_1) + 4;
+		__m512i s[TG];
+#pragma GCC unroll 8
+		for (int k = 0; k < T; k++)
+			s[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+		for (int g = 0; g < 8; g++) {
+			__m512i w = _mm512_load_si512(wb + g);
+#pragma GCC unroll 8
+			for (int k = 0; k < T; k++)
+				s[k] = dpbusd512(s[k], w,
+					_mm512_set1_epi32(ld_i32(xq + (size_t)k * xs + 4 * g)));
+		}
+		float_step_min(acc, sm, s, _mm512_load_ps(dw + b * RG), _mm512_load_ps(dm + b * RG),
+			       dx + b, sx + b, nb, T);
+	}
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		_mm512_mask_storeu_ps(Y + k * ys, msk, _mm512_add_ps(acc[k], sm[k]));
+}
+
+/* tile_min reading a packed group in place (as tile_p16): the same
+ * vectors, sums and float steps, so the same bits. */
+AVX512_INLINE void tile_p16_min(dtype_t t, const uint8_t *G, size_t gb, bool first,
+				const uint8_t *X, size_t xs, const float *dx, const float *sx,
+				int64_t nb, float *Y, int64_t ys, const int T)
+{
+	const size_t bv = p16_min_block_bytes(t);
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+	__m512 acc[TG], sm[TG];
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		acc[k] = sm[k] = _mm512_setzero_ps();
+	const uint8_t *q = G;
+	for (int64_t b = 0; b < nb; b++, q += bv) {
+#ifndef GEMM_NO_PREFETCH
+		if (first)
+			for (size_t k = 0; k < bv; k += 64)
+				_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
+#endif
+		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_1) + 4;
+		const __m512i h = t == DTYPE_Q5_1 ? _mm512_loadu_si512((const void *)(q + 64))
+						  : _mm512_setzero_si512();
+		__m512i s[TG];
+#pragma GCC unroll 8
+		for (int k = 0; k < T; k++)
+			s[k] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++) {
+			__m512i z = _mm512_loadu_si512((const void *)(q + bv - 256 + 64 * v));
+			__m512i lo = _mm512_and_si512(z, m0f);
+			__m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f);
+			if (t == DTYPE_Q5_1) {
+				lo = _mm512_or_si512(lo, qh_group16(h, v));
+				hi = _mm512_or_si512(hi, qh_group16(h, 4 + v));
+			}
+#pragma GCC unroll 8
+			for (int k = 0; k < T; k++) {
+				const uint8_t *xk = xq + (size_t)k * xs;
+				s[k] = dpbusd512(s[k], lo, _mm512_set1_epi32(ld_i32(xk + 4 * v)));
+				s[k] = dpbusd512(s[k], hi, _mm512_set1_epi32(ld_i32(xk + 16 + 4 * v)));
+			}
+		}
+		__m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)q));
+		__m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(q + 32)));
+		float_step_min(acc, sm, s, d, m, dx + b, sx + b, nb, T);
+	}
+#pragma GCC unroll 8
+	for (int k = 0; k < T; k++)
+		_mm512_storeu_ps(Y + k * ys, _mm512_add_ps(acc[k], sm[k]));
+}
+
+/* gemm_quant for Q4_1 / Q5_1 (sxf: the aux's s as floats): the structure
+ * of gemm_quant_avx512vnni below. */
+AVX512_INLINE void gemm_min(dtype_t t, const uint8_t *W, size_t rb, const uint8_t *P,
+			    int64_t np, const uint8_t *X, size_t xs, const float *dx,
+			    const float *sxf, float *Y, int64_t ys, int64_t nb, int64_t r0,
+			    int64_t r1, int64_t ntok)
+{
+	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
+	uint8_t *s1 = gemm_scratch(1, pk_bytes + 2 * (size_t)nb * RG * sizeof(float));
+	if (!s1) { /* out of memory: the generic twin needs none */
+		gemm_rows_generic(t, W, X, xs, Y, ys, nb * QK, r0, r1, ntok);
+		return;
+	}
+	uint32_t *pk = (uint32_t *)s1;
+	float *dw = (float *)(s1 + pk_bytes), *dm = dw + nb * RG;
+	const size_t gb = P ? pack16_group_bytes(t, nb * QK) : 0;
+	for (int64_t r = r0; r < r1; r += RG) {
+		bool whole = P && r % RG == 0 && r + RG <= np && r + RG <= r1;
+		if (whole && ntok <= GEMM_INPLACE_TOKENS) {
+			const uint8_t *G = P + (size_t)(r / RG) * gb;
+			for (int64_t k = 0; k < ntok; k += TG) {
+#define CALL_P16(T) tile_p16_min(t, G, gb, k == 0, X + (size_t)k * xs, xs, dx + k * nb, \
+				 sxf + k * nb, nb, Y + k * ys + r, ys, T)
+				TG_SWITCH(ntok - k, CALL_P16)
+#undef CALL_P16
+			}
+			continue;
+		}
+		if (whole)
+			pack_rows_p16_min(t, P + (size_t)(r / RG) * gb, gb, nb, pk, dw, dm);
+		else
+			pack_rows_min(t, W, rb, r, r1, nb, pk, dw, dm);
+		__mmask16 m = r1 - r >= RG ? (__mmask16)0xFFFF
+					   : (__mmask16)((1u << (r1 - r)) - 1);
+		for (int64_t k = 0; k < ntok; k += TG) {
+#define CALL_TILE(T) tile_min(pk, dw, dm, X + (size_t)k * xs, xs, dx + k * nb, sxf + k * nb, \
+			      nb, Y + k * ys + r, ys, m, T)
+			TG_SWITCH(ntok - k, CALL_TILE)
+#undef CALL_TILE
+		}
+	}
+}
+
 AVX512 void AVX512_SYM(gemm_quant_avx512)(GEMM_QUANT_ARGS)
 {
+	if (q8_1_form(t)) {
+		/* Q8_1 activations: sx holds floats (gemm.c aux_region); one
+		 * copy of the kernel per type, t a constant in each */
+		const float *sxf = (const float *)(const void *)sx;
+		if (t == DTYPE_Q4_1)
+			gemm_min(DTYPE_Q4_1, W, rb, P, np, X, xs, dx, sxf, Y, ys, nb, r0, r1, ntok);
+		else
+			gemm_min(DTYPE_Q5_1, W, rb, P, np, X, xs, dx, sxf, Y, ys, nb, r0, r1, ntok);
+		return;
+	}
 	size_t pk_bytes = (size_t)nb * 8 * RG * 4;
 	uint8_t *s1 = gemm_scratch(1, pk_bytes + (size_t)nb * RG * sizeof(float));
 	if (!s1) { /* out of memory: the generic twin needs none */

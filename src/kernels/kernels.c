@@ -866,6 +866,8 @@ size_t pack16_group_bytes(dtype_t t, int64_t n)
 		return n % QK_K ? 0 : (size_t)(n / QK_K) *
 			(t == DTYPE_Q4_K ? KQ_P16_Q4K_BYTES :
 			 t == DTYPE_Q5_K ? KQ_P16_Q5K_BYTES : KQ_P16_Q6K_BYTES);
+	if (q8_1_form(t))
+		return (size_t)(n / QK) * p16_min_block_bytes(t);
 	if (!q8_form(t) && t != DTYPE_Q4_0)
 		return 0;
 	/* Q5_0 in Q8_0's layout: 34/22 of its rows' bytes, for the VNNI
@@ -880,6 +882,31 @@ size_t pack16_bytes(dtype_t t, int64_t rows, int64_t n)
 		return 0;
 	int64_t g = pack16_group_rows(t);
 	return rows < g ? 0 : (size_t)(rows / g) * pack16_group_bytes(t, n);
+}
+
+/* Q4_1 / Q5_1 groups (kernels_impl.h q8_1_form): per block the 16 rows'
+ * d, their m, Q5_1's qh words, then 4 vectors of the nibble bytes (vector
+ * v: bytes 4v .. 4v + 3 of each row's qs, row i at 4 i). */
+static void pack16_min(dtype_t t, const void *W, size_t rb, int64_t rows, int64_t n, void *P)
+{
+	const size_t bb = dtype_info[t].block_bytes, qo = t == DTYPE_Q5_1 ? 8 : 4;
+	uint8_t *o = P;
+	for (int64_t g = 0; g < rows / 16; g++) {
+		const uint8_t *w = (const uint8_t *)W + (size_t)g * 16 * rb;
+		for (int64_t b = 0; b < n / QK; b++) {
+			for (int i = 0; i < 16; i++) {
+				const uint8_t *blk = w + (size_t)i * rb + (size_t)b * bb;
+				memcpy(o + 2 * i, blk, 2);
+				memcpy(o + 32 + 2 * i, blk + 2, 2);
+				if (t == DTYPE_Q5_1)
+					memcpy(o + 64 + 4 * i, blk + 4, 4);
+				for (int v = 0; v < 4; v++)
+					memcpy(o + p16_min_block_bytes(t) - 256 + 64 * v + 4 * i,
+					       blk + qo + 4 * v, 4);
+			}
+			o += p16_min_block_bytes(t);
+		}
+	}
 }
 
 void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
@@ -899,6 +926,10 @@ void pack16(dtype_t t, const void *W, int64_t rows, int64_t n, void *P)
 	if (t == DTYPE_Q4_K || t == DTYPE_Q5_K || t == DTYPE_Q6_K) {
 		(t == DTYPE_Q4_K ? kq_pack16_q4_K :
 		 t == DTYPE_Q5_K ? kq_pack16_q5_K : kq_pack16_q6_K)(W, rb, rows, n, P);
+		return;
+	}
+	if (q8_1_form(t)) {
+		pack16_min(t, W, rb, rows, n, P);
 		return;
 	}
 	const size_t bb = dtype_info[t].block_bytes;

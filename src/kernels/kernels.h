@@ -149,6 +149,10 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * the Q8_0 blocks it equals (kernels_impl.h q8_form: the same d, quants
  * q - 16, so bytes q + 112), and read by the Q8_0 packed kernels with the
  * same bits as its own dot product; its copy is 34/22 of its rows' bytes.
+ * Q4_1 / Q5_1 (the AVX-512 levels' packed kernels): per block 64 bytes of
+ * scales (the 16 rows' fp16 d, then their m), Q5_1's 16 qh words (64
+ * bytes, row i at 4 i), then 4 vectors of the nibble bytes as Q4_0's: the
+ * size of the rows' blocks.
  *
  * F32 / F16 / BF16 rows are packed 4 at a time (the float kernels' row
  * group), n a multiple of 32: per step of 32 elements, the step of row 0,
@@ -160,7 +164,7 @@ void matvec_rows(dtype_t wt, const void *W, const void *xa, float *y,
  * rows: smollm-135m f16 decode +20-60% on one core; with long rows the four
  * prefetched row streams were faster; kernels.c PACK_FLOAT_GROUP_MAX). */
 size_t pack16_group_bytes(dtype_t t, int64_t n);
-/* Rows in a packed group: 16 for Q8_0 / Q4_0 / Q5_0, 4 for float types. */
+/* Rows in a packed group: 16 for the quantized types, 4 for float types. */
 int pack16_group_rows(dtype_t t);
 /* Bytes of the packed copy of a (rows, n) matrix; 0 when n is not a
  * positive multiple of 32, rows are fewer than a group, or t has no packed
@@ -281,13 +285,14 @@ void swiglu_generic(float *o, const float *a, const float *b, int64_t n);
 /* ---- matrix-matrix: weight rows x a batch of tokens (prefill; gemm.c) ----
  * W (rows, n) of type wt, rows r0..r1-1, times ntok prepared activation rows
  * X (ntok, n) (act_prepare each; row t at X + t * xs bytes) ->
- * Y[t * ys + r] for r0 <= r < r1. aux: NULL, or for Q8_0 activations the
- * batch's side data from gemm_aux_prepare (computed once per batch instead
- * of once per call). Every output is the same bits as
+ * Y[t * ys + r] for r0 <= r < r1. aux: NULL, or for Q8_0 / Q8_1
+ * activations the batch's side data from gemm_aux_prepare (computed once
+ * per batch instead of once per call). Every output is the same bits as
  * vec_dot(wt, row r, X + t * xs, n) at the level in use (decode's matvec),
  * whatever r0, r1, ntok and the other rows and tokens (chunking- and
  * batching-invariant). Q8_0 / Q4_0, and Q5_0 on x86: register-blocked
- * SIMD kernels (AVX2, AVX-512 VNNI); float types: the level's register-blocked matmat where it
+ * SIMD kernels (AVX2, AVX-512 VNNI); Q4_1 / Q5_1: AVX-512 VNNI's, else
+ * the level's matmat; float types: the level's register-blocked matmat where it
  * has one (AVX-512), else its matvec_rows per token over the rows, which
  * stay in cache. Thread-safe; uses per-thread scratch. */
 void gemm_rows(dtype_t wt, const void *W, const void *X, size_t xs,
@@ -300,15 +305,18 @@ void gemm_rows_packed(dtype_t wt, const void *W, const void *P, int64_t rows,
 		      int64_t n, int64_t r0, int64_t r1, int64_t ntok);
 /* 1 when gemm_rows_packed at this level reads the whole packed groups of
  * type t in place for a few tokens (AVX-512 VNNI, and amx, which runs
- * VNNI's kernel below its crossover; Q8_0 / Q4_0 / Q5_0: one
+ * VNNI's kernel below its crossover; Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1: one
  * weight load, a dot product per token), so that it is faster than the matvec
  * once per token from 2 tokens on; 0 otherwise. */
 int gemm_small_batch(dtype_t t);
-/* Side data of ntok Q8_0 activation rows of n elements for gemm_rows (per
- * token and block: the scale as a float and the sum of the quants):
- * gemm_aux_bytes(n, ntok) bytes at aux. */
+/* Side data of ntok activation rows of n elements for gemm_rows, per
+ * token and block: Q8_0 rows the scale as a float and the sum of the
+ * quants, Q8_1 rows (Q4_1 / Q5_1 weights) the scale and the block's s as
+ * floats. gemm_aux_bytes(n, ntok) bytes hold both kinds, each in its own
+ * region; gemm_aux_prepare fills the region of weight type wt's
+ * activations (wt's act is Q8_0 or Q8_1). */
 size_t gemm_aux_bytes(int64_t n, int64_t ntok);
-void gemm_aux_prepare(const void *X, size_t xs, int64_t n, int64_t ntok,
+void gemm_aux_prepare(dtype_t wt, const void *X, size_t xs, int64_t n, int64_t ntok,
 		      void *aux);
 /* The generic twin: vec_dot_generic per output. */
 void gemm_rows_generic(dtype_t wt, const void *W, const void *X, size_t xs,

@@ -54,6 +54,7 @@
 #include <math.h>
 
 #include "kernels/avx512_lanes.h"
+#include "kernels/kquants.h"
 
 /* ---------------------------------------------------------- helpers */
 
@@ -525,6 +526,78 @@ AVX512_INLINE void matvec_quant(dtype_t t, const void *W, size_t rb, const void 
 	}
 DEFINE_QUANT_KERNELS(q8_0, DTYPE_Q8_0)
 DEFINE_QUANT_KERNELS(q4_0, DTYPE_Q4_0)
+
+/* ------------------------------------- Q4_1 / Q5_1 packed, 16 rows in lanes */
+
+/* Packed groups of Q4_1 or Q5_1 (pack16's layout, kernels_impl.h
+ * q8_1_form) against Q8_1 activations: per block, the 16 rows' unsigned
+ * quants (nibbles, Q5_1's fifth bits or'ed in: qh_group16) against the
+ * token's groups broadcast leave each row's exact sum q x in its lane
+ * (u <= 31: the emulated vpdpbusd cannot saturate); then per lane
+ * dot_legacy's float steps (kquants.c):
+ *     acc = acc + (float)sumi * (dw * dx),  summ = summ + m * s_x
+ * each product rounded before its add, the row's result acc + summ. So
+ * every row has the generic's bits. */
+AVX512_INLINE void matvec_p16_min(dtype_t t, const void *P, const void *xa, float *y,
+				  int64_t n, int64_t ng)
+{
+	const uint8_t *x = xa;
+	const int64_t nb = n / QK;
+	const size_t xb = sizeof(block_q8_1), bv = p16_min_block_bytes(t);
+	const __m512i m0f = _mm512_set1_epi8(0x0F);
+	float dx[P16_NBMAX], sx[P16_NBMAX];
+	for (size_t k = 0; k < 2048; k += 64) /* as matvec_p16 */
+		_mm_prefetch((const char *)P + k, _MM_HINT_T0);
+	for (int64_t b = 0; b < nb; b++) {
+		dx[b] = ld_f16_f16c(x + (size_t)b * xb);
+		sx[b] = ld_f16_f16c(x + (size_t)b * xb + 2);
+	}
+	const uint8_t *p = P;
+	for (int64_t g = 0; g < ng; g++) {
+		__m512 acc = _mm512_setzero_ps(), summ = _mm512_setzero_ps();
+		for (int64_t b = 0; b < nb; b++, p += bv) {
+			const uint8_t *xq = x + (size_t)b * xb + 4, *q = p + bv - 256;
+			const __m512i h = t == DTYPE_Q5_1 ? _mm512_loadu_si512((const void *)(p + 64))
+							  : _mm512_setzero_si512();
+			__m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512();
+#pragma GCC unroll 4
+			for (int v = 0; v < 4; v++) {
+				__m512i z = _mm512_loadu_si512((const void *)(q + 64 * v));
+				__m512i lo = _mm512_and_si512(z, m0f);
+				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m0f);
+				if (t == DTYPE_Q5_1) {
+					lo = _mm512_or_si512(lo, qh_group16(h, v));
+					hi = _mm512_or_si512(hi, qh_group16(h, 4 + v));
+				}
+				sa = dpbusd512_u7(sa, lo, _mm512_set1_epi32((int)ld_u32(xq + 4 * v)));
+				sb = dpbusd512_u7(sb, hi, _mm512_set1_epi32((int)ld_u32(xq + 16 + 4 * v)));
+			}
+			__m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)),
+						 _mm512_set1_ps(dx[b]));
+			__m512 pr = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sa, sb)), d);
+			VEC_ROUNDED(pr);
+			acc = _mm512_add_ps(acc, pr);
+			__m512 pm = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+							  (const __m256i *)(p + 32))),
+						  _mm512_set1_ps(sx[b]));
+			VEC_ROUNDED(pm);
+			summ = _mm512_add_ps(summ, pm);
+		}
+		_mm512_storeu_ps(y + 16 * g, _mm512_add_ps(acc, summ));
+	}
+}
+
+AVX512 static void AVX512_SYM(matvec_p16_q4_1_avx512)(const void *P, const void *xa, float *y,
+						      int64_t n, int64_t ng)
+{
+	matvec_p16_min(DTYPE_Q4_1, P, xa, y, n, ng);
+}
+
+AVX512 static void AVX512_SYM(matvec_p16_q5_1_avx512)(const void *P, const void *xa, float *y,
+						      int64_t n, int64_t ng)
+{
+	matvec_p16_min(DTYPE_Q5_1, P, xa, y, n, ng);
+}
 
 /* The attention kernels per KV type, the same in both AVX-512 tables. */
 #define KV_OPS_AVX512 { \
@@ -1298,10 +1371,11 @@ const kernel_ops_t kops_avx512 = {
 			.matmat = matmat_absent,
 			.matvec_p16 = matvec_p16_q4_0_avx512, .matmat_p16 = matmat_p16_absent,
 		},
+		/* packed: 16 rows in lanes (matvec_p16_min); prefill: matmat */
 		[DTYPE_Q4_1] = {
 			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2,
 			.matmat = matmat_q4_1_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+			.matvec_p16 = matvec_p16_q4_1_avx512, .matmat_p16 = matmat_p16_absent,
 		},
 		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */
 		[DTYPE_Q5_0] = {
@@ -1312,7 +1386,7 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_Q5_1] = {
 			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2,
 			.matmat = matmat_q5_1_avx2,
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent,
+			.matvec_p16 = matvec_p16_q5_1_avx512, .matmat_p16 = matmat_p16_absent,
 		},
 		/* activations only, but a dot product with itself: the generic's */
 		[DTYPE_Q8_K] = {
@@ -1405,10 +1479,12 @@ const kernel_ops_t kops_avx512 = {
 			.matmat = matmat_absent, \
 			.matvec_p16 = matvec_p16_q4_0_avx512vnni, .matmat_p16 = matmat_p16_absent, \
 		}, \
+		/* packed: 16 rows in lanes (matvec_p16_min); prefill: gemm_quant \
+		 * (gemm.c quant_type; the matmat is gemm_rows' fallback) */ \
 		[DTYPE_Q4_1] = { \
 			.vec_dot = dot_q4_1_avx2, .matvec = matvec_q4_1_avx2, \
 			.matmat = matmat_q4_1_avx2, \
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+			.matvec_p16 = matvec_p16_q4_1_avx512vnni, .matmat_p16 = matmat_p16_absent, \
 		}, \
 		/* packed: its Q8_0 form (kernels_impl.h q8_form); its gemm: gemm_quant */ \
 		[DTYPE_Q5_0] = { \
@@ -1419,7 +1495,7 @@ const kernel_ops_t kops_avx512 = {
 		[DTYPE_Q5_1] = { \
 			.vec_dot = dot_q5_1_avx2, .matvec = matvec_q5_1_avx2, \
 			.matmat = matmat_q5_1_avx2, \
-			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+			.matvec_p16 = matvec_p16_q5_1_avx512vnni, .matmat_p16 = matmat_p16_absent, \
 		}, \
 		/* activations only, but a dot product with itself: the generic's */ \
 		[DTYPE_Q8_K] = { \

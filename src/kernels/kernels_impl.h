@@ -134,6 +134,18 @@ static inline float exp_eg(float x)
  * with the same bits as Q5_0's own dot product. */
 static inline int q8_form(dtype_t t) { return t == DTYPE_Q8_0 || t == DTYPE_Q5_0; }
 
+/* Q4_1 and Q5_1, the legacy types with a min, read against Q8_1
+ * activations (kquants.c dot_legacy): their quants are unsigned (Q4_1 the
+ * nibble, Q5_1 the nibble | the fifth bit << 4), so vpdpbusd takes them as
+ * they are and its sums start at 0. Packed (pack16, kernels.h) per block:
+ * the 16 rows' d then m (64 bytes), Q5_1's 16 qh words (64 bytes), the
+ * nibble bytes as stored (4 vectors of 64): 320 / 384 bytes, the size of
+ * the 16 rows' blocks. */
+static inline int q8_1_form(dtype_t t) { return t == DTYPE_Q4_1 || t == DTYPE_Q5_1; }
+
+/* Bytes of one block of 16 rows in a Q4_1 / Q5_1 packed group. */
+static inline size_t p16_min_block_bytes(dtype_t t) { return t == DTYPE_Q5_1 ? 384 : 320; }
+
 /* The 4 quants of group g (elements 4g .. 4g + 3, g < 8) of a Q8_0 or Q5_0
  * block blk as Q8_0's unsigned bytes w + 128 in a little-endian word (Q5_0:
  * w = q - 16, so w + 128 = q + 112; q = the nibble of qs (element j < 16:
@@ -348,7 +360,9 @@ typedef void swiglu_kernel_t(float *o, const float *a, const float *b, int64_t n
 /* Quantized weights (Q8_0, Q4_0 or Q5_0, t) rows r0..r1-1 (row stride rb
  * bytes) against ntok Q8_0 activation rows (row t at X + t * xs bytes), nb
  * blocks each, with their aux (dx: scales as floats, sx: sums of the
- * quants; token t's block b at [t * nb + b]) -> Y[t * ys + r]. Every
+ * quants; token t's block b at [t * nb + b]) -> Y[t * ys + r]; or Q4_1 /
+ * Q5_1 weights (avx512vnni only) against Q8_1 rows, sx then holding the
+ * blocks' s as floats (gemm.c aux_region). Every
  * output is the same bits as vec_dot_generic(t, row r, X + t * xs, nb *
  * QK). P: W's packed copy of rows 0..np-1 (pack16, kernels.h), or NULL; a
  * level may read the whole groups there instead of the rows. */

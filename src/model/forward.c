@@ -641,7 +641,7 @@ static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, f
 }
 
 /* Per token: the quantized rows of x (bn, n) for each activation type the
- * k matrices ws read (as act_fill), and the Q8_0 rows' gemm aux. */
+ * k matrices ws read (as act_fill), and the Q8_0 and Q8_1 rows' gemm aux. */
 static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
 			 const float *x, void *xq, void *aux, int64_t n, int32_t rows)
 {
@@ -654,8 +654,8 @@ static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
 		char *base = act_region(t, xq, n, f->bmax);
 		for (int32_t j = 0; j < rows; j++)
 			act_prepare(t, x + j * n, base + j * act_row(t, n), n);
-		if (a == DTYPE_Q8_0)
-			gemm_aux_prepare(base, act_row(t, n), n, rows, aux);
+		if (a == DTYPE_Q8_0 || a == DTYPE_Q8_1)
+			gemm_aux_prepare(t, base, act_row(t, n), n, rows, aux);
 	}
 }
 

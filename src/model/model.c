@@ -900,7 +900,8 @@ static size_t pack_targets(model_t *m, tensor_t **out, size_t cap)
 
 /* Packs the matrices in row groups for the AVX-512 decode matvec and
  * prefill gemm (kernels.h, "weights packed in row groups": 16 rows of
- * Q8_0 / Q4_0 / Q5_0, 4 of F32 / F16 / BF16): one more copy of them in
+ * Q8_0 / Q4_0 / Q5_0, of Q4_1 / Q5_1, of Q4_K / Q5_K / Q6_K, 4 of F32 /
+ * F16 / BF16): one more copy of them in
  * anonymous memory (huge pages where allowed), next to the rows as stored,
  * which the embedding lookup, a matrix's rows past its last whole group
  * and the other levels keep reading. Measured in doc/measurements.md
