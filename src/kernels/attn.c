@@ -23,10 +23,13 @@
  * four positions converted once into a scratch row per block, the values
  * converted in the vector loads of the weighted sum.
  *
- * attn_rows_heads puts the query heads of one KV head at one position in
- * the lanes instead (grouped-query attention in a decode batch: the keys
- * and values read once for the heads, the lanes filled by heads rather
- * than one query in sixteen); each lane's arithmetic is the same.
+ * attn_rows_heads (the query heads of one KV head at one position: a
+ * decode token in a batch) is the decode kernel on x86 (attention_heads_kv
+ * of kernels_avx512.c and kernels_avx2.c: positions in the lanes, each key
+ * and value row converted once for 4 heads); the NEON level puts the
+ * heads in the lanes of this file's kernel instead (the lanes filled by
+ * heads rather than one query in sixteen). Each head's arithmetic is the
+ * same.
  *
  * One source for the AVX-512, AVX2 and NEON levels (attn_tmpl.h): GCC vector
  * extensions of 16, 8 or 4 floats inside functions with each level's target
@@ -213,24 +216,34 @@ int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 				 (size_t)kvs * sizeof(float), out, os, hd, pos, nh, 0);
 }
 
-/* The table entries of one KV type: tag f32, f16 or q8_0, level lv. */
-#define ATTN_ROWS_KERNELS(tag, KT, lv, ATTR)                                              \
+/* The table entries of one KV type: tag f32, f16 or q8_0, level lv
+ * (attn_rows; attn_rows_heads where the level's decode kernel does not
+ * serve it: on x86 it does, kernels_avx512.c and kernels_avx2.c). */
+#define ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)                                               \
 	ATTR int attn_rows_##tag##_##lv(const float *q, int64_t qs, const void *K,           \
 					const void *V, size_t rb, float *out, int64_t os,    \
 					int64_t hd, int32_t pos0, int32_t nq)                \
 	{                                                                                    \
 		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos0, nq, 1);        \
-	}                                                                                    \
+	}
+#define ATTN_HEADS_KERNEL(tag, KT, lv, ATTR)                                              \
 	ATTR int attn_rows_heads_##tag##_##lv(const float *q, int64_t qs, const void *K,     \
 					      const void *V, size_t rb, float *out,          \
 					      int64_t os, int64_t hd, int32_t pos, int32_t nh) \
 	{                                                                                    \
 		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos, nh, 0);         \
 	}
+#define ATTN_ROWS_KERNELS(tag, KT, lv, ATTR) \
+	ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)  \
+	ATTN_HEADS_KERNEL(tag, KT, lv, ATTR)
 #define ATTN_ROWS_LEVEL(lv, ATTR)                   \
 	ATTN_ROWS_KERNELS(f32, KV_F32, lv, ATTR)    \
 	ATTN_ROWS_KERNELS(f16, KV_F16, lv, ATTR)    \
 	ATTN_ROWS_KERNELS(q8_0, KV_Q8_0, lv, ATTR)
+#define ATTN_ROWS_LEVEL_X86(lv, ATTR)              \
+	ATTN_ROWS_KERNEL(f32, KV_F32, lv, ATTR)    \
+	ATTN_ROWS_KERNEL(f16, KV_F16, lv, ATTR)    \
+	ATTN_ROWS_KERNEL(q8_0, KV_Q8_0, lv, ATTR)
 
 ATTN_ROWS_LEVEL(generic, )
 
@@ -249,7 +262,7 @@ ATTN_ROWS_LEVEL(generic, )
 #define ATTN_LD_Q8(p) \
 	((VT)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
-ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
+ATTN_ROWS_LEVEL_X86(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 /* AVX2: 8 lanes, 16 vector registers: 2 queries per weighted-sum pass */
 #define ATTN_W 8
 #define ATTN_QB 2
@@ -261,7 +274,7 @@ ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 #define ATTN_LD_Q8(p) \
 	((VT)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
-ATTN_ROWS_LEVEL(avx2, __attribute__((target(X86_AVX2_FEATURES))))
+ATTN_ROWS_LEVEL_X86(avx2, __attribute__((target(X86_AVX2_FEATURES))))
 #endif
 #if defined(__aarch64__)
 #include <arm_neon.h>
