@@ -647,23 +647,28 @@ static int bench(int argc, char **argv)
 
 /* One token's attention over every layer and KV head of a cache of type
  * kt, positions 0..npos-1, by the decode kernel (heads) or the batch's
- * decode-token kernel; the thread CPU ns. */
+ * decode-token kernel; the thread CPU ns. *hash: the outputs' FNV-1a, so
+ * that builds and kernels can be seen to give the same bits. */
 static uint64_t attn_token(kv_type_t kt, const uint8_t *K, const uint8_t *V, size_t rb,
 			   int layers, int kvh, int g, int hd, int npos, const float *q,
-			   float *out, float *sc, bool batch)
+			   float *out, float *sc, bool batch, uint64_t *hash)
 {
-	uint64_t a = cpu_ns();
+	uint64_t ns = 0, h64 = 1469598103934665603u;
 	for (int l = 0; l < layers; l++)
 		for (int h = 0; h < kvh; h++) {
 			size_t off = (size_t)l * (size_t)npos * rb + kv_row_bytes(kt, (int64_t)h * hd);
+			uint64_t a = cpu_ns();
 			if (batch)
 				attn_rows_heads_kv(kt, q, hd, K + off, V + off, rb, out, hd, hd,
 						   npos - 1, g);
 			else
 				attention_heads_kv(kt, out, q, K + off, V + off, rb, npos, hd, sc, g,
 						   npos);
+			ns += cpu_ns() - a;
+			h64 = hash64(out, sizeof(float) * (size_t)(g * hd), h64);
 		}
-	return cpu_ns() - a;
+	*hash = h64;
+	return ns;
 }
 
 static int bench_attn(int argc, char **argv)
@@ -690,18 +695,20 @@ static int bench_attn(int argc, char **argv)
 			kv_store_row(kt, row, V + t * rb, (int64_t)kvh * hd);
 		}
 		double best[2] = { 1e30, 1e30 };
+		uint64_t hash[2];
 		for (int k = 0; k < reps; k++)
 			for (int b = 0; b < 2; b++) {
 				double ns = (double)attn_token(kt, K, V, rb, layers, kvh, g, hd, npos, q,
-							       out, sc, b);
+							       out, sc, b, &hash[b]);
 				best[b] = ns < best[b] ? ns : best[b];
 			}
 		printf("bench attn: %s kv %-4s npos=%d layers=%d kv_heads=%d group=%d hd=%d "
-		       "cache %.1f MiB/token decode %.2f ms (%.1f GB/s) batch-token %.2f ms "
-		       "(best of %d, thread CPU time)\n",
+		       "cache %.1f MiB/token decode %.3f ms (%.1f GB/s) batch-token %.3f ms "
+		       "(best of %d, thread CPU time) hash %016llx %016llx\n",
 		       kernels_isa(), kv_type_names[kt], npos, layers, kvh, g, hd,
 		       2.0 * (double)bytes / 1048576.0, best[0] / 1e6, 2.0 * (double)bytes / best[0],
-		       best[1] / 1e6, reps);
+		       best[1] / 1e6, reps, (unsigned long long)hash[0],
+		       (unsigned long long)hash[1]);
 		free(K);
 		free(V);
 	}

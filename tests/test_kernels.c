@@ -1286,6 +1286,113 @@ static void test_kv_types(void **state)
 		      checked, nl);
 }
 
+/* Whether a and b (n floats) are the same bits, a NaN matching any NaN
+ * (a NaN's payload is not its value). */
+static bool same_or_nan(const float *a, const float *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], 4) && !(isnan(a[i]) && isnan(b[i])))
+			return false;
+	return true;
+}
+
+/* Decode attention (attention_heads_kv: the query heads of one KV head at
+ * one position) against its generic twin at every level and KV type: 1 to
+ * 6 heads (the SIMD levels take them 4 at a time), lengths past several
+ * vector blocks with tails, a head size with a tail (f16, f32) or a
+ * partial pass (q8_0), and queries scaled so that the scores span expf's
+ * range: at scale 40 many x - max lie past -88 (the vector expf's scalar
+ * lanes, subnormal and zero results), at 3e36 all but the max do, and at
+ * 1e38 dots overflow to infinities (inf - inf: NaN rows, NaN scores: the
+ * generic's path). Each head's output and probabilities are the
+ * generic's bits, NaN where it gives NaN; so is each head of the batch's
+ * decode token (attn_rows_heads_kv) with queries and outputs at strides
+ * other than hd. */
+static void test_decode_heads(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 35);
+	enum { NP = 1001, HMAX = 6, HDMAX = 96 };
+	static const int nps[] = { 1, 31, 300, NP };
+	static const float scales[] = { 1.0f, 40.0f, 3e36f, 1e38f };
+	float *x = malloc(sizeof(float) * 2 * HDMAX), *q = malloc(sizeof(float) * HMAX * HDMAX);
+	float *o1 = malloc(sizeof(float) * HMAX * HDMAX);
+	float *o2 = malloc(sizeof(float) * HMAX * (HDMAX + 5));
+	float *q2 = malloc(sizeof(float) * HMAX * (HDMAX + 3));
+	float *s1 = malloc(sizeof(float) * HMAX * NP), *s2 = malloc(sizeof(float) * HMAX * NP);
+	int checked = 0;
+	for (int kt = 0; kt < KV_TYPE_COUNT; kt++) {
+		int hd = kt == KV_Q8_0 ? 96 : 40;
+		/* rows of two heads at an odd address (f16, q8_0); head 1 read */
+		size_t rb = kv_row_bytes((kv_type_t)kt, 2 * hd);
+		uint8_t *kb = malloc(rb * NP + 1), *vb = malloc(rb * NP + 1);
+		uint8_t *K = kb + (kt != KV_F32), *V = vb + (kt != KV_F32);
+		for (int t = 0; t < NP; t++) {
+			fill_normal(&r, x, 2 * hd, 1.0f);
+			kv_store_row((kv_type_t)kt, x, K + (size_t)t * rb, 2 * hd);
+			fill_normal(&r, x, 2 * hd, 1.0f);
+			kv_store_row((kv_type_t)kt, x, V + (size_t)t * rb, 2 * hd);
+		}
+		const uint8_t *Kh = K + kv_row_bytes((kv_type_t)kt, hd);
+		const uint8_t *Vh = V + kv_row_bytes((kv_type_t)kt, hd);
+		for (size_t c = 0; c < EG_ARRAY_LEN(scales); c++) {
+			fill_normal(&r, q, HMAX * hd, scales[c]);
+			for (int l = 0; l < nl; l++) {
+				assert_int_equal(kernels_set_isa(lv[l]), 0);
+				for (size_t p = 0; p < EG_ARRAY_LEN(nps); p++)
+					for (int nh = 1; nh <= HMAX; nh++) {
+						int n = nps[p];
+						attention_heads_kv_generic((kv_type_t)kt, o1, q, Kh, Vh, rb, n,
+									   hd, s1, nh, NP);
+						attention_heads_kv((kv_type_t)kt, o2, q, Kh, Vh, rb, n, hd,
+								   s2, nh, NP);
+						for (int h = 0; h < nh; h++)
+							if (!same_or_nan(o1 + h * hd, o2 + h * hd, hd) ||
+							    !same_or_nan(s1 + h * NP, s2 + h * NP, n))
+								fail_msg("%s %s decode attention scale %g "
+									 "n_pos=%d head %d of %d differs "
+									 "from generic", lv[l],
+									 kv_type_names[kt],
+									 (double)scales[c], n, h, nh);
+						/* the batch's decode token, queries and
+						 * outputs at strides other than hd */
+						for (int h = 0; h < nh; h++)
+							memcpy(q2 + h * (hd + 3), q + h * hd,
+							       sizeof(float) * (size_t)hd);
+						assert_int_equal(attn_rows_heads_kv((kv_type_t)kt, q2, hd + 3,
+										    Kh, Vh, rb, o2, hd + 5,
+										    hd, n - 1, nh),
+								 0);
+						for (int h = 0; h < nh; h++)
+							if (!same_or_nan(o1 + h * hd, o2 + h * (hd + 5), hd))
+								fail_msg("%s %s attn_rows_heads scale %g "
+									 "n_pos=%d head %d of %d differs "
+									 "from generic", lv[l],
+									 kv_type_names[kt],
+									 (double)scales[c], n, h, nh);
+						checked++;
+					}
+			}
+		}
+		free(kb);
+		free(vb);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	free(x);
+	free(q);
+	free(o1);
+	free(o2);
+	free(q2);
+	free(s1);
+	free(s2);
+	print_message("decode heads: %d cases over %d levels bit-equal to generic\n", checked,
+		      nl);
+}
+
 /* Every level's rmsnorm, softmax, rope and attention_head give the same
  * bits as the generic twins (kernels.h promises it), on ragged sizes
  * (dimension 172, vocabulary 105, lengths around the vector width). */
@@ -1929,6 +2036,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_swiglu),
 		cmocka_unit_test(test_float_math_twins),
 		cmocka_unit_test(test_kv_types),
+		cmocka_unit_test(test_decode_heads),
 		cmocka_unit_test(test_act_prepare_float),
 		cmocka_unit_test(test_q8_K_levels),
 		cmocka_unit_test(test_q5_ggml_golden),

@@ -23,10 +23,13 @@
  * four positions converted once into a scratch row per block, the values
  * converted in the vector loads of the weighted sum.
  *
- * attn_rows_heads puts the query heads of one KV head at one position in
- * the lanes instead (grouped-query attention in a decode batch: the keys
- * and values read once for the heads, the lanes filled by heads rather
- * than one query in sixteen); each lane's arithmetic is the same.
+ * attn_rows_heads (the query heads of one KV head at one position: a
+ * decode token in a batch) is the decode kernel on x86 (attention_heads_kv
+ * of kernels_avx512.c and kernels_avx2.c: positions in the lanes, each key
+ * and value row converted once for 4 heads); the NEON level puts the
+ * heads in the lanes of this file's kernel instead (the lanes filled by
+ * heads rather than one query in sixteen). Each head's arithmetic is the
+ * same.
  *
  * One source for the AVX-512, AVX2 and NEON levels (attn_tmpl.h): GCC vector
  * extensions of 16, 8 or 4 floats inside functions with each level's target
@@ -44,18 +47,10 @@
 #include <pthread.h>
 
 #include "kernels/simd_x86.h"
+#include "kernels/vexp_x86.h"
 
-/* libm's expf as glibc builds it for x86-64 CPUs with FMA (its __expf_fma,
- * sysdeps/ieee754/flt-32/e_expf.c; the variant every AVX2 and AVX-512 CPU
- * runs), in double lanes with the same operations, fused where it fuses:
- *   kd = fma(InvLn2N, x, SHIFT); ki = bits(kd); kd -= SHIFT;
- *   r = fma(InvLn2N, x, -kd); s = bits(T[ki % 32] + (ki << 47));
- *   y = fma(fma(C0, r, C1), r * r, fma(C2, r, 1)) * s; (float)y
- * for |x| < 88; other lanes (large, infinite, NaN) call expf. The table
- * and constants are glibc's (__exp2f_data: 2^(i/32) less i << 47, 32/ln 2,
- * the polynomial). attn_vexp_ok checks the agreement with the expf this
- * process links before any use. */
-static const uint64_t vexp_tab[32] = {
+/* glibc's table for vexp_x86.h (the values of its __exp2f_data). */
+const uint64_t attn_vexp_tab[32] = {
 	0x3ff0000000000000u, 0x3fefd9b0d3158574u, 0x3fefb5586cf9890fu,
 	0x3fef9301d0125b51u, 0x3fef72b83c7d517bu, 0x3fef54873168b9aau,
 	0x3fef387a6e756238u, 0x3fef1e9df51fdee1u, 0x3fef06fe0a31b715u,
@@ -68,97 +63,6 @@ static const uint64_t vexp_tab[32] = {
 	0x3fef3720dcef9069u, 0x3fef5818dcfba487u, 0x3fef7c97337b9b5fu,
 	0x3fefa4afa2a490dau, 0x3fefd0765b6e4540u,
 };
-#define VEXP_INVLN2N 0x1.71547652b82fep+5
-#define VEXP_SHIFT 0x1.8p+52
-#define VEXP_C0 0x1.c6af84b912394p-20
-#define VEXP_C1 0x1.ebfce50fac4f3p-13
-#define VEXP_C2 0x1.62e42ff0c52d6p-6
-#define VEXP_TOP 0x42a /* the top 12 bits of 88.0f less the sign */
-
-/* 8 floats, every lane below 88 in magnitude. */
-static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) __m256
-vexp8_avx512(__m256 x)
-{
-	const __m512d inv = _mm512_set1_pd(VEXP_INVLN2N), sh = _mm512_set1_pd(VEXP_SHIFT);
-	__m512d xd = _mm512_cvtps_pd(x);
-	__m512d kd = _mm512_fmadd_pd(inv, xd, sh);
-	__m512i ki = _mm512_castpd_si512(kd);
-	kd = _mm512_sub_pd(kd, sh);
-	__m512d r = _mm512_fmsub_pd(inv, xd, kd);
-	__m512i t = _mm512_i64gather_epi64(_mm512_and_si512(ki, _mm512_set1_epi64(31)),
-					   (const void *)vexp_tab, 8);
-	t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
-	__m512d z = _mm512_fmadd_pd(_mm512_set1_pd(VEXP_C0), r, _mm512_set1_pd(VEXP_C1));
-	__m512d r2 = _mm512_mul_pd(r, r);
-	__m512d y = _mm512_fmadd_pd(r, _mm512_set1_pd(VEXP_C2), _mm512_set1_pd(1.0));
-	y = _mm512_fmadd_pd(z, r2, y);
-	y = _mm512_mul_pd(y, _mm512_castsi512_pd(t));
-	return _mm512_cvtpd_ps(y);
-}
-
-/* 4 floats, every lane below 88 in magnitude. */
-static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) __m128
-vexp4_avx2(__m128 x)
-{
-	const __m256d inv = _mm256_set1_pd(VEXP_INVLN2N), sh = _mm256_set1_pd(VEXP_SHIFT);
-	__m256d xd = _mm256_cvtps_pd(x);
-	__m256d kd = _mm256_fmadd_pd(inv, xd, sh);
-	__m256i ki = _mm256_castpd_si256(kd);
-	kd = _mm256_sub_pd(kd, sh);
-	__m256d r = _mm256_fmsub_pd(inv, xd, kd);
-	__m256i t = _mm256_i64gather_epi64((const long long *)(const void *)vexp_tab,
-					   _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
-	t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
-	__m256d z = _mm256_fmadd_pd(_mm256_set1_pd(VEXP_C0), r, _mm256_set1_pd(VEXP_C1));
-	__m256d r2 = _mm256_mul_pd(r, r);
-	__m256d y = _mm256_fmadd_pd(r, _mm256_set1_pd(VEXP_C2), _mm256_set1_pd(1.0));
-	y = _mm256_fmadd_pd(z, r2, y);
-	y = _mm256_mul_pd(y, _mm256_castsi256_pd(t));
-	return _mm256_cvtpd_ps(y);
-}
-
-/* e[j] = expf(e[j]) for 16 lanes; lanes of 88 or more in magnitude,
- * infinite or NaN by expf itself. */
-static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) void
-vexp_lanes_avx512(float *e)
-{
-	__m512 x = _mm512_loadu_ps(e);
-	__m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20),
-				       _mm512_set1_epi32(0x7ff));
-	__mmask16 big = _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32(VEXP_TOP));
-	__m256 lo = vexp8_avx512(_mm512_castps512_ps256(x));
-	__m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
-	hi = vexp8_avx512(hi);
-	float in[16];
-	_mm512_storeu_ps(in, x);
-	_mm256_storeu_ps(e, lo);
-	_mm256_storeu_ps(e + 8, hi);
-	for (; big; big &= (__mmask16)(big - 1)) {
-		int j = __builtin_ctz(big);
-		e[j] = expf(in[j]);
-	}
-}
-
-/* The same for 8 lanes. */
-static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) void
-vexp_lanes_avx2(float *e)
-{
-	__m256 x = _mm256_loadu_ps(e);
-	__m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20),
-				       _mm256_set1_epi32(0x7ff));
-	int big = _mm256_movemask_ps(_mm256_castsi256_ps(
-		_mm256_cmpgt_epi32(top, _mm256_set1_epi32(VEXP_TOP - 1))));
-	__m128 lo = vexp4_avx2(_mm256_castps256_ps128(x));
-	__m128 hi = vexp4_avx2(_mm256_extractf128_ps(x, 1));
-	float in[8];
-	_mm256_storeu_ps(in, x);
-	_mm_storeu_ps(e, lo);
-	_mm_storeu_ps(e + 4, hi);
-	for (; big; big &= big - 1) {
-		int j = __builtin_ctz((unsigned)big);
-		e[j] = expf(in[j]);
-	}
-}
 
 /* vexp_lanes_* as calls, for the probe */
 static __attribute__((noinline, target(X86_AVX512_FEATURES))) void vexp_call_avx512(float *e)
@@ -210,7 +114,7 @@ static void vexp_probe(void)
 }
 
 /* Whether vexp_lanes_* may stand for expf in this process (probed once). */
-static bool attn_vexp_ok(void)
+bool attn_vexp_ok(void)
 {
 	pthread_once(&g_vexp_once, vexp_probe);
 	return g_vexp_ok;
@@ -312,24 +216,34 @@ int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 				 (size_t)kvs * sizeof(float), out, os, hd, pos, nh, 0);
 }
 
-/* The table entries of one KV type: tag f32, f16 or q8_0, level lv. */
-#define ATTN_ROWS_KERNELS(tag, KT, lv, ATTR)                                              \
+/* The table entries of one KV type: tag f32, f16 or q8_0, level lv
+ * (attn_rows; attn_rows_heads where the level's decode kernel does not
+ * serve it: on x86 it does, kernels_avx512.c and kernels_avx2.c). */
+#define ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)                                               \
 	ATTR int attn_rows_##tag##_##lv(const float *q, int64_t qs, const void *K,           \
 					const void *V, size_t rb, float *out, int64_t os,    \
 					int64_t hd, int32_t pos0, int32_t nq)                \
 	{                                                                                    \
 		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos0, nq, 1);        \
-	}                                                                                    \
+	}
+#define ATTN_HEADS_KERNEL(tag, KT, lv, ATTR)                                              \
 	ATTR int attn_rows_heads_##tag##_##lv(const float *q, int64_t qs, const void *K,     \
 					      const void *V, size_t rb, float *out,          \
 					      int64_t os, int64_t hd, int32_t pos, int32_t nh) \
 	{                                                                                    \
 		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos, nh, 0);         \
 	}
+#define ATTN_ROWS_KERNELS(tag, KT, lv, ATTR) \
+	ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)  \
+	ATTN_HEADS_KERNEL(tag, KT, lv, ATTR)
 #define ATTN_ROWS_LEVEL(lv, ATTR)                   \
 	ATTN_ROWS_KERNELS(f32, KV_F32, lv, ATTR)    \
 	ATTN_ROWS_KERNELS(f16, KV_F16, lv, ATTR)    \
 	ATTN_ROWS_KERNELS(q8_0, KV_Q8_0, lv, ATTR)
+#define ATTN_ROWS_LEVEL_X86(lv, ATTR)              \
+	ATTN_ROWS_KERNEL(f32, KV_F32, lv, ATTR)    \
+	ATTN_ROWS_KERNEL(f16, KV_F16, lv, ATTR)    \
+	ATTN_ROWS_KERNEL(q8_0, KV_Q8_0, lv, ATTR)
 
 ATTN_ROWS_LEVEL(generic, )
 
@@ -348,7 +262,7 @@ ATTN_ROWS_LEVEL(generic, )
 #define ATTN_LD_Q8(p) \
 	((VT)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
-ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
+ATTN_ROWS_LEVEL_X86(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 /* AVX2: 8 lanes, 16 vector registers: 2 queries per weighted-sum pass */
 #define ATTN_W 8
 #define ATTN_QB 2
@@ -360,7 +274,7 @@ ATTN_ROWS_LEVEL(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 #define ATTN_LD_Q8(p) \
 	((VT)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p)))))
 #include "kernels/attn_tmpl.h"
-ATTN_ROWS_LEVEL(avx2, __attribute__((target(X86_AVX2_FEATURES))))
+ATTN_ROWS_LEVEL_X86(avx2, __attribute__((target(X86_AVX2_FEATURES))))
 #endif
 #if defined(__aarch64__)
 #include <arm_neon.h>

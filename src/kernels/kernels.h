@@ -194,9 +194,12 @@ void matvec_range(dtype_t wt, const void *W, const void *P, int64_t rows,
  * that run.c does sequentially stays sequential, per lane where the lanes
  * are independent outputs (attention's scores: 16 positions per vector,
  * each summed over i in order), or scalar where there is only one sum
- * (rmsnorm's sum of squares, softmax's sum of exps: one add per element,
- * a small share of a token). So stories260K still reproduces run.c's text
- * and ids, and the sampler's softmax stays run.c's.
+ * (rmsnorm's sum of squares, softmax's sum of exps: one add per element;
+ * decode attention interleaves the sums of a KV head's query heads, each
+ * still sequential). expf runs as libm's (the x86 levels' vector form has
+ * its bits, checked at first use, attn.c). So stories260K still
+ * reproduces run.c's text and ids, and the sampler's softmax (the same
+ * function) stays run.c's.
  *
  * o (n,) = x * w / sqrt(mean(x^2) + eps); fixed order, o may alias x. The
  * sum of squares is ggml's (in double, kernels_impl.h rmsnorm_scale), so
@@ -236,8 +239,8 @@ void attention_head_generic(float *out, const float *q, const float *k,
 			    float *scores);
 /* nh query heads that share one KV head (grouped-query attention): head h's
  * query q + h hd, output out + h hd, scores scores + h ss (ss >= n_pos);
- * each head the same bits as attention_head (the SIMD level shares the
- * keys' loads among the heads). */
+ * each head the same bits as attention_head (the x86 levels load and
+ * convert each key and value row once for 4 heads). */
 void attention_heads(float *out, const float *q, const float *k, const float *v,
 		     int64_t stride, int n_pos, int hd, float *scores, int nh, int64_t ss);
 void attention_heads_generic(float *out, const float *q, const float *k,

@@ -14,7 +14,10 @@
 
 #if defined(__x86_64__)
 
+#include "base/alloc.h"
+#include "kernels/gemm_impl.h"
 #include "kernels/simd_x86.h"
+#include "kernels/vexp_x86.h"
 
 /* Software prefetch distance ahead of each row of a 4-row group (see
  * kernels_avx512.c); prefetches never fault past the end. */
@@ -414,41 +417,92 @@ AVX2 static void rmsnorm_avx2(float *o, const float *x, const float *w, int64_t 
 		o[j] = w[j] * (ss * x[j]);
 }
 
-/* The max over lanes (the max of numbers does not depend on the order; a
- * NaN anywhere takes the generic path, whose comparisons define the
- * result), expf and the sum in the generic's order, the division 8 lanes
- * at once. */
-AVX2 static void softmax_avx2(float *x, int64_t n)
+/* softmax (softmax_generic's bits) of c <= 4 rows of n scores, row h at
+ * s + h * ss (decode: the query heads of one KV head; c = 1: softmax),
+ * as kernels_avx512.c softmax_rows: per row the max over lanes (a NaN in
+ * any row sends every row to the generic), expf(x - max) 8 at a time by
+ * the vector expf where the probe agreed (vexp_x86.h: expf's bits; else
+ * expf itself), the sum sequential in t from +0, then x / sum 8 lanes at
+ * once; the c sums interleaved (c independent add chains). */
+AVX2_INLINE void softmax_rows(float *s, int64_t ss, int64_t n, const int c)
 {
 	if (n <= 0)
 		return;
-	__m256 mx = _mm256_set1_ps(x[0]), un = _mm256_setzero_ps();
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		__m256 v = _mm256_loadu_ps(x + i);
-		un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-		mx = _mm256_max_ps(mx, v);
-	}
-	float max = hmax256_ps(mx);
-	int nan = _mm256_movemask_ps(un) != 0;
-	for (; i < n; i++) {
-		nan |= x[i] != x[i];
-		max = x[i] > max ? x[i] : max;
+	float mx[4];
+	int nan = 0;
+#pragma GCC unroll 4
+	for (int h = 0; h < 4; h++) {
+		if (h >= c)
+			continue;
+		const float *x = s + h * ss;
+		__m256 vm = _mm256_set1_ps(x[0]), un = _mm256_setzero_ps();
+		int64_t i = 0;
+		for (; i + 8 <= n; i += 8) {
+			__m256 v = _mm256_loadu_ps(x + i);
+			un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+			vm = _mm256_max_ps(vm, v);
+		}
+		float max = hmax256_ps(vm);
+		nan |= _mm256_movemask_ps(un) != 0;
+		for (; i < n; i++) {
+			nan |= x[i] != x[i];
+			max = x[i] > max ? x[i] : max;
+		}
+		mx[h] = max;
 	}
 	if (nan) {
-		softmax_generic(x, n);
+		for (int h = 0; h < c; h++)
+			softmax_generic(s + h * ss, n);
 		return;
 	}
-	float sum = 0.0f;
-	for (i = 0; i < n; i++) {
-		x[i] = expf(x[i] - max);
-		sum += x[i];
+	const bool vexp = attn_vexp_ok();
+	float sum[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	for (int64_t i = 0; i < n; i += 8) {
+		const int nr = n - i < 8 ? (int)(n - i) : 8;
+		float e[4][8];
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++) {
+			if (h >= c)
+				continue;
+			float *x = s + h * ss + i;
+			if (nr == 8) {
+				_mm256_storeu_ps(e[h], _mm256_sub_ps(_mm256_loadu_ps(x),
+								     _mm256_set1_ps(mx[h])));
+			} else { /* lanes past n: exp(0), never stored nor added */
+				for (int j = 0; j < 8; j++)
+					e[h][j] = j < nr ? x[j] - mx[h] : 0.0f;
+			}
+			if (vexp)
+				vexp_lanes_avx2(e[h]);
+			else
+				for (int j = 0; j < nr; j++)
+					e[h][j] = expf(e[h][j]);
+			memcpy(x, e[h], (size_t)nr * sizeof *x);
+		}
+		for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++)
+				if (h < c)
+					sum[h] += e[h][j];
 	}
-	const __m256 vs = _mm256_set1_ps(sum);
-	for (i = 0; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), vs));
-	for (; i < n; i++)
-		x[i] /= sum;
+#pragma GCC unroll 4
+	for (int h = 0; h < 4; h++) {
+		if (h >= c)
+			continue;
+		float *x = s + h * ss;
+		const __m256 vs = _mm256_set1_ps(sum[h]);
+		int64_t i = 0;
+		for (; i + 8 <= n; i += 8)
+			_mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_loadu_ps(x + i), vs));
+		for (; i < n; i++)
+			x[i] /= sum[h];
+	}
+}
+
+/* One row: the level's softmax (the sampler's too; the same bits). */
+AVX2 static void softmax_avx2(float *x, int64_t n)
+{
+	softmax_rows(x, 0, n, 1);
 }
 
 /* exp_eg (kernels_impl.h) 8 lanes at once, the same operations in the
@@ -614,15 +668,16 @@ AVX2_INLINE __m256 kv_ld8(const int kt, const uint8_t *row, int64_t i0, int64_t 
 	return rem >= 8 ? _mm256_loadu_ps(f) : _mm256_maskload_ps(f, tail_mask8(rem));
 }
 
-/* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 8
+/* Scores of c <= 4 query heads (q + h * qs) sharing one KV head, 8
  * positions per vector (lane l = position t + l), each summed over i in
  * order from +0 (the generic's dot, per lane): the 8 keys are read as rows,
  * 8 dimensions at a time (converted as they are loaded, kv_ld8), and
  * transposed in registers once for the c heads (positions past n_pos and
  * dimensions past hd read as 0 and are never added); the division by
  * sqrtf(hd) per lane. */
-AVX2_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *k, size_t rb,
-			    int n_pos, int hd, float *scores, int64_t ss)
+AVX2_INLINE void att_scores(const int kt, const float *q, int64_t qs, int c,
+			    const uint8_t *k, size_t rb, int n_pos, int hd, float *scores,
+			    int64_t ss)
 {
 	const __m256 scale = _mm256_set1_ps(sqrtf((float)hd));
 	for (int t = 0; t < n_pos; t += 8) {
@@ -641,7 +696,7 @@ AVX2_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *
 			for (int h = 0; h < 4; h++) {
 				if (h >= c)
 					continue;
-				const float *qh = q + (size_t)h * (size_t)hd + i0;
+				const float *qh = q + (size_t)h * (size_t)qs + i0;
 #pragma GCC unroll 8
 				for (int j = 0; j < 8; j++) {
 					if (j >= nj)
@@ -660,69 +715,122 @@ AVX2_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *
 	}
 }
 
-/* out (hd) = sum_u s[u] v_u: 32 dimensions (four independent chains) per
- * pass over the values, each summed over u in order from +0. */
-AVX2_INLINE void att_wsum(const int kt, float *out, const float *s, const uint8_t *v,
-			  size_t rb, int n_pos, int hd)
+/* out + h * os (hd floats) = sum_u s_h[u] v_u for the c <= 4 heads whose
+ * weights are s_h = s + h * ss: 16 dimensions a pass over the values (the
+ * 8 accumulators, 2 values and a weight fit the 16 registers), each value
+ * row's two vectors loaded and converted once for the c heads (kv_ld8),
+ * each sum over u in order from +0 (the generic's order per head). */
+AVX2_INLINE void att_wsum(const int kt, float *out, int64_t os, const float *s, int64_t ss,
+			  const uint8_t *v, size_t rb, int n_pos, int hd, const int c)
 {
-	for (int i = 0; i < hd; i += 32) {
+	for (int i = 0; i < hd; i += 16) {
 		const __m256i m0 = tail_mask8(hd - i), m1 = tail_mask8(hd - i - 8);
-		const __m256i m2 = tail_mask8(hd - i - 16), m3 = tail_mask8(hd - i - 24);
-		__m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+		/* the first byte of this pass's dimensions in a row */
+		const size_t b0 = kv_row_bytes((kv_type_t)kt, kt == KV_Q8_0 ? i / QK * QK : i);
+		__m256 o[4][2];
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++)
+			o[h][0] = o[h][1] = _mm256_setzero_ps();
 		for (int u = 0; u < n_pos; u++) {
 			const uint8_t *vu = v + (size_t)u * rb;
-			const __m256 su = _mm256_set1_ps(s[u]);
-			__m256 p0 = _mm256_mul_ps(su, kv_ld8(kt, vu, i, hd - i));
-			__m256 p1 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 8, hd - i - 8));
-			__m256 p2 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 16, hd - i - 16));
-			__m256 p3 = _mm256_mul_ps(su, kv_ld8(kt, vu, i + 24, hd - i - 24));
-			VEC_ROUNDED(p0);
-			VEC_ROUNDED(p1);
-			VEC_ROUNDED(p2);
-			VEC_ROUNDED(p3);
-			o0 = _mm256_add_ps(o0, p0);
-			o1 = _mm256_add_ps(o1, p1);
-			o2 = _mm256_add_ps(o2, p2);
-			o3 = _mm256_add_ps(o3, p3);
+			/* the row 8 on: at a long context the values come from
+			 * L2 or memory, rb apart */
+			_mm_prefetch((const char *)vu + 8 * rb + b0, _MM_HINT_T0);
+			const __m256 x0 = kv_ld8(kt, vu, i, hd - i);
+			const __m256 x1 = kv_ld8(kt, vu, i + 8, hd - i - 8);
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++) {
+				if (h >= c)
+					continue;
+				const __m256 su = _mm256_set1_ps(s[(size_t)h * (size_t)ss + (size_t)u]);
+				__m256 p0 = _mm256_mul_ps(su, x0), p1 = _mm256_mul_ps(su, x1);
+				VEC_ROUNDED(p0);
+				VEC_ROUNDED(p1);
+				o[h][0] = _mm256_add_ps(o[h][0], p0);
+				o[h][1] = _mm256_add_ps(o[h][1], p1);
+			}
 		}
-		_mm256_maskstore_ps(out + i, m0, o0);
-		_mm256_maskstore_ps(out + i + 8, m1, o1);
-		_mm256_maskstore_ps(out + i + 16, m2, o2);
-		_mm256_maskstore_ps(out + i + 24, m3, o3);
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++) {
+			if (h >= c)
+				continue;
+			_mm256_maskstore_ps(out + (size_t)h * (size_t)os + i, m0, o[h][0]);
+			_mm256_maskstore_ps(out + (size_t)h * (size_t)os + i + 8, m1, o[h][1]);
+		}
 	}
 }
 
-/* nh heads: scores 4 heads at a time (att_scores), then per head softmax
- * and the weighted sum. */
-AVX2_INLINE void attention_kt(const int kt, float *out, const float *q, const uint8_t *k,
-			      const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
-			      int nh, int64_t ss)
+/* c <= 4 query heads of one KV head at one position (a constant per
+ * instance, so that the accumulators stay in registers), query h at
+ * q + h * qs, output at out + h * os: scores (att_scores), softmax
+ * (softmax_rows), weighted sum (att_wsum), each key and value row read and
+ * converted once for the c heads. */
+AVX2_INLINE void att_group(const int kt, float *out, int64_t os, const float *q, int64_t qs,
+			     const uint8_t *k, const uint8_t *v, size_t rb, int n_pos, int hd,
+			     float *scores, int64_t ss, const int c)
+{
+	att_scores(kt, q, qs, c, k, rb, n_pos, hd, scores, ss);
+	softmax_rows(scores, ss, n_pos, c);
+	att_wsum(kt, out, os, scores, ss, v, rb, n_pos, hd, c);
+}
+
+/* nh heads, 4 at a time (att_group); scores + h * ss (n_pos floats) are
+ * head h's, left holding its probabilities. */
+AVX2_INLINE void attention_kt(const int kt, float *out, int64_t os, const float *q, int64_t qs,
+				const uint8_t *k, const uint8_t *v, size_t rb, int n_pos, int hd,
+				float *scores, int nh, int64_t ss)
 {
 	for (int h = 0; h < nh; h += 4) {
-		const float *qh = q + (size_t)h * (size_t)hd;
-		float *sh = scores + (size_t)h * (size_t)ss;
-		/* a constant head count per call, so that the accumulators
-		 * and the transposed keys stay in registers */
+		float *oh = out + (size_t)h * (size_t)os, *sh = scores + (size_t)h * (size_t)ss;
+		const float *qh = q + (size_t)h * (size_t)qs;
 		switch (nh - h) {
-		case 1: att_scores(kt, qh, 1, k, rb, n_pos, hd, sh, ss); break;
-		case 2: att_scores(kt, qh, 2, k, rb, n_pos, hd, sh, ss); break;
-		case 3: att_scores(kt, qh, 3, k, rb, n_pos, hd, sh, ss); break;
-		default: att_scores(kt, qh, 4, k, rb, n_pos, hd, sh, ss); break;
+		case 1:
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 1);
+			break;
+		case 2:
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 2);
+			break;
+		case 3:
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 3);
+			break;
+		default:
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 4);
+			break;
 		}
-	}
-	for (int h = 0; h < nh; h++) {
-		float *s = scores + (size_t)h * (size_t)ss;
-		softmax_avx2(s, n_pos);
-		att_wsum(kt, out + (size_t)h * (size_t)hd, s, v, rb, n_pos, hd);
 	}
 }
 
-#define ATTENTION_AVX2(tag, KT)                                                          \
-	AVX2 static void attention_##tag##_avx2(float *out, const float *q, const void *k,  \
-						const void *v, size_t rb, int n_pos, int hd, \
-						float *scores, int nh, int64_t ss)           \
-	{                                                                                   \
-		attention_kt(KT, out, q, k, v, rb, n_pos, hd, scores, nh, ss);              \
+/* attn_rows_heads_kv (kernels.h) by the decode kernel: the nh heads at
+ * position pos against keys 0..pos, their scores in the thread's scratch;
+ * each head the bits of attention_heads_kv, and so of attn_rows. */
+AVX2_INLINE int attn_heads_kt(const int kt, const float *q, int64_t qs, const void *K,
+				const void *V, size_t rb, float *out, int64_t os, int64_t hd,
+				int32_t pos, int32_t nh)
+{
+	const int64_t ss = ((int64_t)pos + 16) & ~(int64_t)15; /* >= pos + 1 */
+	/* eg_alloc_fault: the scratch is an allocation point of the failure
+	 * hook (base/alloc.h) like any other */
+	float *s = eg_alloc_fault() ? NULL : gemm_scratch(0, sizeof(float) * (size_t)(ss * nh));
+	if (!s)
+		return -1;
+	attention_kt(kt, out, os, q, qs, K, V, rb, pos + 1, (int)hd, s, nh, ss);
+	return 0;
+}
+
+/* The level's decode attention per KV type, and the batch's decode token
+ * (attn_rows_heads) by the same kernel. */
+#define ATTENTION_AVX2(tag, KT)                                                             \
+	AVX2 static void attention_##tag##_avx2(float *out, const float *q, const void *k,     \
+						const void *v, size_t rb, int n_pos, int hd,    \
+						float *scores, int nh, int64_t ss)              \
+	{                                                                                      \
+		attention_kt(KT, out, hd, q, hd, k, v, rb, n_pos, hd, scores, nh, ss);         \
+	}                                                                                      \
+	AVX2 int attn_rows_heads_##tag##_avx2(const float *q, int64_t qs, const void *K,       \
+					      const void *V, size_t rb, float *out, int64_t os, \
+					      int64_t hd, int32_t pos, int32_t nh)              \
+	{                                                                                      \
+		return attn_heads_kt(KT, q, qs, K, V, rb, out, os, hd, pos, nh);               \
 	}
 ATTENTION_AVX2(f32, KV_F32)
 ATTENTION_AVX2(f16, KV_F16)

@@ -53,8 +53,11 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "base/alloc.h"
 #include "kernels/avx512_lanes.h"
+#include "kernels/gemm_impl.h"
 #include "kernels/kquants.h"
+#include "kernels/vexp_x86.h"
 
 /* ---------------------------------------------------------- helpers */
 
@@ -1009,37 +1012,87 @@ AVX512 void rmsnorm_avx512(float *o, const float *x, const float *w,
 	}
 }
 
-/* The max over lanes (the max of numbers does not depend on the order; a
- * NaN anywhere takes the generic path, whose comparisons define the
- * result), expf and the sum in the generic's order, the division 16 lanes
- * at once. */
-AVX512 void softmax_avx512(float *x, int64_t n)
+/* softmax (softmax_generic's bits) of c <= 4 rows of n scores, row h at
+ * s + h * ss (decode: the query heads of one KV head; c = 1: softmax).
+ * Per row: the max over lanes (the max of numbers does not depend on the
+ * order; where it is +0 for the generic's -0 or back, an x - max differs
+ * at most in a zero's sign, and expf gives 1 for both; a NaN in any row
+ * sends every row to the generic, whose comparisons define the result),
+ * expf(x - max) 16 at a time by the vector expf where the probe agreed
+ * (vexp_x86.h: expf's bits; else expf itself), the sum sequential in t
+ * from +0, then x / sum 16 lanes at once. The c sums are interleaved: c
+ * independent add chains instead of one per row in turn, and the vector
+ * expf of the next 16 overlaps them. */
+AVX512_INLINE void softmax_rows(float *s, int64_t ss, int64_t n, const int c)
 {
 	if (n <= 0)
 		return;
-	__m512 mx = _mm512_set1_ps(x[0]);
+	__m512 mx[4];
 	__mmask16 nan = 0;
-	for (int64_t i = 0; i < n; i += 16) {
-		__mmask16 m = tail_mask(n - i);
-		__m512 v = _mm512_mask_loadu_ps(mx, m, x + i);
-		nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-		mx = _mm512_max_ps(mx, v);
+#pragma GCC unroll 4
+	for (int h = 0; h < 4; h++) {
+		if (h >= c)
+			continue;
+		const float *x = s + h * ss;
+		mx[h] = _mm512_set1_ps(x[0]);
+		for (int64_t i = 0; i < n; i += 16) {
+			__mmask16 m = tail_mask(n - i);
+			__m512 v = _mm512_mask_loadu_ps(mx[h], m, x + i);
+			nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+			mx[h] = _mm512_max_ps(mx[h], v);
+		}
+		mx[h] = _mm512_set1_ps(_mm512_reduce_max_ps(mx[h]));
 	}
 	if (nan) {
-		softmax_generic(x, n);
+		for (int h = 0; h < c; h++)
+			softmax_generic(s + h * ss, n);
 		return;
 	}
-	float max = _mm512_reduce_max_ps(mx);
-	float sum = 0.0f;
-	for (int64_t i = 0; i < n; i++) {
-		x[i] = expf(x[i] - max);
-		sum += x[i];
-	}
-	const __m512 vs = _mm512_set1_ps(sum);
+	const bool vexp = attn_vexp_ok();
+	float sum[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 	for (int64_t i = 0; i < n; i += 16) {
-		__mmask16 m = tail_mask(n - i);
-		_mm512_mask_storeu_ps(x + i, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vs));
+		const int nr = n - i < 16 ? (int)(n - i) : 16;
+		const __mmask16 m = tail_mask(nr);
+		float e[4][16];
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++) {
+			if (h >= c)
+				continue;
+			float *x = s + h * ss + i;
+			/* lanes past n: exp(0), never stored nor added */
+			_mm512_storeu_ps(e[h], _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x),
+								  mx[h]));
+			if (vexp)
+				vexp_lanes_avx512(e[h]);
+			else
+				for (int j = 0; j < nr; j++)
+					e[h][j] = expf(e[h][j]);
+			_mm512_mask_storeu_ps(x, m, _mm512_loadu_ps(e[h]));
+		}
+		for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++)
+				if (h < c)
+					sum[h] += e[h][j];
 	}
+#pragma GCC unroll 4
+	for (int h = 0; h < 4; h++) {
+		if (h >= c)
+			continue;
+		float *x = s + h * ss;
+		const __m512 vs = _mm512_set1_ps(sum[h]);
+		for (int64_t i = 0; i < n; i += 16) {
+			__mmask16 m = tail_mask(n - i);
+			_mm512_mask_storeu_ps(x + i, m,
+					      _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vs));
+		}
+	}
+}
+
+/* One row: the level's softmax (the sampler's too; the same bits). */
+AVX512 void softmax_avx512(float *x, int64_t n)
+{
+	softmax_rows(x, 0, n, 1);
 }
 
 /* exp_eg (kernels_impl.h) 16 lanes at once, the same operations in the
@@ -1191,7 +1244,7 @@ AVX512_INLINE __m512 kv_ld16(const int kt, const uint8_t *row, int64_t i0, __mma
 	return _mm512_maskz_loadu_ps(m, row + 4 * i0);
 }
 
-/* Scores of c <= 4 query heads (q + h * hd) sharing one KV head, 16
+/* Scores of c <= 4 query heads (q + h * qs) sharing one KV head, 16
  * positions per vector, lane l = position t + l, each summed over i in
  * order from +0 (the generic's dot, per lane): the 16 keys are read as
  * rows, 16 dimensions at a time (converted to floats as they are loaded,
@@ -1201,9 +1254,9 @@ AVX512_INLINE __m512 kv_ld16(const int kt, const uint8_t *row, int64_t i0, __mma
  * Gathering the keys in 16 lanes instead took most of the attention's
  * time; the transposes are shared among a KV head's queries
  * (tinyllama-1.1b: 8 per KV head). Figures: doc/measurements.md. */
-AVX512_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t *k,
-			      const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
-			      int64_t ss)
+AVX512_INLINE void att_scores(const int kt, const float *q, int64_t qs, int c,
+			      const uint8_t *k, const uint8_t *v, size_t rb, int n_pos, int hd,
+			      float *scores, int64_t ss)
 {
 	const __m512 scale = _mm512_set1_ps(sqrtf((float)hd));
 	const int hb = (int)kv_row_bytes((kv_type_t)kt, hd); /* a head's bytes per row */
@@ -1236,7 +1289,7 @@ AVX512_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t
 			for (int h = 0; h < 4; h++) {
 				if (h >= c)
 					continue;
-				const float *qh = q + (size_t)h * (size_t)hd + i0;
+				const float *qh = q + (size_t)h * (size_t)qs + i0;
 				if (nj == 16) {
 #pragma GCC unroll 16
 					for (int j = 0; j < 16; j++) {
@@ -1264,78 +1317,132 @@ AVX512_INLINE void att_scores(const int kt, const float *q, int c, const uint8_t
 	}
 }
 
-/* out (hd) = sum_u s[u] v_u: 64 dimensions (four independent chains) per
- * pass over the values, each summed over u in order from +0. */
-AVX512_INLINE void att_wsum(const int kt, float *out, const float *s, const uint8_t *v,
-			    size_t rb, int n_pos, int hd)
+/* out + h * os (hd floats) = sum_u s_h[u] v_u for the c <= 4 heads whose
+ * weights are s_h = s + h * ss: 64 dimensions a pass over the values, each
+ * value row's four vectors loaded and converted once for the c heads
+ * (kv_ld16), 4c independent chains, each summed over u in order from +0
+ * (the generic's order per head). */
+AVX512_INLINE void att_wsum(const int kt, float *out, int64_t os, const float *s, int64_t ss,
+			    const uint8_t *v, size_t rb, int n_pos, int hd, const int c)
 {
+	const size_t hb = kv_row_bytes((kv_type_t)kt, hd); /* a head's bytes per row */
 	for (int i = 0; i < hd; i += 64) {
-		const __mmask16 m0 = tail_mask(hd - i), m1 = tail_mask(hd - i - 16);
-		const __mmask16 m2 = tail_mask(hd - i - 32), m3 = tail_mask(hd - i - 48);
-		__m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+		const __mmask16 m[4] = { tail_mask(hd - i), tail_mask(hd - i - 16),
+					 tail_mask(hd - i - 32), tail_mask(hd - i - 48) };
+		/* this pass's bytes of a row: [b0, b1) */
+		const size_t b0 = kv_row_bytes((kv_type_t)kt, i);
+		const size_t b1 = i + 64 < hd ? kv_row_bytes((kv_type_t)kt, i + 64) : hb;
+		__m512 o[4][4];
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++)
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++)
+				o[h][k] = _mm512_setzero_ps();
 		for (int u = 0; u < n_pos; u++) {
 			const uint8_t *vu = v + (size_t)u * rb;
-			const __m512 su = _mm512_set1_ps(s[u]);
-			__m512 p0 = _mm512_mul_ps(su, kv_ld16(kt, vu, i, m0));
-			__m512 p1 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 16, m1));
-			__m512 p2 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 32, m2));
-			__m512 p3 = _mm512_mul_ps(su, kv_ld16(kt, vu, i + 48, m3));
-			VEC_ROUNDED(p0);
-			VEC_ROUNDED(p1);
-			VEC_ROUNDED(p2);
-			VEC_ROUNDED(p3);
-			o0 = _mm512_add_ps(o0, p0);
-			o1 = _mm512_add_ps(o1, p1);
-			o2 = _mm512_add_ps(o2, p2);
-			o3 = _mm512_add_ps(o3, p3);
+			/* the row 8 on: at a long context the values come from
+			 * L2 or memory, rb apart */
+			for (size_t b = b0; b < b1; b += 64)
+				_mm_prefetch((const char *)vu + 8 * rb + b, _MM_HINT_T0);
+			__m512 x[4];
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++)
+				x[k] = kv_ld16(kt, vu, i + 16 * k, m[k]);
+#pragma GCC unroll 4
+			for (int h = 0; h < 4; h++) {
+				if (h >= c)
+					continue;
+				const __m512 su = _mm512_set1_ps(s[(size_t)h * (size_t)ss + (size_t)u]);
+#pragma GCC unroll 4
+				for (int k = 0; k < 4; k++) {
+					__m512 p = _mm512_mul_ps(su, x[k]);
+					VEC_ROUNDED(p);
+					o[h][k] = _mm512_add_ps(o[h][k], p);
+				}
+			}
 		}
-		_mm512_mask_storeu_ps(out + i, m0, o0);
-		_mm512_mask_storeu_ps(out + i + 16, m1, o1);
-		_mm512_mask_storeu_ps(out + i + 32, m2, o2);
-		_mm512_mask_storeu_ps(out + i + 48, m3, o3);
+#pragma GCC unroll 4
+		for (int h = 0; h < 4; h++)
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++)
+				if (h < c)
+					_mm512_mask_storeu_ps(out + (size_t)h * (size_t)os + i + 16 * k,
+							      m[k], o[h][k]);
 	}
 }
 
-/* nh heads: scores 4 heads at a time (att_scores), then per head softmax
- * (as above) and the weighted sum. */
-AVX512_INLINE void attention_kt(const int kt, float *out, const float *q, const uint8_t *k,
-				const uint8_t *v, size_t rb, int n_pos, int hd, float *scores,
-				int nh, int64_t ss)
+/* c <= 4 query heads of one KV head at one position (a constant per
+ * instance, so that the accumulators stay in registers), query h at
+ * q + h * qs, output at out + h * os: scores (att_scores), softmax
+ * (softmax_rows), weighted sum (att_wsum), each key and value row read and
+ * converted once for the c heads. */
+AVX512_INLINE void att_group(const int kt, float *out, int64_t os, const float *q, int64_t qs,
+			     const uint8_t *k, const uint8_t *v, size_t rb, int n_pos, int hd,
+			     float *scores, int64_t ss, const int c)
+{
+	att_scores(kt, q, qs, c, k, v, rb, n_pos, hd, scores, ss);
+	softmax_rows(scores, ss, n_pos, c);
+	att_wsum(kt, out, os, scores, ss, v, rb, n_pos, hd, c);
+}
+
+/* nh heads, 4 at a time (att_group); scores + h * ss (n_pos floats) are
+ * head h's, left holding its probabilities. */
+AVX512_INLINE void attention_kt(const int kt, float *out, int64_t os, const float *q, int64_t qs,
+				const uint8_t *k, const uint8_t *v, size_t rb, int n_pos, int hd,
+				float *scores, int nh, int64_t ss)
 {
 	for (int h = 0; h < nh; h += 4) {
-		const float *qh = q + (size_t)h * (size_t)hd;
-		float *sh = scores + (size_t)h * (size_t)ss;
-		/* a constant head count per call, so that the accumulators
-		 * and the transposed keys stay in registers */
+		float *oh = out + (size_t)h * (size_t)os, *sh = scores + (size_t)h * (size_t)ss;
+		const float *qh = q + (size_t)h * (size_t)qs;
 		switch (nh - h) {
 		case 1:
-			att_scores(kt, qh, 1, k, v, rb, n_pos, hd, sh, ss);
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 1);
 			break;
 		case 2:
-			att_scores(kt, qh, 2, k, v, rb, n_pos, hd, sh, ss);
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 2);
 			break;
 		case 3:
-			att_scores(kt, qh, 3, k, v, rb, n_pos, hd, sh, ss);
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 3);
 			break;
 		default:
-			att_scores(kt, qh, 4, k, v, rb, n_pos, hd, sh, ss);
+			att_group(kt, oh, os, qh, qs, k, v, rb, n_pos, hd, sh, ss, 4);
 			break;
 		}
 	}
-	for (int h = 0; h < nh; h++) {
-		float *s = scores + (size_t)h * (size_t)ss;
-		softmax_avx512(s, n_pos);
-		att_wsum(kt, out + (size_t)h * (size_t)hd, s, v, rb, n_pos, hd);
-	}
 }
 
-/* The level's attention per KV type (both avx512 tables). */
-#define ATTENTION_AVX512(tag, KT)                                                     \
-	AVX512 void attention_##tag##_avx512(float *out, const float *q, const void *k,  \
-					     const void *v, size_t rb, int n_pos, int hd, \
-					     float *scores, int nh, int64_t ss)           \
-	{                                                                                \
-		attention_kt(KT, out, q, k, v, rb, n_pos, hd, scores, nh, ss);           \
+/* attn_rows_heads_kv (kernels.h) by the decode kernel: the nh heads at
+ * position pos against keys 0..pos, their scores in the thread's scratch;
+ * each head the bits of attention_heads_kv, and so of attn_rows. */
+AVX512_INLINE int attn_heads_kt(const int kt, const float *q, int64_t qs, const void *K,
+				const void *V, size_t rb, float *out, int64_t os, int64_t hd,
+				int32_t pos, int32_t nh)
+{
+	const int64_t ss = ((int64_t)pos + 16) & ~(int64_t)15; /* >= pos + 1 */
+	/* eg_alloc_fault: the scratch is an allocation point of the failure
+	 * hook (base/alloc.h) like any other */
+	float *s = eg_alloc_fault() ? NULL : gemm_scratch(0, sizeof(float) * (size_t)(ss * nh));
+	if (!s)
+		return -1;
+	attention_kt(kt, out, os, q, qs, K, V, rb, pos + 1, (int)hd, s, nh, ss);
+	return 0;
+}
+
+/* The level's decode attention per KV type, and the batch's decode token
+ * (attn_rows_heads) by the same kernel (both avx512 tables). */
+#define ATTENTION_AVX512(tag, KT)                                                          \
+	AVX512 void attention_##tag##_avx512(float *out, const float *q, const void *k,       \
+					     const void *v, size_t rb, int n_pos, int hd,      \
+					     float *scores, int nh, int64_t ss)                \
+	{                                                                                     \
+		attention_kt(KT, out, hd, q, hd, k, v, rb, n_pos, hd, scores, nh, ss);        \
+	}                                                                                     \
+	AVX512 int attn_rows_heads_##tag##_avx512(const float *q, int64_t qs, const void *K,  \
+						  const void *V, size_t rb, float *out,       \
+						  int64_t os, int64_t hd, int32_t pos,        \
+						  int32_t nh)                                 \
+	{                                                                                     \
+		return attn_heads_kt(KT, q, qs, K, V, rb, out, os, hd, pos, nh);              \
 	}
 ATTENTION_AVX512(f32, KV_F32)
 ATTENTION_AVX512(f16, KV_F16)

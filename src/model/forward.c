@@ -754,8 +754,8 @@ static void b_attn_run(forward_t *f, const layer_t *y, int64_t l, int64_t kvh,
 	kv_type_t kt = f->kvt;
 	bool failed = false;
 	if (b - a == 1) {
-		/* a decode token: its heads in the lanes at once, keys and
-		 * values read once for them (attn_rows_heads) */
+		/* a decode token: its heads at once, keys and values read
+		 * once for them (attn_rows_heads: the decode kernel) */
 		int32_t t0 = attn_start(f, y, f->bpos_of[a]);
 		failed = attn_rows_heads_kv(kt, f->bq + a * Q + h0 * hd, hd, K + (size_t)t0 * rb,
 					    V + (size_t)t0 * rb, rb, f->batt + a * Q + h0 * hd,
