@@ -197,7 +197,7 @@ if start_server main -m "$MODEL" --ctx 64 --timeout 2 -q; then
 		egang_time_to_first_token_seconds_bucket egang_time_per_output_token_seconds_count \
 		egang_queue_depth egang_gang_width egang_gang_latch_changes_total egang_gang_joins_total \
 		egang_gang_departures_total egang_policy_index egang_policy_invalid_index_total \
-		process_resident_memory_bytes; do
+		process_resident_memory_bytes process_cpu_seconds_total; do
 		grep -q "^$m" "$TMP/m1.txt" || missing+="$m "
 	done
 	if [[ -z $missing ]]; then pass "/metrics has every required family"
@@ -374,6 +374,12 @@ PY
 	line=$(grep '^bench serve' "$TMP/bench.out")
 	if [[ $rc -eq 0 && $line == *" failed 0 "* ]]; then pass "bench serve: only 200/429, none lost ($line)"
 	else fail "bench serve" "rc $rc: $line $(head -c 200 "$TMP/bench.err")"; fi
+	# the server's CPU over the run, from its process_cpu_seconds_total:
+	# 8 clients for 3 s keep the gang busy, so it is well above 0
+	if [[ $line =~ server_cpu_s\ ([0-9.]+)\ cpu_ms_per_tok\ ([0-9.]+) ]] &&
+	   awk -v c="${BASH_REMATCH[1]}" -v t="${BASH_REMATCH[2]}" 'BEGIN {exit !(c > 0.1 && t > 0)}'; then
+		pass "bench serve: the server's CPU seconds and CPU ms per token"
+	else fail "bench serve: server CPU" "$line"; fi
 	# --ramp: the 4 clients start 0.5 s apart; all of them still send
 	"$EGANG" bench serve --url "$URL" --clients 4 --seconds 3 --ramp 2 --max-tokens 4 \
 		>"$TMP/bench.out" 2>"$TMP/bench.err"

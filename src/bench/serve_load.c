@@ -393,6 +393,9 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 			fclose(b.log);
 		return err_set("bench serve: curl_global_init failed");
 	}
+	/* the server's CPU time over the run: its own counter, so that the
+	 * clients' CPU (on the same machine, often) is not in it */
+	double cpu0 = metric_value(b.url, c->api_key, "process_cpu_seconds_total");
 	uint64_t t0 = time_now_ns();
 	b.t0 = t0;
 	/* without it a second run against the same server sent the first
@@ -411,6 +414,8 @@ int serve_load_run(const serve_load_config_t *c, serve_load_result_t *r,
 		pthread_join(th[i], NULL);
 	r->wall_s = (double)(time_now_ns() - t0) / 1e9;
 	r->rss_end = server_rss(&b);
+	double cpu1 = metric_value(b.url, c->api_key, "process_cpu_seconds_total");
+	r->server_cpu_s = cpu0 >= 0 && cpu1 >= cpu0 ? cpu1 - cpu0 : -1;
 	double qs = metric_value(b.url, c->api_key, "egang_queue_wait_seconds_sum");
 	double qn = metric_value(b.url, c->api_key, "egang_queue_wait_seconds_count");
 	r->queue_wait_s = qs >= 0 && qn > 0 ? qs / qn : -1;

@@ -16,7 +16,8 @@
  * first token is from the request's start; percentiles are
  * nearest rank (base/stats.h). The server's RSS is read after the first
  * 100 requests and at the end, from /metrics'
- * process_resident_memory_bytes, or /proc/PID/status with pid. */
+ * process_resident_memory_bytes, or /proc/PID/status with pid; its CPU
+ * time over the run from /metrics' process_cpu_seconds_total. */
 #ifndef EGANG_BENCH_SERVE_LOAD_H
 #define EGANG_BENCH_SERVE_LOAD_H
 
@@ -56,6 +57,9 @@ typedef struct serve_load_result {
 	long rss_100, rss_end; /* bytes; 0 if not read */
 	double queue_wait_s;   /* the server's mean queue wait (its /metrics,
 				  over its lifetime); -1 if not reported */
+	double server_cpu_s;   /* the server's CPU seconds during the run (its
+				  /metrics process_cpu_seconds_total, read
+				  before and after); -1 if not reported */
 	char why[200];       /* the first failure, "" if none */
 } serve_load_result_t;
 

@@ -18,8 +18,10 @@ static const char bench_serve_help[] =
 	"[DONE], an error event, or finish_reason \"length\" before --max-tokens,\n"
 	"an answer cut short; keep prompt + --max-tokens within the server's\n"
 	"--ctx). Prints one line starting \"bench serve\": requests/s,\n"
-	"time to first token p50/p99, generated tok/s, and the server's RSS\n"
-	"after the first 100 requests and at the end (from /metrics'\n"
+	"time to first token p50/p99, generated tok/s, the server's CPU seconds\n"
+	"over the run and per generated token (from /metrics'\n"
+	"process_cpu_seconds_total: the clients' CPU is not in it), and the\n"
+	"server's RSS after the first 100 requests and at the end (from /metrics'\n"
 	"process_resident_memory_bytes, or /proc/PID/status with --pid).\n"
 	"\n"
 	"      --url URL           the server, e.g. http://127.0.0.1:8080 (required)\n"
@@ -66,10 +68,16 @@ static void print_result(const serve_load_result_t *r)
 		snprintf(rss, sizeof rss, "rss_end %.1f MB rss_growth n/a (%s)",
 			 (double)r->rss_end / 1e6,
 			 r->total < 100 ? "fewer than 100 requests" : "no RSS reading");
+	char cpu[96];
+	if (r->server_cpu_s >= 0 && r->tokens > 0)
+		snprintf(cpu, sizeof cpu, "server_cpu_s %.2f cpu_ms_per_tok %.2f",
+			 r->server_cpu_s, 1e3 * r->server_cpu_s / (double)r->tokens);
+	else
+		snprintf(cpu, sizeof cpu, "server_cpu_s n/a");
 	printf("bench serve: clients %d seconds %.1f requests %llu ok %llu "
 	       "busy_429 %llu failed %llu failed_connect %llu failed_status %llu "
 	       "failed_stream %llu req/s %.2f ttft_p50 %.1f ms "
-	       "ttft_p99 %.1f ms tok/s %.1f per_stream_tok/s %.2f queue_wait %.1f ms %s\n",
+	       "ttft_p99 %.1f ms tok/s %.1f per_stream_tok/s %.2f queue_wait %.1f ms %s %s\n",
 	       r->started, r->wall_s, (unsigned long long)r->total,
 	       (unsigned long long)r->ok, (unsigned long long)r->busy,
 	       (unsigned long long)r->failed, (unsigned long long)r->failed_connect,
@@ -77,7 +85,7 @@ static void print_result(const serve_load_result_t *r)
 	       (unsigned long long)r->failed_stream, (double)r->total / r->wall_s,
 	       1e3 * r->ttft_p50_s, 1e3 * r->ttft_p99_s, (double)r->tokens / r->wall_s,
 	       (double)r->tokens / r->wall_s / (r->started ? r->started : 1),
-	       r->queue_wait_s >= 0 ? 1e3 * r->queue_wait_s : -1.0, rss);
+	       r->queue_wait_s >= 0 ? 1e3 * r->queue_wait_s : -1.0, cpu, rss);
 	if (r->failed)
 		log_error("bench serve: %llu request%s failed; the first: %s",
 			  (unsigned long long)r->failed, r->failed > 1 ? "s" : "",

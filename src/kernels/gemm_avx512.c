@@ -238,7 +238,14 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
  * here), the same integer sums per lane and the same float steps, so the
  * same bits. No copy of the group into scratch: for a few decode tokens
  * that copy costs about as much as the dot products. first: the first tile
- * of the group, which prefetches the next group (gb bytes on). */
+ * of the group, which prefetches the next group (gb bytes on) into L2
+ * only (prefetcht1): into L1 (prefetcht0) the next group evicted this
+ * group's lines, which a second tile of tokens reads again, and a whole
+ * group (34 KiB at n = 2048, 96 KiB at 5632) does not fit beside it in a
+ * 48 KiB L1 anyway. A batch step of tinyllama-1.1b q8_0 on one core, tok/s
+ * per CPU second, medians of 4 rounds alternated on a loaded host: 8
+ * tokens 69.8 (t0) against 72.7 (t1), 16 tokens 82.7 against 92.0; with
+ * no software prefetch 49 and 69-75 (doc/serve-batch/batch-1206.md). */
 AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 			    const uint8_t *X, size_t xs, const float *dx,
 			    const int32_t *sx, int32_t bias, int64_t nb, float *Y,
@@ -259,7 +266,7 @@ AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 #ifndef GEMM_NO_PREFETCH
 		if (first)
 			for (size_t k = 0; k < qv; k += 64)
-				_mm_prefetch((const char *)q + gb + k, _MM_HINT_T0);
+				_mm_prefetch((const char *)q + gb + k, _MM_HINT_T1);
 #endif
 		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
 		__m512i s[TG];

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "scx/scx.h"
@@ -239,6 +240,16 @@ static long rss_bytes(void)
 	return kb * 1024;
 }
 
+/* CPU time of the whole process (every thread: the gang, the transport),
+ * seconds; 0 if the clock cannot be read. */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void metric_head(FILE *f, const char *name, const char *type,
 			const char *help)
 {
@@ -441,6 +452,9 @@ char *metrics_text(metrics_t *m, int depth, bool busy)
 	metric_head(f, "process_resident_memory_bytes", "gauge",
 		    "Resident set size (VmRSS).");
 	fprintf(f, "process_resident_memory_bytes %ld\n", rss_bytes());
+	metric_head(f, "process_cpu_seconds_total", "counter",
+		    "CPU time of every thread of the server (user and system).");
+	fprintf(f, "process_cpu_seconds_total %.6f\n", process_cpu_s());
 	fclose(f);
 	return text;
 }
