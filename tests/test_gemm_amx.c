@@ -120,32 +120,6 @@ static void emu_fault_released(void)
 	AMX_ZERO(0);
 }
 
-/* fn's stderr, run in a child that must end by SIGABRT, into buf. */
-static void abort_message(void (*fn)(void), char *buf, size_t cap)
-{
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	fflush(stderr);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGABRT, SIG_DFL);
-		dup2(p[1], 2);
-		fn();
-		_exit(0);
-	}
-	close(p[1]);
-	size_t len = 0;
-	ssize_t k;
-	while (len < cap - 1 && (k = read(p[0], buf + len, cap - 1 - len)) > 0)
-		len += (size_t)k;
-	buf[len] = 0;
-	close(p[0]);
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
-		fail_msg("no fault (status %d, stderr '%s')", st, buf);
-}
 
 static void test_amx_emu_instructions(void **state)
 {
@@ -170,13 +144,13 @@ static void test_amx_emu_instructions(void **state)
 						 out[m][n], want[op][m][n]);
 	}
 	char msg[256];
-	abort_message(emu_fault_reserved, msg, sizeof msg);
+	test_abort_message(emu_fault_reserved, msg, sizeof msg);
 	assert_non_null(strstr(msg, "ldtilecfg: reserved bytes 32-47 not zero"));
-	abort_message(emu_fault_k, msg, sizeof msg);
+	test_abort_message(emu_fault_k, msg, sizeof msg);
 	assert_non_null(strstr(msg, "tdpbsud: colsb(a) / 4 != rows(b)"));
-	abort_message(emu_fault_m, msg, sizeof msg);
+	test_abort_message(emu_fault_m, msg, sizeof msg);
 	assert_non_null(strstr(msg, "tdpbsud: rows(a) != rows(c)"));
-	abort_message(emu_fault_released, msg, sizeof msg);
+	test_abort_message(emu_fault_released, msg, sizeof msg);
 	assert_non_null(strstr(msg, "tilezero: tiles not configured"));
 }
 

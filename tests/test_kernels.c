@@ -200,31 +200,6 @@ static void test_tables_complete(void **state)
 	assert_int_equal(table_problems(&broken, true), 4);
 }
 
-/* fn's stderr, run in a child that must end by SIGABRT, into buf. */
-static void abort_message(void (*fn)(void), char *buf, size_t cap)
-{
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	fflush(stderr);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		signal(SIGABRT, SIG_DFL);
-		dup2(p[1], 2);
-		fn();
-		_exit(0);
-	}
-	close(p[1]);
-	size_t len = 0;
-	ssize_t k;
-	while (len < cap - 1 && (k = read(p[0], buf + len, cap - 1 - len)) > 0)
-		len += (size_t)k;
-	buf[len] = 0;
-	close(p[0]);
-	int st = 0;
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
-}
 
 static void dot_q8_1(void)
 {
@@ -252,12 +227,12 @@ static void test_absent_messages(void **state)
 	(void)state;
 	char buf[1024];
 #ifndef NDEBUG
-	abort_message(dot_q8_1, buf, sizeof buf);
+	test_abort_message(dot_q8_1, buf, sizeof buf);
 	assert_non_null(strstr(buf, "Q8_1 is an activation type, never weights"));
-	abort_message(matvec_q8_1, buf, sizeof buf);
+	test_abort_message(matvec_q8_1, buf, sizeof buf);
 	assert_non_null(strstr(buf, "Q8_1 is an activation type, never weights"));
 #endif
-	abort_message(matmat_absent_direct, buf, sizeof buf);
+	test_abort_message(matmat_absent_direct, buf, sizeof buf);
 	/* the first line is the message; under qemu-user the emulator adds
 	 * its own "uncaught target signal 6" line after it */
 	const char *want = "egang: matmat_absent called: a matmat that this level or "

@@ -9,9 +9,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+
+/* fn's stderr, run in a child that must end by SIGABRT, into buf (a
+ * test failure naming the child's status and stderr otherwise). */
+static inline void test_abort_message(void (*fn)(void), char *buf, size_t cap)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	fflush(stderr);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		signal(SIGABRT, SIG_DFL);
+		dup2(p[1], 2);
+		fn();
+		_exit(0);
+	}
+	close(p[1]);
+	size_t len = 0;
+	ssize_t k;
+	while (len < cap - 1 && (k = read(p[0], buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	buf[len] = 0;
+	close(p[0]);
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT))
+		fail_msg("no abort (status %d, stderr '%s')", st, buf);
+}
 
 /* Path of a file in ../shared/models, or NULL when the folder is absent (the
  * test then skips; under CI=true a missing model is a failure). One buffer:
