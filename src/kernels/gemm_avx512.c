@@ -72,6 +72,21 @@ AVX512_INLINE __m256i load_q8s(dtype_t t, const uint8_t *p)
 	return _mm256_mask_add_epi8(w, (__mmask32)qh, w, m16);
 }
 
+/* 16 bytes at offset o of each of the 16 rows, as 4 vectors: the
+ * quarters of rows i, 4+i, 8+i, 12+i side by side, then transpose_lanes4
+ * (the nibble layout of a Q4_0 / Q4_1 / Q5_1 block's quants). */
+AVX512_INLINE void load_rows16x16(const uint8_t *const *row, size_t o, __m512i z[4])
+{
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++) {
+		__m512i a = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(row[i] + o)));
+		a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[4 + i] + o)), 1);
+		a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
+		z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
+	}
+	transpose_lanes4(z);
+}
+
 /* Rows r..r+15 (rows at or past r1 repeat row r1-1; their outputs are not
  * stored) -> pk[b][g][row] (unsigned groups, gemm_wgroup_u) and dw[b][row].
  * The 16 x 8 group matrix of a block is transposed in registers: 128-bit
@@ -126,15 +141,7 @@ AVX512_INLINE void pack_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r,
 			}
 		} else {
 			__m512i z[4];
-#pragma GCC unroll 4
-			for (int i = 0; i < 4; i++) {
-				__m512i a = _mm512_castsi128_si512(
-					_mm_loadu_si128((const __m128i *)(row[i] + o)));
-				a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[4 + i] + o)), 1);
-				a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
-				z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
-			}
-			transpose_lanes4(z);
+			load_rows16x16(row, o, z);
 #pragma GCC unroll 4
 			for (int g = 0; g < 4; g++) {
 				_mm512_store_si512(p + g, _mm512_and_si512(z[g], m0f));
@@ -398,15 +405,7 @@ AVX512_INLINE void pack_rows_min(dtype_t t, const uint8_t *W, size_t rb, int64_t
 					     _MM_HINT_T0);
 #endif
 		__m512i z[4];
-#pragma GCC unroll 4
-		for (int i = 0; i < 4; i++) {
-			__m512i a = _mm512_castsi128_si512(
-				_mm_loadu_si128((const __m128i *)(row[i] + o)));
-			a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[4 + i] + o)), 1);
-			a = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[8 + i] + o)), 2);
-			z[i] = _mm512_inserti32x4(a, _mm_loadu_si128((const __m128i *)(row[12 + i] + o)), 3);
-		}
-		transpose_lanes4(z);
+		load_rows16x16(row, o, z);
 		__m512i h = t == DTYPE_Q5_1 ? _mm512_i32gather_epi32(idx, base + o + 4, 1)
 					    : _mm512_setzero_si512();
 		min_groups(t, (__m512i *)(pk + (size_t)b * 8 * RG), z, h);
