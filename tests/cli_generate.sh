@@ -152,3 +152,25 @@ if have_models "generate --chat"; then
 	expect_exit "generate --chat with --prompt-ids" 2 "not with --chat" \
 		"$EGANG" generate -m $G --chat --prompt-ids 1,2
 fi
+
+# --prompt-ids: as long as the context allows (no fixed cap of its own);
+# a bad item is named by its position, the line stays short however long
+# the list; a list past the context is refused with its true length.
+if have_repo_models "generate --prompt-ids"; then
+	R=$REPO_MODELS
+	ids=1; for ((i = 1; i < 5000; i++)); do ids+=",$((1 + i % 500))"; done
+	expect_exit "generate --prompt-ids: 5,000 ids past a 512 context" 2 \
+		"the prompt has 5000 tokens; the context holds 512" \
+		"$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin --prompt-ids "$ids" -n 1
+	expect_exit "generate --prompt-ids: a bad item in a long list" 2 \
+		"^egang: error: --prompt-ids: item 5001, 'x', is not an integer in \[0, [0-9]+\]$" \
+		"$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin --prompt-ids "$ids,x" -n 1
+	expect_exit "generate --prompt-ids: an empty item" 2 "item 2, '', is not an integer" \
+		"$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin --prompt-ids 1,,2 -n 1
+	ids=1; for ((i = 1; i < 500; i++)); do ids+=",$((1 + i % 500))"; done
+	out=$("$EGANG" generate -m $R/stories260K.bin -z $R/tok512.bin --prompt-ids "$ids" -n 4 -t 0 \
+		-q --no-echo --ids $TMP/long.ids 2>&1)
+	if [[ $(sed -n 's/^prompt_ids: //p' $TMP/long.ids 2>/dev/null) == "${ids//,/ }" ]]; then
+		pass "generate --prompt-ids: a 500-id prompt is used whole"
+	else fail "generate --prompt-ids: a 500-id prompt is used whole" "$out"; fi
+fi

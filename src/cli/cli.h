@@ -118,10 +118,10 @@ int cli_int(const char *flag, const char *s, int64_t min, int64_t max,
 int cli_float(const char *flag, const char *s, double min, double max,
 	      double *out);
 
-/* "1,2,3" into out[0..cap): the count, or -1 after a one-line error
- * naming the flag (an empty item, a value outside [0, max], more than cap). */
-int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
-		 int32_t max);
+/* "1,2,3" as a new array of *count integers (the caller frees it), or
+ * NULL after a one-line error naming the flag and the bad item (empty,
+ * not a number, outside [0, max]). */
+int32_t *cli_int_list(const char *flag, const char *s, int32_t max, int *count);
 /* "1,2,4": at most cap strictly increasing integers in [min, max] into
  * out; the count, or -1 after a one-line error naming the flag (a value
  * out of range, too many, or not a list of increasing `what`). */

@@ -103,9 +103,6 @@ int cmd_generate(int argc, char **argv)
 	int status;
 	if (!cli_parse(&cmd, argc, argv, &status))
 		return status;
-	if (o.prompt_ids && (o.n_ids = cli_int_list("--prompt-ids", o.prompt_ids,
-			o.ids_buf, (int)EG_ARRAY_LEN(o.ids_buf), INT32_MAX)) < 0)
-		return EXIT_INPUT;
 	chat_kind_t kind = o.tmpl >= 0 ? chat_kind_from_name(chat_names[o.tmpl]) : CHAT_NONE;
 	o.chat = o.chat || o.tmpl >= 0 || o.system;
 	if (o.chat && o.prompt_ids) {
@@ -127,8 +124,14 @@ int cmd_generate(int argc, char **argv)
 			  err_get());
 		return EXIT_INPUT;
 	}
+	if (o.prompt_ids && !(o.id_list = cli_int_list("--prompt-ids", o.prompt_ids, INT32_MAX,
+						       &o.n_ids))) {
+		grammar_free(o.grammar);
+		return EXIT_INPUT;
+	}
 	run_ctx_t rc = {0};
 	if (membership_parse(&rc.ms, o.membership) < 0) {
+		free(o.id_list);
 		grammar_free(o.grammar);
 		log_error("%s", err_get());
 		return EXIT_INPUT;
@@ -172,6 +175,7 @@ int cmd_generate(int argc, char **argv)
 	engine_close(rc.e);
 	membership_free(&rc.ms);
 	free(o.chat_ids);
+	free(o.id_list);
 	grammar_free(o.grammar);
 	return status;
 }

@@ -28,7 +28,7 @@ typedef struct gen_opts {
 	const char *stops[8];
 	int n_stop;
 	cli_cpus_t cpus;
-	int32_t ids_buf[4096]; int n_ids; /* --prompt-ids */
+	int32_t *id_list; int n_ids; /* --prompt-ids, parsed */
 	int32_t *chat_ids; int64_t n_chat_ids; /* --chat: the templated prompt */
 	const char *grammar_path;   /* --grammar */
 	const char *schema_path;    /* --json-schema */

@@ -38,7 +38,7 @@ int generate_run(const gen_opts_t *o, run_ctx_t *rc, FILE *hash, FILE *dump)
 	engine_t *e = rc->e;
 	engine_params_t ep = {
 		.prompt = o->prompt,
-		.prompt_ids = o->chat_ids ? o->chat_ids : o->n_ids ? o->ids_buf : NULL,
+		.prompt_ids = o->chat_ids ? o->chat_ids : o->id_list,
 		.n_prompt_ids = o->chat_ids ? o->n_chat_ids : o->n_ids,
 		.n_predict = (int32_t)o->n_predict,
 		.sampler = {.temp = (float)o->temp, .top_p = (float)o->top_p,

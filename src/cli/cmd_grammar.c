@@ -187,9 +187,9 @@ static int grammar_print_masks(grammar_state_t *st, int32_t n_vocab, const int32
 /* `allowed`: the model's tokenizer, the grammar, then the masks. */
 static int grammar_allowed(const char *model, const char *gpath, const char *list, bool print)
 {
-	int32_t ids[4096];
-	int n = cli_int_list("IDS", list, ids, 4096, INT32_MAX);
-	if (n < 0)
+	int n;
+	int32_t *ids = cli_int_list("IDS", list, INT32_MAX, &n);
+	if (!ids)
 		return EXIT_INPUT;
 	grammar_t *g = grammar_load(gpath);
 	gguf_t *f = g ? gguf_open(model) : NULL;
@@ -207,6 +207,7 @@ static int grammar_allowed(const char *model, const char *gpath, const char *lis
 	if (f)
 		gguf_close(f);
 	grammar_free(g);
+	free(ids);
 	return rc;
 }
 

@@ -45,25 +45,32 @@ int cli_float(const char *flag, const char *s, double min, double max,
 	return 0;
 }
 
-int cli_int_list(const char *flag, const char *s, int32_t *out, int cap,
-		 int32_t max)
+int32_t *cli_int_list(const char *flag, const char *s, int32_t max, int *count)
 {
-	int n = 0;
+	int cap = 1;
+	for (const char *c = s; *c; c++)
+		cap += *c == ',';
+	int32_t *out = malloc((size_t)cap * sizeof *out);
+	if (!out) {
+		log_error("%s: out of memory for %d integers", flag, cap);
+		return NULL;
+	}
 	const char *q = s;
 	char *end;
-	do {
+	for (int n = 0; n < cap; n++, q = end + 1) {
 		errno = 0;
 		long long v = strtoll(q, &end, 10);
-		if (end == q || errno || v < 0 || v > max || n == cap ||
-		    (*end && *end != ',')) {
-			log_error("%s: '%s' is not a comma-separated list of up to %d "
-				  "integers in [0, %d]", flag, s, cap, (int)max);
-			return -1;
+		if (end == q || errno || v < 0 || v > max || (*end && *end != ',')) {
+			int len = (int)strcspn(q, ",");
+			log_error("%s: item %d, '%.*s%s', is not an integer in [0, %d]", flag,
+				  n + 1, len > 24 ? 24 : len, q, len > 24 ? "..." : "", (int)max);
+			free(out);
+			return NULL;
 		}
-		out[n++] = (int32_t)v;
-		q = end + 1;
-	} while (*end == ',');
-	return n;
+		out[n] = (int32_t)v;
+	}
+	*count = cap;
+	return out;
 }
 
 int cli_int_rising(const char *flag, const char *s, int64_t min, int64_t max,

@@ -220,7 +220,7 @@ static int64_t prompt_load(const model_t *m, const engine_params_t *p,
 			"BOS token to start from");
 	else if (n_prompt >= ctx)
 		err_set("the prompt has %lld tokens; the context holds %d (--ctx)",
-			(long long)n_prompt, ctx);
+			(long long)(p->prompt_ids ? p->n_prompt_ids : n_prompt), ctx);
 	for (int64_t i = 0; i < n_prompt && n_prompt < ctx; i++)
 		if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
 			err_set("prompt token %lld has id %d outside the "
