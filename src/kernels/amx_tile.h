@@ -1,13 +1,14 @@
 /* amx_tile: the AMX tile operations the AMX kernels use (gemm_amx.c), with
  * two backends chosen by EGANG_AMX_EMU before the include:
- *   0  the instructions themselves (Intel AMX-TILE and AMX-INT8, by the
- *      <immintrin.h> intrinsics; functions calling them need the target
- *      features X86_AMX_FEATURES, simd_x86.h);
+ *   0  the instructions themselves (Intel AMX-TILE, AMX-INT8 and
+ *      AMX-BF16, by the <immintrin.h> intrinsics; functions calling them
+ *      need the target features X86_AMX_FEATURES, simd_x86.h);
  *   1  a plain-C emulation of exactly those instructions (the Intel SDM's
  *      pseudocode for LDTILECFG, TILELOADD, TILESTORED, TILEZERO,
- *      TILERELEASE and TDPB[SU][SU]D), test-only (tests/test_gemm.c
- *      test_gemm_amx_emu): it lets a host without AMX run the kernel
- *      source as it is, only the tile instructions swapped.
+ *      TILERELEASE, TDPB[SU][SU]D and TDPBF16PS), test-only
+ *      (tests/test_gemm_amx.c, tests/test_gemm_amx_bf16.c): it lets a host
+ *      without AMX run the kernel source as it is, only the tile
+ *      instructions swapped.
  * x86-64 only; include after kernels_impl.h.
  *
  * The architecture (palette 1). Eight tile registers tmm0..tmm7, each up
@@ -32,6 +33,22 @@
  * rows(b), colsb(b) = colsb(c), all colsb multiples of 4 and c, a, b three
  * different tiles; so a product is (M x K bytes) x (K/4 x N dwords) ->
  * M x N int32, M <= 16, K <= 64, N <= 16.
+ * TDPBF16PS c, a, b (AMX-BF16; the SDM's Operation section, which the
+ * Intrinsics Guide's shorter text does not match): each dword of a and b
+ * a pair of bf16 (low half first), c fp32; per C row m:
+ *     e[n] = o[n] = +0                  (the SDM's temp1[2n], temp1[2n+1])
+ *     for k < colsb(a) / 4, n < colsb(c) / 4:
+ *         e[n] = fma(a.row[m].bf16[2k],     b.row[k].bf16[2n],     e[n])
+ *         o[n] = fma(a.row[m].bf16[2k + 1], b.row[k].bf16[2n + 1], o[n])
+ *     for n: c.row[m].fp32[n] = c.row[m].fp32[n] + (e[n] + o[n])
+ * every operation fp32, rounded to nearest even, "DAZ=FTZ=1": inputs that
+ * are denormal (a bf16 is the high half of a float, so its denormals are
+ * the float's) read as zero of their sign, and a result that is tiny is
+ * flushed to zero of its sign, tiny as x86 defines it (SDM vol. 1, 4.9.1.5:
+ * non-zero and below 2^-126 after rounding with an unbounded exponent);
+ * MXCSR is neither read nor written. The products of two bf16 (8 x 8
+ * significant bits) are exact in fp32 except where they underflow. The #UD
+ * shapes are TDPB*D's.
  *
  * The emulation checks what the hardware faults on (a configuration that
  * is #GP, a tile operation before LDTILECFG or on an unconfigured tile, the
@@ -159,10 +176,8 @@ static inline int32_t amx_emu_byte(int t, int r, int j, int is_signed)
 	return is_signed ? (int32_t)(int8_t)v : (int32_t)v;
 }
 
-/* TDPB{a_signed ? S : U}{b_signed ? S : U}D c, a, b. The dword adds wrap
- * (done in uint32_t: a signed overflow would be undefined in C). */
-static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signed,
-			      int b_signed)
+/* The #UD checks of a tile product c += a b (TDPB*D, TDPBF16PS). */
+static inline void amx_emu_check_dp(const char *insn, int c, int a, int b)
 {
 	amx_emu_check_tile(insn, c);
 	amx_emu_check_tile(insn, a);
@@ -177,6 +192,14 @@ static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signe
 		amx_emu_fault(insn, "colsb(a) / 4 != rows(b) (#UD)");
 	if (amx_emu.colsb[b] != amx_emu.colsb[c])
 		amx_emu_fault(insn, "colsb(b) != colsb(c) (#UD)");
+}
+
+/* TDPB{a_signed ? S : U}{b_signed ? S : U}D c, a, b. The dword adds wrap
+ * (done in uint32_t: a signed overflow would be undefined in C). */
+static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signed,
+			      int b_signed)
+{
+	amx_emu_check_dp(insn, c, a, b);
 	for (int m = 0; m < amx_emu.rows[c]; m++) {
 		uint32_t row[16];
 		memcpy(row, amx_emu.t[c][m], 64);
@@ -194,6 +217,80 @@ static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signe
 	}
 }
 
+/* A float with DAZ applied: a denormal reads as zero of its sign. */
+static inline float amx_emu_daz(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if ((u & 0x7F800000u) == 0)
+		u &= 0x80000000u;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
+/* bf16 element j of row r of tile t as the fp32 it extends to, DAZ. */
+static inline float amx_emu_bf16(int t, int r, int j)
+{
+	uint16_t h;
+	memcpy(&h, &amx_emu.t[t][r][2 * j], 2);
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return amx_emu_daz(f);
+}
+
+/* fma(a, b, c) with FTZ, for inputs without denormals (DAZ applied).
+ * fmaf rounds once with gradual underflow; x86's FTZ flushes what is
+ * below 2^-126 after rounding with an unbounded exponent. The two agree
+ * except where fmaf returns a denormal or +-2^-126 (e.g. a b + c =
+ * 2^-126 - 1.5 2^-151: fmaf gives 2^-126, the unbounded rounding 2^-126 -
+ * 2^-150, tiny, so 0). There the exact sum is non-zero and below 2^-125,
+ * which needs |c| and |a b| below 2^-100 (else both are multiples of
+ * 2^-123 and cancel to 0 or to at least that), so it is recomputed scaled
+ * by 2^64 without overflow, in the normal range, where fmaf's rounding is
+ * the unbounded one: at or above 2^-62 there it is +-2^-126 here, below it
+ * is flushed. An fmaf result of 0 is the flushed result already (an exact
+ * sum that rounds to 0 is below 2^-150), with its sign. */
+static inline float amx_emu_fma_ftz(float a, float b, float c)
+{
+	float r = fmaf(a, b, c);
+	if (!(fabsf(r) <= 0x1p-126f) || r == 0.0f) /* normal, inf, NaN, or 0 */
+		return r;
+	float s = fmaf(a, b * 0x1p64f, c * 0x1p64f);
+	return fabsf(s) >= 0x1p-62f ? s * 0x1p-64f : copysignf(0.0f, s);
+}
+
+/* a + b with FTZ, for inputs without denormals: a sum of two such floats
+ * below 2^-126 is exact (both are multiples of 2^-149), so flushing the
+ * IEEE sum's denormal is x86's FTZ. */
+static inline float amx_emu_add_ftz(float a, float b)
+{
+	float r = a + b;
+	return fabsf(r) < 0x1p-126f ? copysignf(0.0f, r) : r;
+}
+
+/* TDPBF16PS c, a, b: the SDM's sequence (above) per C element. */
+static inline void amx_emu_dpbf16ps(int c, int a, int b)
+{
+	amx_emu_check_dp("tdpbf16ps", c, a, b);
+	for (int m = 0; m < amx_emu.rows[c]; m++) {
+		float e[16] = { 0 }, o[16] = { 0 }, row[16];
+		memcpy(row, amx_emu.t[c][m], 64);
+		for (int k = 0; k < amx_emu.colsb[a] / 4; k++)
+			for (int n = 0; n < amx_emu.colsb[c] / 4; n++) {
+				e[n] = amx_emu_fma_ftz(amx_emu_bf16(a, m, 2 * k),
+						       amx_emu_bf16(b, k, 2 * n), e[n]);
+				o[n] = amx_emu_fma_ftz(amx_emu_bf16(a, m, 2 * k + 1),
+						       amx_emu_bf16(b, k, 2 * n + 1), o[n]);
+			}
+		for (int n = 0; n < amx_emu.colsb[c] / 4; n++)
+			row[n] = amx_emu_add_ftz(amx_emu_daz(row[n]), amx_emu_add_ftz(e[n], o[n]));
+		/* write_row_and_zero, as amx_emu_dp */
+		memset(amx_emu.t[c][m], 0, 64);
+		memcpy(amx_emu.t[c][m], row, amx_emu.colsb[c]);
+	}
+}
+
 #define AMX_LOADCONFIG(cfg) amx_emu_loadconfig(cfg)
 #define AMX_RELEASE() amx_emu_release()
 #define AMX_ZERO(t) amx_emu_zero(t)
@@ -202,6 +299,7 @@ static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signe
 #define AMX_DPBSSD(c, a, b) amx_emu_dp("tdpbssd", c, a, b, 1, 1)
 #define AMX_DPBSUD(c, a, b) amx_emu_dp("tdpbsud", c, a, b, 1, 0)
 #define AMX_DPBUSD(c, a, b) amx_emu_dp("tdpbusd", c, a, b, 0, 1)
+#define AMX_DPBF16PS(c, a, b) amx_emu_dpbf16ps(c, a, b)
 
 #else /* the instructions */
 
@@ -235,6 +333,7 @@ static inline void amx_emu_dp(const char *insn, int c, int a, int b, int a_signe
 #define AMX_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 #define AMX_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
 #define AMX_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
+#define AMX_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 
 #endif /* EGANG_AMX_EMU */
 

@@ -419,9 +419,11 @@ const kernel_ops_t kops_generic = {
  *   avx512      avx2 + AVX-512 F, BW, VL, DQ (Skylake-SP/X): vpdpbusd is
  *               emulated with vpmaddubsw/vpmaddwd, same integer sums
  *   avx512vnni  avx512 + AVX512-VNNI (Cascade Lake, Ice Lake, Zen 4/5)
- *   amx         avx512vnni + AMX-TILE and AMX-INT8 (Sapphire Rapids and
- *               later), and Linux granting the process the tile state
- *               (amx_granted): the quantized gemm on tiles (gemm_amx.c)
+ *   amx         avx512vnni + AMX-TILE, AMX-INT8 and AMX-BF16 (Sapphire
+ *               Rapids and later), and Linux granting the process the tile
+ *               state (amx_granted): the quantized gemm on tiles
+ *               (gemm_amx.c), BF16 weights in TDPBF16PS's order
+ *               (gemm_amx_bf16.c)
  *   neon        ARM64 Advanced SIMD
  *   dotprod     neon + the dot product extension (SDOT/UDOT)
  * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
@@ -471,7 +473,9 @@ static char g_amx_why[112];
 static bool g_amx_ok;
 static pthread_once_t g_amx_once = PTHREAD_ONCE_INIT;
 
-/* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8; then the permission,
+/* CPUID.(7,0):EDX bit 24 AMX-TILE, bit 25 AMX-INT8, bit 22 AMX-BF16 (the
+ * BF16 kernels, gemm_amx_bf16.c; every CPU with AMX-INT8 so far has it:
+ * requiring it keeps the level one table); then the permission,
  * asked once per process: Linux starts a process without the 8 KiB tile
  * state, and a tile instruction before the grant is a SIGILL. The grant
  * holds for every thread of the process; each kernel call loads its own
@@ -480,8 +484,9 @@ static void amx_grant_once(void)
 {
 	unsigned a, b, c, d;
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
-	    !(d & (1u << 25))) {
-		snprintf(g_amx_why, sizeof g_amx_why, "no amx_tile and amx_int8 in CPUID");
+	    !(d & (1u << 25)) || !(d & (1u << 22))) {
+		snprintf(g_amx_why, sizeof g_amx_why,
+			 "no amx_tile, amx_int8 and amx_bf16 in CPUID");
 		return;
 	}
 	if (syscall(SYS_arch_prctl, EG_ARCH_REQ_XCOMP_PERM, EG_XFEATURE_XTILEDATA) != 0) {

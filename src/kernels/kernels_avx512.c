@@ -1559,8 +1559,20 @@ const kernel_ops_t kops_avx512 = {
 #else
 
 /* The per-type kernels of both VNNI-based levels (avx512vnni and amx,
- * which differ only in the quantized gemm). */
-#define TYPE_OPS_AVX512VNNI { \
+ * which differ in the quantized gemm and in BF16_OPS, BF16's entry). */
+#define BF16_OPS_AVX512 { \
+			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512, \
+			.matmat = matmat_bf16_avx512, \
+			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512, \
+		}
+/* amx: TDPBF16PS's order at every size (gemm_amx_bf16.c); rows as stored,
+ * no packed copy (its 4-row groups are not the tiles' 16) */
+#define BF16_OPS_AMX { \
+			.vec_dot = dot_bf16_amx, .matvec = matvec_bf16_amx, \
+			.matmat = matmat_bf16_amx, \
+			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
+		}
+#define TYPE_OPS_AVX512VNNI(BF16_OPS) { \
 		[DTYPE_F32] = { \
 			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512, \
 			.matmat = matmat_f32_avx512, \
@@ -1571,11 +1583,7 @@ const kernel_ops_t kops_avx512 = {
 			.matmat = matmat_f16_avx512, \
 			.matvec_p16 = matvec_p16_f16_avx512, .matmat_p16 = matmat_p16_f16_avx512, \
 		}, \
-		[DTYPE_BF16] = { \
-			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512, \
-			.matmat = matmat_bf16_avx512, \
-			.matvec_p16 = matvec_p16_bf16_avx512, .matmat_p16 = matmat_p16_bf16_avx512, \
-		}, \
+		[DTYPE_BF16] = BF16_OPS, \
 		[DTYPE_Q8_0] = { \
 			.vec_dot = dot_q8_0_avx512vnni, .matvec = matvec_q8_0_avx512vnni, \
 			.matmat = matmat_absent, \
@@ -1655,7 +1663,7 @@ const kernel_ops_t kops_avx512 = {
 
 const kernel_ops_t kops_avx512vnni = {
 	.name = "avx512vnni",
-	.type = TYPE_OPS_AVX512VNNI,
+	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AVX512),
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
@@ -1670,11 +1678,12 @@ const kernel_ops_t kops_avx512vnni = {
 };
 
 
-/* avx512vnni with the AMX tiles for the quantized gemm (gemm_amx.c); the
- * table is here because its kernels are this file's. */
+/* avx512vnni with the AMX tiles for the quantized gemm (gemm_amx.c) and
+ * BF16 weights (gemm_amx_bf16.c); the table is here because its other
+ * kernels are this file's. */
 const kernel_ops_t kops_amx = {
 	.name = "amx",
-	.type = TYPE_OPS_AVX512VNNI,
+	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AMX),
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,

@@ -615,6 +615,17 @@ gemm_quant_kernel_t gemm_quant_avx512vnni;
  * tests only, in no table; it needs the avx512vnni level's features. All
  * three give gemm_quant's bits. */
 gemm_quant_kernel_t gemm_quant_amx, gemm_tiles_amx, gemm_tiles_amx_emu;
+/* gemm_amx_bf16.c: the amx level's BF16 kernels, every output in
+ * TDPBF16PS's order (the file's contract): vec_dot and matvec in AVX-512
+ * lanes (no tile instruction: they run wherever avx512vnni does), matmat
+ * on the tiles from 16 tokens (gemm_tiles_bf16_amx, any number of tokens;
+ * callable only where the amx level is supported), in the lanes below;
+ * the *_emu twins (gemm_amx_bf16_emu.c, tests only, in no table) with the
+ * tile instructions emulated in C. All give the same bits. */
+vec_dot_kernel_t dot_bf16_amx, dot_bf16_amx_emu;
+matvec_kernel_t matvec_bf16_amx, matvec_bf16_amx_emu;
+matmat_kernel_t matmat_bf16_amx, matmat_bf16_amx_emu, gemm_tiles_bf16_amx,
+	gemm_tiles_bf16_amx_emu;
 #endif
 
 #if defined(__aarch64__)

@@ -20,9 +20,9 @@
 #define X86_AVX2_FEATURES "avx2,fma,f16c"
 #define X86_AVX512_FEATURES "avx512f,avx512bw,avx512vl,avx512dq," X86_AVX2_FEATURES
 #define X86_AVX512VNNI_FEATURES X86_AVX512_FEATURES ",avx512vnni"
-/* the amx level: avx512vnni + the tiles and their int8 products (the
- * kernel must also grant the tile state, kernels.c amx_granted) */
-#define X86_AMX_FEATURES X86_AVX512VNNI_FEATURES ",amx-tile,amx-int8"
+/* the amx level: avx512vnni + the tiles and their int8 and bf16 products
+ * (the kernel must also grant the tile state, kernels.c amx_granted) */
+#define X86_AMX_FEATURES X86_AVX512VNNI_FEATURES ",amx-tile,amx-int8,amx-bf16"
 
 #define AVX2 __attribute__((target(X86_AVX2_FEATURES)))
 #define AVX2_INLINE static inline __attribute__((always_inline, target(X86_AVX2_FEATURES)))
