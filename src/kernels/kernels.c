@@ -426,9 +426,11 @@ const kernel_ops_t kops_generic = {
  *               (gemm_amx_bf16.c)
  *   neon        ARM64 Advanced SIMD
  *   dotprod     neon + the dot product extension (SDOT/UDOT)
- * No level checks for AVX512-BF16: no kernel uses a BF16 instruction
- * (vdpbf16ps would round the f32 activations to bf16; bf16 weights are
- * widened with a shift), so a BF16 level would equal avx512vnni. */
+ * No level checks for AVX512-BF16: no kernel uses vdpbf16ps, whose pair
+ * sums under DAZ/FTZ are not the generic's order of adds. BF16 weights are
+ * widened with a shift and multiplied in f32 by activations act_prepare
+ * has already rounded to bf16 (ggml's vec_dot_type), so a BF16 level would
+ * equal avx512vnni. */
 static const char *const isa_names[ISA_COUNT] = { "generic", "avx2", "avx512",
 						  "avx512vnni", "amx", "neon", "dotprod" };
 
