@@ -12,9 +12,17 @@
  *    padded tails), 16, 40 and 105 rows (groups of 16 with tails), row
  *    ranges that start and end inside a group, with and without the
  *    packed copy, K from one block to 64 (odd and even block counts);
+ *  - test_gemm_kq_amx_emu: the K-quant kernel with emulated tiles
+ *    (gemm_tiles_kq_amx_emu) against the generic twin, bit for bit, for
+ *    Q4_K, Q5_K and Q6_K weights (raw random blocks) against Q8_K
+ *    activations: 1..40 tokens on 105 rows, 1 to 9 super-blocks on 16
+ *    and 40 rows, the same row ranges, from the rows, from the rows and
+ *    the packed copy, and from the packed copy alone;
  *  - test_gemm_amx_hw: the same with the instructions (gemm_tiles_amx, and
- *    gemm_quant_amx with its crossover), where the amx level runs; SKIP
- *    elsewhere (no amx_int8, or Linux refused the tile state).
+ *    gemm_quant_amx with its crossover; gemm_tiles_kq_amx, and the amx
+ *    level's K-quant entries through gemm_rows_packed), where the amx
+ *    level runs; SKIP elsewhere (no amx_int8, or Linux refused the tile
+ *    state).
  * Both kernels need AVX-512 (the float step); on a host without it the
  * kernel tests say SKIP. Every other test program runs its level tests at
  * amx where the CPU has it (testutil.h TEST_ISA_LEVELS). */
@@ -285,6 +293,175 @@ static void amx_sweep(gemm_quant_kernel_t *kern, const char *name)
 	}
 }
 
+/* ------------------------------------------------ the K-quant kernel */
+
+/* A K-quant test matrix (rows, n) of type wt (Q4_K, Q5_K, Q6_K) at an odd
+ * address, with its packed copy (NULL when rows < 16), and ntok Q8_K
+ * activation rows, also at an odd address. */
+typedef struct amx_kq_fixture {
+	dtype_t wt;
+	int64_t rows, n, ntok;
+	uint8_t *wbuf, *W, *P, *xbuf, *X;
+	size_t rb, xs;
+} amx_kq_fixture_t;
+
+static void amx_kq_fixture_make(amx_kq_fixture_t *f, dtype_t wt, int64_t rows, int64_t n,
+				int64_t ntok, uint64_t seed)
+{
+	rng_t r;
+	rng_seed(&r, seed);
+	f->wt = wt;
+	f->rows = rows;
+	f->n = n;
+	f->ntok = ntok;
+	f->rb = dtype_row_bytes(wt, n);
+	const size_t wbytes = f->rb * (size_t)rows, bb = dtype_info[wt].block_bytes;
+	f->wbuf = malloc(wbytes + 1);
+	f->W = f->wbuf + 1;
+	/* raw random bytes: every quant, high bit, 6-bit scale and min (Q6_K:
+	 * every int8 scale, -128 included); d (and dmin) random finite halves
+	 * of both signs: Q6_K's d at byte 208, Q4_K / Q5_K's d, dmin at 0, 2 */
+	for (size_t j = 0; j < wbytes; j++)
+		f->W[j] = (uint8_t)rng_next(&r);
+	for (size_t b = 0; b < wbytes / bb; b++) {
+		uint8_t *blk = f->W + b * bb;
+		for (int k = 0; k < (wt == DTYPE_Q6_K ? 1 : 2); k++) {
+			uint16_t h = f32_to_fp16((rng_float(&r) - 0.5f) * 0.02f);
+			memcpy(blk + (wt == DTYPE_Q6_K ? 208 : 2 * k), &h, 2);
+		}
+	}
+	f->P = NULL;
+	if (pack16_bytes(wt, rows, n)) {
+		f->P = malloc(pack16_bytes(wt, rows, n));
+		pack16(wt, f->W, rows, n, f->P);
+	}
+	f->xs = dtype_row_bytes(DTYPE_Q8_K, n);
+	f->xbuf = malloc(f->xs * (size_t)ntok + 1);
+	f->X = f->xbuf + 1;
+	float *x = malloc(sizeof(float) * (size_t)n);
+	for (int64_t t = 0; t < ntok; t++) {
+		for (int64_t j = 0; j < n; j++)
+			x[j] = t == 1 ? (j % 3 ? 4.0f : -4.0f) /* quants of +-127 */
+				      : rng_normal(&r);
+		act_prepare(wt, x, f->X + (size_t)t * f->xs, n);
+	}
+	free(x);
+}
+
+static void amx_kq_fixture_free(amx_kq_fixture_t *f)
+{
+	free(f->wbuf);
+	free(f->P);
+	free(f->xbuf);
+}
+
+/* How the kernel gets the weights: the rows only, the rows and the packed
+ * copy, or the packed copy only (the amx level's matmat_p16 entries). */
+enum { AMX_KQ_ROWS, AMX_KQ_BOTH, AMX_KQ_PACKED, AMX_KQ_MODES };
+static const char *const amx_kq_mode_name[AMX_KQ_MODES] = { "rows", "rows+packed", "packed" };
+
+/* kern over rows [r0, r1) of f equals the generic twin bit for bit, and
+ * writes nothing else of Y. */
+static void amx_kq_check(gemm_kq_kernel_t *kern, const char *name, const amx_kq_fixture_t *f,
+			 int mode, int64_t r0, int64_t r1)
+{
+	const int64_t ys = f->rows + 3, len = ys * f->ntok;
+	float *Y = malloc(sizeof(float) * (size_t)len), *G = malloc(sizeof(float) * (size_t)len);
+	for (int64_t i = 0; i < len; i++)
+		Y[i] = G[i] = -7.0f;
+	const uint8_t *W = mode == AMX_KQ_PACKED ? NULL : f->W;
+	const uint8_t *P = mode == AMX_KQ_ROWS ? NULL : f->P;
+	kern(f->wt, W, W ? f->rb : 0, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, Y, ys, f->n,
+	     r0, r1, f->ntok);
+	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
+	for (int64_t t = 0; t < f->ntok; t++)
+		for (int64_t r = 0; r < ys; r++)
+			if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
+				fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld) %s: "
+					 "Y[%lld][%lld] = %a, generic %a", name,
+					 dtype_info[f->wt].name, (long long)f->rows, (long long)f->n,
+					 (long long)f->ntok, (long long)r0, (long long)r1,
+					 amx_kq_mode_name[mode], (long long)t, (long long)r,
+					 (double)Y[t * ys + r], (double)G[t * ys + r]);
+	free(Y);
+	free(G);
+}
+
+/* One matrix and batch: all rows, a range that starts and ends inside
+ * groups, one group, from the rows and with the packed copy; the whole
+ * groups from the packed copy alone. */
+static void amx_kq_check_ranges(gemm_kq_kernel_t *kern, const char *name, dtype_t wt,
+				int64_t rows, int64_t n, int64_t ntok, uint64_t seed)
+{
+	amx_kq_fixture_t f;
+	amx_kq_fixture_make(&f, wt, rows, n, ntok, seed);
+	const int64_t cuts[3][2] = { { 0, rows }, { 3, rows - 2 }, { 16, rows < 32 ? rows : 32 } };
+	for (int c = 0; c < 3; c++)
+		for (int mode = AMX_KQ_ROWS; mode < (f.P ? AMX_KQ_PACKED : AMX_KQ_BOTH); mode++)
+			amx_kq_check(kern, name, &f, mode, cuts[c][0], cuts[c][1]);
+	const int64_t np = rows & ~(int64_t)15;
+	if (f.P) {
+		amx_kq_check(kern, name, &f, AMX_KQ_PACKED, 0, np);
+		if (np > 16)
+			amx_kq_check(kern, name, &f, AMX_KQ_PACKED, 16, np);
+	}
+	amx_kq_fixture_free(&f);
+}
+
+/* The shapes, for one kernel. */
+static void amx_kq_sweep(gemm_kq_kernel_t *kern, const char *name)
+{
+	static const dtype_t types[] = { DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		dtype_t wt = types[ti];
+		/* every batch size of 1..40 tokens: 105 rows, one super-block */
+		for (int64_t ntok = 1; ntok <= 40; ntok++)
+			amx_kq_check_ranges(kern, name, wt, 105, 256, ntok, 300 + (uint64_t)ntok);
+		/* K: 2, 3 and 9 super-blocks; 16 and 40 rows */
+		static const int64_t ns[] = { 512, 768, 2304 };
+		static const int64_t toks[] = { 1, 16, 17, 33 };
+		for (size_t ni = 0; ni < EG_ARRAY_LEN(ns); ni++)
+			for (size_t k = 0; k < EG_ARRAY_LEN(toks); k++) {
+				amx_kq_check_ranges(kern, name, wt, 40, ns[ni], toks[k], 11 * ni + k);
+				amx_kq_check_ranges(kern, name, wt, 16, ns[ni], toks[k], 13 * ni + k);
+			}
+	}
+}
+
+/* The amx level's K-quant entries as the forward pass calls them
+ * (gemm_rows_packed: the rows outside whole groups by matmat, the groups
+ * by matmat_p16, each through the crossover) against the generic, with
+ * and without the packed copy. Needs the amx level in use. */
+static void amx_kq_level_check(void)
+{
+	static const dtype_t types[] = { DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K };
+	static const int64_t toks[] = { 1, 15, 16, 17, 40 };
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++)
+		for (size_t k = 0; k < EG_ARRAY_LEN(toks); k++) {
+			amx_kq_fixture_t f;
+			amx_kq_fixture_make(&f, types[ti], 105, 768, toks[k], 500 + k);
+			const int64_t ys = f.rows, len = ys * f.ntok;
+			float *Y = malloc(sizeof(float) * (size_t)len);
+			float *G = malloc(sizeof(float) * (size_t)len);
+			gemm_rows_generic(f.wt, f.W, f.X, f.xs, G, ys, f.n, 0, f.rows, f.ntok);
+			for (int packed = 0; packed < 2; packed++) {
+				gemm_rows_packed(f.wt, f.W, packed ? f.P : NULL, f.rows, f.X, f.xs, NULL,
+						 Y, ys, f.n, 3, f.rows, f.ntok);
+				for (int64_t t = 0; t < f.ntok; t++)
+					for (int64_t r = 3; r < f.rows; r++)
+						if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
+							fail_msg("amx level %s ntok=%lld%s: Y[%lld][%lld] = "
+								 "%a, generic %a", dtype_info[f.wt].name,
+								 (long long)f.ntok, packed ? " packed" : "",
+								 (long long)t, (long long)r,
+								 (double)Y[t * ys + r], (double)G[t * ys + r]);
+			}
+			free(Y);
+			free(G);
+			amx_kq_fixture_free(&f);
+		}
+}
+
 /* Whether this CPU runs the avx512vnni level (the kernels' float step
  * and repacking use its instructions); the level in use is kept. */
 static bool cpu_has_vnni(void)
@@ -306,6 +483,17 @@ static void test_gemm_amx_emu(void **state)
 	amx_sweep(gemm_tiles_amx_emu, "gemm_tiles_amx_emu");
 }
 
+static void test_gemm_kq_amx_emu(void **state)
+{
+	(void)state;
+	if (!cpu_has_vnni()) {
+		print_message("this CPU lacks avx512vnni, which the emulated kernel's float "
+			      "step uses: skipped\n");
+		skip();
+	}
+	amx_kq_sweep(gemm_tiles_kq_amx_emu, "gemm_tiles_kq_amx_emu");
+}
+
 static void test_gemm_amx_hw(void **state)
 {
 	(void)state;
@@ -316,6 +504,8 @@ static void test_gemm_amx_hw(void **state)
 	}
 	amx_sweep(gemm_tiles_amx, "gemm_tiles_amx");
 	amx_sweep(gemm_quant_amx, "gemm_quant_amx");
+	amx_kq_sweep(gemm_tiles_kq_amx, "gemm_tiles_kq_amx");
+	amx_kq_level_check();
 	assert_int_equal(kernels_set_isa(keep), 0);
 }
 
@@ -337,6 +527,7 @@ int main(void)
 #if defined(__x86_64__)
 		cmocka_unit_test(test_amx_emu_instructions),
 		cmocka_unit_test(test_gemm_amx_emu),
+		cmocka_unit_test(test_gemm_kq_amx_emu),
 		cmocka_unit_test(test_gemm_amx_hw),
 #else
 		cmocka_unit_test(test_amx_none),

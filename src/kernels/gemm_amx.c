@@ -1,15 +1,19 @@
-/* gemm: the amx level's quantized matrix-matrix kernel, Q8_0 / Q4_0 / Q5_0
- * weights against Q8_0 activations (see gemm.c for the design and what is
- * bit-exact, doc/amx/README.md for what is tested where).
+/* gemm: the amx level's quantized matrix-matrix kernels: Q8_0 / Q4_0 /
+ * Q5_0 weights against Q8_0 activations (first), and Q4_K / Q5_K / Q6_K
+ * against Q8_K (the K-quants section below); see gemm.c for the design
+ * and what is bit-exact, doc/amx/README.md for what is tested where.
  *
  * One source, compiled twice: here with the AMX tile instructions
- * (gemm_quant_amx, the amx level's entry, and gemm_tiles_amx), and as
+ * (gemm_quant_amx and matmat[_p16]_<K-quant>_amx, the amx level's entries,
+ * and the tile kernels gemm_tiles_amx, gemm_tiles_kq_amx), and as
  * gemm_amx_emu.c with those instructions emulated in C (amx_tile.h;
- * gemm_tiles_amx_emu, for tests only, in no level's table). Only the tile
- * operations differ, so on a host without AMX the emulated copy tests the
- * layouts, tile shapes, tails and float step of the real one.
+ * gemm_tiles_amx_emu, gemm_tiles_kq_amx_emu, for tests only, in no
+ * level's table). Only the tile operations differ, so on a host without
+ * AMX the emulated copy tests the layouts, tile shapes, tails and float
+ * steps of the real one.
  *
- * Per group of 16 weight rows, per tile of 16 tokens, block by block:
+ * Q8_0 / Q4_0 / Q5_0: per group of 16 weight rows, per tile of 16
+ * tokens, block by block:
  *   C (16 tokens x 16 rows of int32) = 0
  *   A = the 16 tokens' 32 quants of block b (signed bytes: 16 rows of 32
  *       bytes, read from the activation rows as they are, xs apart; a
@@ -44,9 +48,15 @@
 
 #if defined(__x86_64__)
 
+#include <assert.h>
 #include <stdbool.h>
 
-#include "kernels/simd_x86.h"
+/* the amx level's other kernels are avx512vnni's: the packed K-quant
+ * helpers at that level */
+#define EGANG_AVX512_VNNI 1
+#include "kernels/avx512_lanes.h"
+#include "kernels/kquants.h"
+#include "kernels/kq_pack_avx512.h"
 #include "kernels/amx_tile.h"
 
 #if EGANG_AMX_EMU
@@ -133,19 +143,27 @@ AMX_INLINE void amx_group_q4(const uint8_t *P4, int64_t nb, uint8_t *G)
 	}
 }
 
-/* The last T < 16 tokens (rows at X, xs bytes apart, nb blocks; their
- * scales and quant sums at dx, sx, nb a token) as a full tile: rows of
- * xr = nb * 34 bytes at xp, scales and sums at dxp, sxp, the 16 - T
- * missing tokens zero (their outputs are not stored). */
+/* The last T < 16 activation rows (at X, xs bytes apart, xr bytes each)
+ * as the 16 rows of a full A tile's source: rows of xr bytes at xp, the
+ * 16 - T missing ones zero (their outputs are not stored). */
+static void amx_pad_rows(const uint8_t *X, size_t xs, int64_t T, size_t xr, uint8_t *xp)
+{
+	memset(xp, 0, AMX_TT * xr);
+	for (int64_t k = 0; k < T; k++)
+		memcpy(xp + (size_t)k * xr, X + (size_t)k * xs, xr);
+}
+
+/* The last T < 16 Q8_0 tokens (rows at X, xs bytes apart, nb blocks;
+ * their scales and quant sums at dx, sx, nb a token) as a full tile:
+ * amx_pad_rows of the rows (xr = nb * 34 bytes), scales and sums at dxp,
+ * sxp, the 16 - T missing tokens' zero. */
 static void amx_pad_tokens(const uint8_t *X, size_t xs, const float *dx, const int32_t *sx,
 			   int64_t T, int64_t nb, uint8_t *xp, float *dxp, int32_t *sxp)
 {
-	const size_t xr = (size_t)nb * sizeof(block_q8_0);
-	memset(xp, 0, AMX_TT * xr);
+	amx_pad_rows(X, xs, T, (size_t)nb * sizeof(block_q8_0), xp);
 	memset(dxp, 0, sizeof(float) * (size_t)(AMX_TT * nb));
 	memset(sxp, 0, sizeof(int32_t) * (size_t)(AMX_TT * nb));
 	for (int64_t k = 0; k < T; k++) {
-		memcpy(xp + (size_t)k * xr, X + (size_t)k * xs, xr);
 		memcpy(dxp + k * nb, dx + k * nb, sizeof(float) * (size_t)nb);
 		memcpy(sxp + k * nb, sx + k * nb, sizeof(int32_t) * (size_t)nb);
 	}
@@ -255,6 +273,260 @@ AMX_FN void AMX_SYM(gemm_tiles_amx)(GEMM_QUANT_ARGS)
 	AMX_RELEASE();
 }
 
+/* ======================================== the K-quants: Q4_K, Q5_K, Q6_K
+ *
+ * What the generic twin computes (kquants.c dot_k, kquants.h kq_k_step),
+ * per weight row and token, super-block by super-block in ascending order:
+ *   sumi = sum over the 16 sub-blocks of 16 of sc[s] * (sum q_w q_x)
+ *   summ = sum over them of mn[s] * bsums_x[s]   (Q4_K, Q5_K; Q6_K: none)
+ *     (Q4_K / Q5_K: sub-block s of 32 is sub-blocks 2s, 2s + 1 of 16 with
+ *     the same scale and min; q_w their unsigned 4- or 5-bit quants;
+ *     Q6_K: q_w = u - 32 signed, sc its int8 scales; bsums_x the Q8_K
+ *     block's stored sums per 16)
+ *   a = dx * d; p = a * (float)sumi;          each product rounded
+ *   am = dx * dmin; pm = am * (float)summ; p = p - pm      (Q6_K: not)
+ *   acc = acc + p
+ * sumi and summ are exact int32 (|sumi| <= 256 * 32 * 128 * 128), so any
+ * grouping of their integer terms gives them; the float steps are then
+ * done in exactly that order (kq_pack_avx512.h kq16_step, kq16_q6_step:
+ * 16 rows in the lanes, each lane the scalar step), so every output is the
+ * generic's bits.
+ *
+ * Per group of 16 weight rows, per tile of 16 tokens, per super-block:
+ *   for each sub-block s (S = 32 elements, Q4_K / Q5_K; S = 16, Q6_K):
+ *     C = 0; A = the 16 tokens' S quants of s (signed bytes, the Q8_K
+ *     rows as they are, xs apart); B = sub-block s of the 16 rows, S / 4
+ *     rows of 64 bytes (row k = elements 4k .. 4k + 3 of every weight
+ *     row, row i at 4i)
+ *     TDPBSUD C, A, B (Q4_K, Q5_K: quants 0..31, unsigned) or
+ *     TDPBSSD C, A, B (Q6_K: u - 32, signed): C[k][i] = the exact
+ *     sub-block sum of token k and row i
+ *     then per token k: si_k = si_k + C[k] * sc[s] (vpmulld, 16 rows in
+ *     the lanes; exact)
+ *   per token: summ from the mins and the stored bsums (kq16_mins_dot),
+ *   and the float step.
+ * Two sub-blocks are in flight (tiles 0, 2, 4 and 1, 3, 5): one pair's
+ * products run while the previous pair's sums are scaled. The sub-block
+ * scale cannot go into the tiles (q sc needs up to 12 bits), so the int32
+ * scale products are vector work: about 3 instructions per token and
+ * sub-block, against the avx512vnni kernel's 8 vpdpbusd and 8 broadcasts.
+ *
+ * B comes from the group's bytes U: the nsb super-blocks' quants as
+ * bytes, AMX_KQ_SB (4096) a super-block, element e of row i at
+ * 64 (e / 4) + 4 i + e % 4, so sub-block s's B starts at 16 S s. A whole
+ * group of the packed copy (kquants.h KQ_P16_*) is unpacked into U once
+ * (kq16_sub_weights, kq16_q6_sub_weights: the decoding of the avx512vnni
+ * packed kernels) and read by every token tile; its scales, mins and d
+ * are read in place. Any other rows (no packed copy, a range that starts
+ * inside a group, the last rows % 16) are first packed into scratch by
+ * the reference packer (kq_pack16_*), rows past r1 repeating row r1 - 1.
+ * The last tile of fewer than 16 tokens reads a zero-padded copy of their
+ * rows. */
+
+/* Q6_K's tiles: C0, C1 (0, 1) 16 tokens x 16 int32 sums; A0, A1 (2, 3)
+ * 16 tokens x one sub-block's 16 quants; B0, B1 (4, 5) 4 rows of 64
+ * bytes. (Q4_K and Q5_K, sub-blocks of 32, use amx_cfg as it is.) */
+static const amx_tilecfg_t amx_cfg_kq16 = {
+	.palette = 1,
+	.colsb = { 64, 64, 16, 16, 64, 64 },
+	.rows = { AMX_TT, AMX_TT, AMX_TT, AMX_TT, 4, 4 },
+};
+
+#define AMX_KQ_SB (AMX_RG * QK_K) /* bytes of U a super-block */
+
+/* Bytes of one super-block of a packed group of type t. */
+static inline size_t amx_kq_hsb(dtype_t t) { return pack16_group_bytes(t, QK_K); }
+
+/* The nsb super-blocks of the packed group H (type t) into U as bytes:
+ * Q4_K, Q5_K the quants (0..31), Q6_K u - 32 (-32..31). */
+AMX_INLINE void amx_kq_unpack(dtype_t t, const uint8_t *H, int64_t nsb, uint8_t *U)
+{
+	const size_t hsb = amx_kq_hsb(t);
+	const __m512i m32 = _mm512_set1_epi8(32);
+	for (int64_t b = 0; b < nsb; b++) {
+		const uint8_t *h = H + (size_t)b * hsb;
+		uint8_t *u = U + (size_t)b * AMX_KQ_SB;
+		if (t == DTYPE_Q6_K) {
+			for (int s = 0; s < 16; s++) {
+				__m512i w[4];
+				kq16_q6_sub_weights(h, s, w);
+#pragma GCC unroll 4
+				for (int g = 0; g < 4; g++)
+					_mm512_storeu_si512((void *)(u + 256 * s + 64 * g),
+							    _mm512_sub_epi8(w[g], m32));
+			}
+		} else {
+			for (int s = 0; s < 8; s++) {
+				__m512i w[8];
+				kq16_sub_weights(h, s, w, t == DTYPE_Q5_K);
+#pragma GCC unroll 8
+				for (int g = 0; g < 8; g++)
+					_mm512_storeu_si512((void *)(u + 512 * s + 64 * g), w[g]);
+			}
+		}
+	}
+}
+
+/* Rows r .. r + 15 of W (rb bytes apart, n elements; rows past r1 - 1
+ * repeat it, through a copy of the 16 rows at R) as one packed group at H
+ * (kq_pack16_*, the reference packer). */
+static void amx_kq_group_rows(dtype_t t, const uint8_t *W, size_t rb, int64_t r, int64_t r1,
+			      int64_t n, uint8_t *R, uint8_t *H)
+{
+	const uint8_t *src = W + (size_t)r * rb;
+	if (r + AMX_RG > r1) {
+		for (int64_t i = 0; i < AMX_RG; i++)
+			memcpy(R + (size_t)i * rb, W + (size_t)(r + i < r1 ? r + i : r1 - 1) * rb, rb);
+		src = R;
+	}
+	if (t == DTYPE_Q4_K)
+		kq_pack16_q4_K(src, rb, AMX_RG, n, H);
+	else if (t == DTYPE_Q5_K)
+		kq_pack16_q5_K(src, rb, AMX_RG, n, H);
+	else
+		kq_pack16_q6_K(src, rb, AMX_RG, n, H);
+}
+
+/* si[k] += C[k] * sc lane by lane for the 16 tokens of a stored C (token
+ * k's 16 row sums at c + 16 k). */
+AMX_INLINE void amx_kq_scale_add(__m512i *si, const int32_t *c, __m512i sc)
+{
+#pragma GCC unroll 16
+	for (int k = 0; k < AMX_TT; k++)
+		si[k] = _mm512_add_epi32(si[k], _mm512_mullo_epi32(
+			_mm512_load_si512((const void *)(c + 16 * k)), sc));
+}
+
+/* One super-block of 16 tokens x the 16 rows: si[k] = token k's sumi of
+ * the 16 rows (xq: token 0's quants of the super-block, xst apart; u: its
+ * bytes in U; h: its packed super-block, for the scales); six: Q6_K. */
+AMX_INLINE void amx_kq_sums(__m512i *si, const uint8_t *xq, size_t xst, const uint8_t *u,
+			    const uint8_t *h, const int six)
+{
+	int32_t c0[AMX_TT * 16] __attribute__((aligned(64)));
+	int32_t c1[AMX_TT * 16] __attribute__((aligned(64)));
+	const int ns = six ? 16 : 8, S = QK_K / ns;
+#pragma GCC unroll 16
+	for (int k = 0; k < AMX_TT; k++)
+		si[k] = _mm512_setzero_si512();
+	for (int s = 0; s < ns; s += 2) {
+		AMX_ZERO(0);
+		AMX_ZERO(1);
+		AMX_LOAD(2, xq + S * s, xst);
+		AMX_LOAD(4, u + 16 * S * s, 64);
+		if (six)
+			AMX_DPBSSD(0, 2, 4);
+		else
+			AMX_DPBSUD(0, 2, 4);
+		AMX_LOAD(3, xq + S * (s + 1), xst);
+		AMX_LOAD(5, u + 16 * S * (s + 1), 64);
+		if (six)
+			AMX_DPBSSD(1, 3, 5);
+		else
+			AMX_DPBSUD(1, 3, 5);
+		AMX_STORE(0, c0, 64);
+		amx_kq_scale_add(si, c0, six ? kq16_q6_scales(h, s) : kq16_sub_scales(h, s));
+		AMX_STORE(1, c1, 64);
+		amx_kq_scale_add(si, c1, six ? kq16_q6_scales(h, s + 1) : kq16_sub_scales(h, s + 1));
+	}
+}
+
+/* 16 tokens (rows of Q8_K super-blocks at X, xst bytes apart) x the 16
+ * rows of a group (packed super-blocks at H, their bytes at U) over nsb
+ * super-blocks: Y[k ys + i] for tokens k < T and the rows i in m. */
+AMX_INLINE void amx_kq_tile16(dtype_t t, const uint8_t *H, const uint8_t *U, const uint8_t *X,
+			      size_t xst, int64_t nsb, float *Y, int64_t ys, __mmask16 m,
+			      int64_t T)
+{
+	const int six = t == DTYPE_Q6_K;
+	const size_t hsb = amx_kq_hsb(t);
+	__m512 acc[AMX_TT];
+#pragma GCC unroll 16
+	for (int k = 0; k < AMX_TT; k++)
+		acc[k] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nsb; b++) {
+		const uint8_t *h = H + (size_t)b * hsb, *xb = X + (size_t)b * sizeof(block_q8_K);
+		__m512i si[AMX_TT];
+		amx_kq_sums(si, xb + 4, xst, U + (size_t)b * AMX_KQ_SB, h, six);
+		if (six) {
+#pragma GCC unroll 16
+			for (int k = 0; k < AMX_TT; k++)
+				acc[k] = kq16_q6_step(acc[k], ld_f32(xb + (size_t)k * xst), h, si[k]);
+		} else {
+			kq16_rows_t kr;
+			kq16_rows(h, &kr);
+#pragma GCC unroll 16
+			for (int k = 0; k < AMX_TT; k++) {
+				const uint8_t *xk = xb + (size_t)k * xst;
+				acc[k] = kq16_step(acc[k], ld_f32(xk), &kr, si[k], kq16_mins_dot(&kr, xk));
+			}
+		}
+	}
+#pragma GCC unroll 16
+	for (int k = 0; k < AMX_TT; k++)
+		if (k < T)
+			_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
+}
+
+/* Where the tile kernel has no scratch: the avx512vnni level's kernels
+ * (the same bits), the packed one over whole groups when there are no
+ * rows to read. */
+static void amx_kq_fallback(GEMM_KQ_ARGS)
+{
+	if (!W) {
+		matmat_p16_fn mp = t == DTYPE_Q4_K ? matmat_p16_q4_K_avx512vnni :
+				   t == DTYPE_Q5_K ? matmat_p16_q5_K_avx512vnni :
+						     matmat_p16_q6_K_avx512vnni;
+		mp(P + (size_t)(r0 / AMX_RG) * pack16_group_bytes(t, n), X, xs, Y + r0, ys, n,
+		   (r1 - r0) / AMX_RG, ntok);
+		return;
+	}
+	matmat_fn mm = t == DTYPE_Q4_K ? matmat_q4_K_avx512 :
+		       t == DTYPE_Q5_K ? matmat_q5_K_avx512 : matmat_q6_K_avx512;
+	mm(W, rb, X, xs, Y, ys, n, r0, r1, ntok);
+}
+
+AMX_FN void AMX_SYM(gemm_tiles_kq_amx)(GEMM_KQ_ARGS)
+{
+	assert(t == DTYPE_Q4_K || t == DTYPE_Q5_K || t == DTYPE_Q6_K);
+	/* without rows, the range is whole groups of the packed copy */
+	assert(W || (r0 % AMX_RG == 0 && r1 % AMX_RG == 0 && r1 <= np));
+	if (r1 <= r0 || ntok <= 0)
+		return;
+	const int64_t nsb = n / QK_K;
+	const size_t xr = (size_t)nsb * sizeof(block_q8_K), hb = pack16_group_bytes(t, n);
+	const int64_t tail = ntok % AMX_TT, full = ntok - tail;
+	/* scratch: U, then one packed group, 16 rows, the padded tokens */
+	const size_t ub = (size_t)nsb * AMX_KQ_SB, hbr = (hb + 63) & ~(size_t)63;
+	const size_t rows = W ? (AMX_RG * rb + 63) & ~(size_t)63 : 0;
+	uint8_t *U = gemm_scratch(1, ub + hbr + rows + (tail ? AMX_TT * xr : 0));
+	if (!U) {
+		amx_kq_fallback(t, W, rb, P, np, X, xs, Y, ys, n, r0, r1, ntok);
+		return;
+	}
+	uint8_t *hbuf = U + ub, *R = hbuf + hbr, *xp = R + rows;
+	if (tail)
+		amx_pad_rows(X + (size_t)full * xs, xs, tail, xr, xp);
+	AMX_LOADCONFIG(t == DTYPE_Q6_K ? &amx_cfg_kq16 : &amx_cfg);
+	for (int64_t r = r0; r < r1; r += AMX_RG) {
+		bool whole = P && r % AMX_RG == 0 && r + AMX_RG <= np && r + AMX_RG <= r1;
+		const uint8_t *H = hbuf;
+		if (whole)
+			H = P + (size_t)(r / AMX_RG) * hb;
+		else
+			amx_kq_group_rows(t, W, rb, r, r1, n, R, hbuf);
+		amx_kq_unpack(t, H, nsb, U);
+		__mmask16 m = r1 - r >= AMX_RG ? (__mmask16)0xFFFF
+					       : (__mmask16)((1u << (r1 - r)) - 1);
+		for (int64_t k = 0; k < full; k += AMX_TT)
+			amx_kq_tile16(t, H, U, X + (size_t)k * xs, xs, nsb, Y + k * ys + r, ys, m,
+				      AMX_TT);
+		if (tail)
+			amx_kq_tile16(t, H, U, xp, xr, nsb, Y + full * ys + r, ys, m, tail);
+	}
+	AMX_RELEASE();
+}
+
 #if !EGANG_AMX_EMU
 /* Batches below this many tokens run the avx512vnni kernel (the same
  * bits), which reads packed groups in place for up to 16 tokens with no
@@ -272,6 +544,32 @@ AMX_FN void gemm_quant_amx(GEMM_QUANT_ARGS)
 	else
 		gemm_tiles_amx(t, W, rb, P, np, X, xs, dx, sx, Y, ys, nb, r0, r1, ntok);
 }
+
+/* The amx level's K-quant gemms, matmat_<type>_amx (rows as stored) and
+ * matmat_p16_<type>_amx (whole packed groups): below GEMM_AMX_MIN_TOKENS
+ * the avx512vnni level's kernels (the same bits), from there the tiles. */
+#define AMX_KQ_ENTRIES(type, dt)                                                             \
+	AMX_FN void matmat_##type##_amx(const void *W, size_t rb, const void *X, size_t xs,     \
+					float *Y, int64_t ys, int64_t n, int64_t r0, int64_t r1,  \
+					int64_t ntok)                                             \
+	{                                                                                    \
+		if (ntok < GEMM_AMX_MIN_TOKENS)                                              \
+			matmat_##type##_avx512(W, rb, X, xs, Y, ys, n, r0, r1, ntok);         \
+		else                                                                         \
+			gemm_tiles_kq_amx(dt, W, rb, NULL, 0, X, xs, Y, ys, n, r0, r1, ntok); \
+	}                                                                                    \
+	AMX_FN void matmat_p16_##type##_amx(const void *P, const void *X, size_t xs, float *Y,  \
+					    int64_t ys, int64_t n, int64_t ng, int64_t ntok)      \
+	{                                                                                    \
+		if (ntok < GEMM_AMX_MIN_TOKENS)                                              \
+			matmat_p16_##type##_avx512vnni(P, X, xs, Y, ys, n, ng, ntok);         \
+		else                                                                         \
+			gemm_tiles_kq_amx(dt, NULL, 0, P, AMX_RG * ng, X, xs, Y, ys, n, 0,    \
+					  AMX_RG * ng, ntok);                                 \
+	}
+AMX_KQ_ENTRIES(q4_K, DTYPE_Q4_K)
+AMX_KQ_ENTRIES(q5_K, DTYPE_Q5_K)
+AMX_KQ_ENTRIES(q6_K, DTYPE_Q6_K)
 #endif
 
 #endif /* __x86_64__ */

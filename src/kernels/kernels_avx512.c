@@ -1559,7 +1559,9 @@ const kernel_ops_t kops_avx512 = {
 #else
 
 /* The per-type kernels of both VNNI-based levels (avx512vnni and amx,
- * which differ in the quantized gemm and in BF16_OPS, BF16's entry). */
+ * which differ in the quantized gemms and in BF16's entry): BF16_OPS is
+ * BF16's entry, the K-quants' matmat is matmat_<type>_<mm>, their
+ * matmat_p16 matmat_p16_<type>_<mp>. */
 #define BF16_OPS_AVX512 { \
 			.vec_dot = dot_bf16_avx512, .matvec = matvec_bf16_avx512, \
 			.matmat = matmat_bf16_avx512, \
@@ -1572,7 +1574,7 @@ const kernel_ops_t kops_avx512 = {
 			.matmat = matmat_bf16_amx, \
 			.matvec_p16 = matvec_p16_absent, .matmat_p16 = matmat_p16_absent, \
 		}
-#define TYPE_OPS_AVX512VNNI(BF16_OPS) { \
+#define TYPE_OPS_AVX512VNNI(BF16_OPS, mm, mp) { \
 		[DTYPE_F32] = { \
 			.vec_dot = dot_f32_avx512, .matvec = matvec_f32_avx512, \
 			.matmat = matmat_f32_avx512, \
@@ -1630,18 +1632,18 @@ const kernel_ops_t kops_avx512 = {
 		}, \
 		[DTYPE_Q4_K] = { \
 			.vec_dot = dot_q4_K_avx512, .matvec = matvec_q4_K_avx512, \
-			.matmat = matmat_q4_K_avx512, \
-			.matvec_p16 = matvec_p16_q4_K_avx512vnni, .matmat_p16 = matmat_p16_q4_K_avx512vnni, \
+			.matmat = matmat_q4_K_##mm, \
+			.matvec_p16 = matvec_p16_q4_K_avx512vnni, .matmat_p16 = matmat_p16_q4_K_##mp, \
 		}, \
 		[DTYPE_Q5_K] = { \
 			.vec_dot = dot_q5_K_avx512, .matvec = matvec_q5_K_avx512, \
-			.matmat = matmat_q5_K_avx512, \
-			.matvec_p16 = matvec_p16_q5_K_avx512vnni, .matmat_p16 = matmat_p16_q5_K_avx512vnni, \
+			.matmat = matmat_q5_K_##mm, \
+			.matvec_p16 = matvec_p16_q5_K_avx512vnni, .matmat_p16 = matmat_p16_q5_K_##mp, \
 		}, \
 		[DTYPE_Q6_K] = { \
 			.vec_dot = dot_q6_K_avx512, .matvec = matvec_q6_K_avx512, \
-			.matmat = matmat_q6_K_avx512, \
-			.matvec_p16 = matvec_p16_q6_K_avx512vnni, .matmat_p16 = matmat_p16_q6_K_avx512vnni, \
+			.matmat = matmat_q6_K_##mm, \
+			.matvec_p16 = matvec_p16_q6_K_avx512vnni, .matmat_p16 = matmat_p16_q6_K_##mp, \
 		}, \
 		/* activations only: no weight has this type */ \
 		[DTYPE_Q8_1] = { \
@@ -1663,7 +1665,7 @@ const kernel_ops_t kops_avx512 = {
 
 const kernel_ops_t kops_avx512vnni = {
 	.name = "avx512vnni",
-	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AVX512),
+	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AVX512, avx512, avx512vnni),
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,
@@ -1678,12 +1680,12 @@ const kernel_ops_t kops_avx512vnni = {
 };
 
 
-/* avx512vnni with the AMX tiles for the quantized gemm (gemm_amx.c) and
- * BF16 weights (gemm_amx_bf16.c); the table is here because its other
- * kernels are this file's. */
+/* avx512vnni with the AMX tiles for the quantized gemm and the K-quant
+ * gemms (gemm_amx.c) and BF16 weights (gemm_amx_bf16.c); the table is
+ * here because its other kernels are this file's. */
 const kernel_ops_t kops_amx = {
 	.name = "amx",
-	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AMX),
+	.type = TYPE_OPS_AVX512VNNI(BF16_OPS_AMX, amx, amx),
 	.quantize_q8_0 = quantize_q8_0_avx512,
 	.quantize_q8_K = quantize_q8_K_avx2,
 	.fp16_to_f32_row = fp16_to_f32_row_avx512,

@@ -626,6 +626,23 @@ vec_dot_kernel_t dot_bf16_amx, dot_bf16_amx_emu;
 matvec_kernel_t matvec_bf16_amx, matvec_bf16_amx_emu;
 matmat_kernel_t matmat_bf16_amx, matmat_bf16_amx_emu, gemm_tiles_bf16_amx,
 	gemm_tiles_bf16_amx_emu;
+/* K-quant weights (Q4_K, Q5_K or Q6_K, t) rows r0..r1-1 (stored at W, rb
+ * bytes apart) against ntok Q8_K activation rows (row k at X + k xs
+ * bytes), n elements each -> Y[k ys + r], every output the bits of
+ * vec_dot_generic(t, row r, X + k xs, n). P: W's packed copy of rows
+ * 0..np-1 (pack16), or NULL; the whole groups are read there. W may be
+ * NULL when [r0, r1) is whole groups of P. */
+#define GEMM_KQ_ARGS                                                          \
+	dtype_t t, const uint8_t *W, size_t rb, const uint8_t *P, int64_t np, \
+		const uint8_t *X, size_t xs, float *Y, int64_t ys, int64_t n,  \
+		int64_t r0, int64_t r1, int64_t ntok
+typedef void gemm_kq_kernel_t(GEMM_KQ_ARGS);
+/* gemm_amx.c: the K-quant tile kernel (gemm_tiles_kq_amx; _emu: emulated
+ * tiles, for tests only, in no table) and the amx level's K-quant gemms
+ * over it, the avx512vnni kernels below GEMM_AMX_MIN_TOKENS tokens */
+gemm_kq_kernel_t gemm_tiles_kq_amx, gemm_tiles_kq_amx_emu;
+matmat_kernel_t matmat_q4_K_amx, matmat_q5_K_amx, matmat_q6_K_amx;
+matmat_p16_kernel_t matmat_p16_q4_K_amx, matmat_p16_q5_K_amx, matmat_p16_q6_K_amx;
 #endif
 
 #if defined(__aarch64__)
