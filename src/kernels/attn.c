@@ -314,7 +314,7 @@ ATTN_ROWS_LEVEL(generic, )
 #define ATTN_W 16
 #define ATTN_SUFFIX avx512
 #define ATTN_TARGET X86_AVX512_FEATURES
-#define ATTN_VEXP(e) vexp_lanes_avx512(e)
+#define ATTN_VEXP(x) vexp16_avx512((__m512)(x))
 #define ATTN_ROUNDED(v) __asm__("" : "+v"(v))
 #define ATTN_LD_F16(p) ((VT)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \
@@ -326,7 +326,7 @@ ATTN_ROWS_LEVEL_X86(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 #define ATTN_QB 2
 #define ATTN_SUFFIX avx2
 #define ATTN_TARGET X86_AVX2_FEATURES
-#define ATTN_VEXP(e) vexp_lanes_avx2(e)
+#define ATTN_VEXP(x) vexp8_avx2((__m256)(x))
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
 #define ATTN_LD_F16(p) ((VT)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \

@@ -161,7 +161,8 @@ ATTN_WSUMQ_INSTANCE(wsum_one_near_, 1, false)
  * lane j < nj of the scores S[t * ATTN_W + j] over t <= pos[j], in place,
  * the queries in the lanes (pos ascending, pos[0] >= 0). Per lane the
  * generic's steps in its order: max from t = 0 by `x > max`, expf(x -
- * max) (ATTN_VEXP where the level has it: expf's bits a vector at a time)
+ * max) (ATTN_VEXP where the level has it: expf's bits a vector at a
+ * time, the lanes past a query's keys then +0, as expf's path sets them)
  * with the sum sequential in t from +0, then x / sum. The lanes' sums
  * are independent chains (no add waits for the previous key's), and no
  * column is copied out. */
@@ -186,15 +187,17 @@ CAT(softmax_cols_, ATTN_SUFFIX)(float *S, const int32_t *pos, int32_t nj)
 	float ex[ATTN_W];
 	for (int32_t t = 0; t <= last; t++) {
 		float *r = S + (size_t)t * ATTN_W;
-		ST(ex, LD(r) - mx);
 #ifdef ATTN_VEXP
-		if (vexp) { /* expf's bits, ATTN_W lanes at once */
-			ATTN_VEXP(ex);
-			for (int32_t j = 0; t > pos[0] && j < nj; j++)
-				if (t > pos[j])
-					ex[j] = 0.0f;
-		} else
+		if (vexp) { /* expf's bits, ATTN_W lanes at once, in registers */
+			VT e = (VT)ATTN_VEXP(LD(r) - mx);
+			if (t > pos[0]) /* +0 in the lanes past their keys */
+				e = (VT)((VI)e & (vpos >= (VI){0} + t));
+			ST(r, e);
+			sum = sum + e;
+			continue;
+		}
 #endif
+		ST(ex, LD(r) - mx);
 		if (t <= pos[0]) { /* a key of every query */
 			for (int32_t j = 0; j < nj; j++)
 				ex[j] = expf(ex[j]);
