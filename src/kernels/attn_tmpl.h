@@ -271,12 +271,15 @@ CAT(wsum_cols_, ATTN_SUFFIX)(const float *S, const uint8_t *V, size_t rb, const 
 /* Scores of the nk = 1 or 4 (a constant at each call) converted key rows
  * k0..k3 (the first nk) for the ATTN_W queries of Qt (hd x ATTN_W, a
  * query a lane) into St rows 0..nk-1: per lane sum_i q[i] * k[i] in i
- * order from 0, each product rounded then added, then / scale. The keys
- * are independent chains, so a key's score is the same bits in a block of
- * 4 or alone. */
+ * order from 0, each product rounded then added, then / scale, which is
+ * * inv where inv is nonzero (scale a power of two: inv = 1 / scale
+ * exactly, and x * inv the same correctly rounded real as x / scale, for
+ * a tenth of a divide's cost). The keys are independent chains, so a
+ * key's score is the same bits in a block of 4 or alone. */
 static inline __attribute__((always_inline, target(ATTN_TARGET))) void
 CAT(dots_, ATTN_SUFFIX)(const float *Qt, const float *k0, const float *k1, const float *k2,
-			const float *k3, const int nk, int64_t hd, float scale, float *St)
+			const float *k3, const int nk, int64_t hd, float scale, float inv,
+			float *St)
 {
 	VT a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
 	for (int64_t i = 0; i < hd; i++) {
@@ -294,6 +297,15 @@ CAT(dots_, ATTN_SUFFIX)(const float *Qt, const float *k0, const float *k1, const
 			a3 = a3 + p3;
 		}
 	}
+	if (inv != 0.0f) {
+		ST(St, a0 * inv);
+		if (nk == 4) {
+			ST(St + ATTN_W, a1 * inv);
+			ST(St + 2 * ATTN_W, a2 * inv);
+			ST(St + 3 * ATTN_W, a3 * inv);
+		}
+		return;
+	}
 	ST(St, a0 / scale);
 	if (nk == 4) {
 		ST(St + ATTN_W, a1 / scale);
@@ -307,14 +319,15 @@ CAT(dots_, ATTN_SUFFIX)(const float *Qt, const float *k0, const float *k1, const
  * vector registers at every element). */
 static __attribute__((noinline, target(ATTN_TARGET))) void
 CAT(dots4_, ATTN_SUFFIX)(const float *Qt, const float *k0, const float *k1, const float *k2,
-			 const float *k3, int64_t hd, float scale, float *St)
+			 const float *k3, int64_t hd, float scale, float inv, float *St)
 {
-	CAT(dots_, ATTN_SUFFIX)(Qt, k0, k1, k2, k3, 4, hd, scale, St);
+	CAT(dots_, ATTN_SUFFIX)(Qt, k0, k1, k2, k3, 4, hd, scale, inv, St);
 }
 static __attribute__((noinline, target(ATTN_TARGET))) void
-CAT(dots1_, ATTN_SUFFIX)(const float *Qt, const float *k0, int64_t hd, float scale, float *St)
+CAT(dots1_, ATTN_SUFFIX)(const float *Qt, const float *k0, int64_t hd, float scale, float inv,
+			 float *St)
 {
-	CAT(dots_, ATTN_SUFFIX)(Qt, k0, k0, k0, k0, 1, hd, scale, St);
+	CAT(dots_, ATTN_SUFFIX)(Qt, k0, k0, k0, k0, 1, hd, scale, inv, St);
 }
 
 /* The scores of every block b = h * ng + g (head h's query group g: its
@@ -327,6 +340,8 @@ CAT(scores_, ATTN_SUFFIX)(const int kt, const float *Qt, float *St, int32_t nh, 
 			  int32_t npos, float *kb)
 {
 	const float scale = sqrtf((float)hd);
+	int e2;
+	const float inv = frexpf(scale, &e2) == 0.5f ? 1.0f / scale : 0.0f;
 	const size_t hb = kv_row_bytes((kv_type_t)kt, hd); /* one head's bytes of a row */
 	for (int32_t t = 0; t < npos; t += 4) {
 		const int32_t nk = npos - t < 4 ? npos - t : 4;
@@ -349,10 +364,10 @@ CAT(scores_, ATTN_SUFFIX)(const int kt, const float *Qt, float *St, int32_t nh, 
 				float *sb = St + (b * (size_t)npos + (size_t)t) * ATTN_W;
 				if (n >= 4)
 					CAT(dots4_, ATTN_SUFFIX)(qb, k[0], k[1], k[2], k[3], hd, scale,
-								 sb);
+								 inv, sb);
 				else
 					for (int32_t u = 0; u < n; u++)
-						CAT(dots1_, ATTN_SUFFIX)(qb, k[u], hd, scale,
+						CAT(dots1_, ATTN_SUFFIX)(qb, k[u], hd, scale, inv,
 									 sb + (size_t)u * ATTN_W);
 			}
 		}
