@@ -488,6 +488,108 @@ static void test_attn_rows_batch(void **state)
 	free(one);
 }
 
+/* attn_rows_group_kv: the query heads of one KV head together, at GQA
+ * ratios 1, 2, 4 and 8, every level and KV type, head sizes 64 and 40 (a
+ * tail), a causal batch of 37 queries at positions 150..186 (three groups
+ * of lanes, several value tiles, passes with their own last keys) and of
+ * 5 at 0..4; queries and outputs at token strides other than the heads'
+ * (and apart from each other). Every head's query is the bits of the
+ * decode path's generic twin (attention_heads_kv_generic over its
+ * position's keys), at the level and by the group form's generic twin.
+ * One head's query 20 is scaled up (exponentials that underflow to 0). */
+static void test_attn_rows_group(void **state)
+{
+	(void)state;
+	const char *lv[TEST_N_ISA_LEVELS];
+	int nl = test_levels_available(lv);
+	const char *keep = kernels_isa();
+	rng_t r;
+	rng_seed(&r, 13);
+	enum { NPOS = 187, KVD = 3 * 64, NHMAX = 8, HDMAX = 64 };
+	static const int64_t hds[] = {64, 40};
+	static const int32_t ratios[] = {1, 2, 4, 8};
+	static const int32_t nqs[] = {37, 5}, pos0s[] = {NPOS - 37, 0};
+	const int64_t Q = NHMAX * HDMAX + 3, O = NHMAX * HDMAX + 5; /* token strides */
+	float *x = malloc(KVD * sizeof(float));
+	float *q = malloc((size_t)(37 * Q) * sizeof(float));
+	float *out = malloc((size_t)(37 * O) * sizeof(float));
+	float *ref = malloc((size_t)(NHMAX * HDMAX) * sizeof(float));
+	float *sc = malloc((size_t)(NHMAX * NPOS) * sizeof(float));
+	for (int64_t i = 0; i < 37 * Q; i++)
+		q[i] = rng_float(&r) * 2 - 1;
+	int checked = 0;
+	for (int kt = 0; kt < KV_TYPE_COUNT; kt++) {
+		size_t rb = kv_row_bytes((kv_type_t)kt, KVD);
+		uint8_t *K = malloc(rb * NPOS), *V = malloc(rb * NPOS);
+		for (int t = 0; t < NPOS; t++) {
+			for (int i = 0; i < KVD; i++)
+				x[i] = rng_float(&r) * 2 - 1;
+			kv_store_row((kv_type_t)kt, x, K + (size_t)t * rb, KVD);
+			for (int i = 0; i < KVD; i++)
+				x[i] = rng_float(&r) * 2 - 1;
+			kv_store_row((kv_type_t)kt, x, V + (size_t)t * rb, KVD);
+		}
+		/* the KV head at element 64 of a row (a whole Q8_0 block in) */
+		const size_t ho = kv_row_bytes((kv_type_t)kt, 64);
+		for (int l = 0; l <= nl; l++) {
+			if (l < nl)
+				assert_int_equal(kernels_set_isa(lv[l]), 0);
+			const char *name = l < nl ? lv[l] : "generic twin";
+			for (size_t a = 0; a < EG_ARRAY_LEN(hds); a++)
+				for (size_t c = 0; c < EG_ARRAY_LEN(ratios); c++)
+					for (size_t n = 0; n < EG_ARRAY_LEN(nqs); n++) {
+						int64_t hd = hds[a];
+						int32_t nh = ratios[c], nq = nqs[n], pos0 = pos0s[n];
+						for (int64_t i = 0; i < hd; i++)
+							q[20 * Q + i] *= 300.0f;
+						memset(out, 0xff, (size_t)(37 * O) * sizeof(float));
+						int rc = l < nl ? attn_rows_group_kv((kv_type_t)kt, q, Q, hd,
+										    K + ho, V + ho, rb, out,
+										    O, hd, hd, pos0, nq, nh)
+								: attn_rows_group_kv_generic(
+									  (kv_type_t)kt, q, Q, hd, K + ho,
+									  V + ho, rb, out, O, hd, hd, pos0,
+									  nq, nh);
+						assert_int_equal(rc, 0);
+						for (int32_t j = 0; j < nq; j++) {
+							attention_heads_kv_generic((kv_type_t)kt, ref, q + j * Q,
+										   K + ho, V + ho, rb,
+										   pos0 + j + 1, (int)hd, sc,
+										   nh, NPOS);
+							for (int32_t h = 0; h < nh; h++)
+								if (memcmp(out + j * O + h * hd, ref + h * hd,
+									   (size_t)hd * sizeof(float)))
+									fail_msg("%s kv %s hd %lld ratio %d: "
+										 "head %d query %d at %d "
+										 "differs", name,
+										 kv_type_names[kt],
+										 (long long)hd, nh, h, j,
+										 pos0 + j);
+						}
+						for (int64_t i = 0; i < hd; i++)
+							q[20 * Q + i] /= 300.0f;
+						checked++;
+					}
+		}
+		free(K);
+		free(V);
+	}
+	assert_int_equal(kernels_set_isa(keep), 0);
+	/* no heads or no queries: nothing written, 0 */
+	memset(out, 0, sizeof(float));
+	assert_int_equal(attn_rows_group_kv(KV_F32, q, Q, 64, x, x, 64, out, O, 64, 64, 0, 3, 0),
+			 0);
+	assert_int_equal(attn_rows_group_kv(KV_F32, q, Q, 64, x, x, 64, out, O, 64, 64, 0, 0, 2),
+			 0);
+	assert_int_equal(f2u(out[0]), 0);
+	print_message("attn_rows_group: %d cases bit-equal to the decode twin\n", checked);
+	free(x);
+	free(q);
+	free(out);
+	free(ref);
+	free(sc);
+}
+
 /* attn_expf_rows at every level: expf's bits on every 2039th float (all
  * signs, exponents and NaN payloads), on every 101st float of [-1, -0]
  * (softmax's x - max), and on the edges of the vector form's range; with
@@ -719,6 +821,90 @@ static int bench_attn(int argc, char **argv)
 	return 0;
 }
 
+/* One KV head's attention over a whole prompt of npos tokens, as the
+ * prefill waves run it (forward.c b_attn_chunk): chunks of 16 queries at
+ * positions 0, 16, ..., the g query heads of the KV head in each chunk,
+ * either together (attn_rows_group_kv) or one call per head
+ * (attn_rows_kv); the thread CPU ns, and the outputs' FNV-1a in *hash. */
+static uint64_t prompt_attn(kv_type_t kt, const uint8_t *K, const uint8_t *V, size_t rb,
+			    int g, int hd, int npos, const float *q, float *out, bool group,
+			    uint64_t *hash)
+{
+	uint64_t ns = 0, h64 = 1469598103934665603u;
+	const int64_t Q = (int64_t)g * hd;
+	for (int p0 = 0; p0 < npos; p0 += 16) {
+		int nq = npos - p0 < 16 ? npos - p0 : 16;
+		uint64_t a = cpu_ns();
+		if (group)
+			attn_rows_group_kv(kt, q, Q, hd, K, V, rb, out, Q, hd, hd, p0, nq, g);
+		else
+			for (int h = 0; h < g; h++)
+				attn_rows_kv(kt, q + h * hd, Q, K, V, rb, out + h * hd, Q, hd, p0,
+					     nq);
+		ns += cpu_ns() - a;
+		h64 = hash64(out, sizeof(float) * (size_t)(nq * Q), h64);
+	}
+	*hash = h64;
+	return ns;
+}
+
+/* test_gemm --bench-prompt-attn [npos kv_heads group hd reps]: one KV
+ * head of a cache of kv_heads heads (a row holds them all, as forward.c's
+ * cache), its g query heads over an npos-token prompt, each KV type;
+ * one call per head against the heads together, best of reps. */
+static int bench_prompt_attn(int argc, char **argv)
+{
+	int npos = argc > 2 ? atoi(argv[2]) : 4096, kvh = argc > 3 ? atoi(argv[3]) : 8;
+	int g = argc > 4 ? atoi(argv[4]) : 4, hd = argc > 5 ? atoi(argv[5]) : 64;
+	int reps = argc > 6 ? atoi(argv[6]) : 3;
+	if (npos < 1 || kvh < 1 || g < 1 || hd < 32 || hd % 32 || reps < 1) {
+		fprintf(stderr, "test_gemm --bench-prompt-attn: npos, kv_heads, group and reps "
+				"must be positive, hd a multiple of 32\n");
+		return 2;
+	}
+	rng_t r;
+	rng_seed(&r, 4);
+	float *row = malloc(sizeof(float) * (size_t)(kvh * hd));
+	float *q = malloc(sizeof(float) * (size_t)(16 * g * hd));
+	float *out = malloc(sizeof(float) * (size_t)(16 * g * hd));
+	for (int i = 0; i < 16 * g * hd; i++)
+		q[i] = rng_float(&r) * 2 - 1;
+	static const kv_type_t types[] = {KV_F32, KV_F16, KV_Q8_0};
+	for (size_t ti = 0; ti < EG_ARRAY_LEN(types); ti++) {
+		kv_type_t kt = types[ti];
+		size_t rb = kv_row_bytes(kt, (int64_t)kvh * hd);
+		uint8_t *K = malloc(rb * (size_t)npos), *V = malloc(rb * (size_t)npos);
+		for (int t = 0; t < npos; t++) {
+			for (int i = 0; i < kvh * hd; i++)
+				row[i] = rng_float(&r) * 2 - 1;
+			kv_store_row(kt, row, K + (size_t)t * rb, (int64_t)kvh * hd);
+			for (int i = 0; i < kvh * hd; i++)
+				row[i] = rng_float(&r) * 2 - 1;
+			kv_store_row(kt, row, V + (size_t)t * rb, (int64_t)kvh * hd);
+		}
+		double best[2] = {1e30, 1e30};
+		uint64_t hash[2];
+		for (int k = 0; k < reps; k++)
+			for (int b = 0; b < 2; b++) {
+				double ns = (double)prompt_attn(kt, K, V, rb, g, hd, npos, q, out, b,
+								&hash[b]);
+				best[b] = ns < best[b] ? ns : best[b];
+			}
+		printf("bench prompt-attn: %s kv %-4s npos=%d kv_heads=%d group=%d hd=%d "
+		       "per-head %.1f ms heads-together %.1f ms ratio %.2f (best of %d, thread "
+		       "CPU time) hash %016llx %016llx\n",
+		       kernels_isa(), kv_type_names[kt], npos, kvh, g, hd, best[0] / 1e6,
+		       best[1] / 1e6, best[0] / best[1], reps, (unsigned long long)hash[0],
+		       (unsigned long long)hash[1]);
+		free(K);
+		free(V);
+	}
+	free(row);
+	free(q);
+	free(out);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	kernels_init();
@@ -726,6 +912,8 @@ int main(int argc, char **argv)
 		return bench(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "--bench-attn") == 0)
 		return bench_attn(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "--bench-prompt-attn") == 0)
+		return bench_prompt_attn(argc, argv);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gemm_f32),
 		cmocka_unit_test(test_gemm_f16),
@@ -740,6 +928,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gemm_empty),
 		cmocka_unit_test(test_attn_heads),
 		cmocka_unit_test(test_attn_rows_batch),
+		cmocka_unit_test(test_attn_rows_group),
 		cmocka_unit_test(test_attn_expf),
 	};
 	return test_run_group_levels(tests);

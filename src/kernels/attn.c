@@ -1,5 +1,5 @@
-/* attn: causal attention of a batch of query positions of one head against
- * the KV cache (prefill; the "matrix-matrix" block of kernels.h).
+/* attn: causal attention of a batch of query positions of the query heads
+ * of one KV head against the KV cache (prefill; the "matrix-matrix" block of kernels.h).
  *
  * Per query the arithmetic is the decode path's (forward.c attn_head):
  *   dot_t = sum_i q[i] * k_t[i]   sequential in i, from 0, product rounded
@@ -11,17 +11,24 @@
  * time for independent chains), the softmax too (each lane's max, expf
  * and sequential sum are its query's, and the 16 sums are independent
  * chains), the weighted sum with one element i per lane, 4 queries (AVX2:
- * 2) per pass over the keys they share so that each value row is
- * converted once for them and 16 accumulators are in flight; each query's
+ * 2) per pass over the keys they share so that each value vector loaded
+ * serves them all and 16 accumulators are in flight; each query's
  * own last keys (the causal tail) continue its sums from where the pass
  * stored them. So every level gives the same bits as the scalar
  * reference, and a batched prefill the same bits as decode, whatever the
  * other queries of the batch.
  *
  * Every KV cache type (kernels.h kv_type_t) runs the same arithmetic on
- * the cache's elements converted to float (exact): the keys of a block of
- * four positions converted once into a scratch row per block, the values
- * converted in the vector loads of the weighted sum.
+ * the cache's elements converted to float (exact). A call takes the query
+ * heads of one KV head (attn_rows_group_kv; a prompt's attention chunk is
+ * up to 4 heads x 16 queries): the keys are converted a block of four
+ * rows at a time into a scratch row each and serve every (head, group of
+ * queries) block before the next four, and the values a tile of rows at a
+ * time (16 KiB of floats) whose weighted sums run for every block before
+ * the next tile, each query's sums continuing from the previous tile's
+ * (the adds stay sequential in t). So each key and value row is converted
+ * once per call, not once per query head and group, and is read from the
+ * cache once while it is in L1.
  *
  * attn_rows_heads (the query heads of one KV head at one position: a
  * decode token in a batch) is the decode kernel on x86 (attention_heads_kv
@@ -150,88 +157,139 @@ int attn_expf_rows(const float *x, float *y, int64_t n)
 
 /* ---------------------------------------------------------- reference */
 
-/* Query j at position pos0 + j * step (attn_tmpl.h attn_core). */
-static int attn_core_generic(kv_type_t kt, const float *q, int64_t qs, const uint8_t *K,
-			     const uint8_t *V, size_t rb, float *out, int64_t os,
-			     int64_t hd, int32_t pos0, int32_t nq, int32_t step)
+/* Key and value rows a tile of the reference converts at once. */
+#define ATTN_GENERIC_TILE 64
+
+/* nh heads of nq queries each (attn_tmpl.h attn_core: head h's query j
+ * at q + h * qh + j * qs, position pos0 + j * step, output out + h * oh +
+ * j * os), per query the decode path's scalar arithmetic: each tile of
+ * key rows converted once (kv_elem) for the dots of every query, then
+ * each query's softmax, then each tile of value rows converted once for
+ * every query's weighted sum, which continues from tile to tile in t
+ * order. */
+static int attn_core_generic(kv_type_t kt, const float *q, int64_t qs, int64_t qh,
+			     const uint8_t *K, const uint8_t *V, size_t rb, float *out, int64_t os,
+			     int64_t oh, int64_t hd, int32_t pos0, int32_t nq, int32_t step,
+			     int32_t nh)
 {
+	const int32_t npos = pos0 + (nq - 1) * step + 1; /* the last query's keys */
+	const size_t ns = (size_t)nh * (size_t)nq * (size_t)npos;
 	/* eg_alloc_fault: the scratch is an allocation point of the
 	 * failure hook (base/alloc.h) like any other */
 	float *s = eg_alloc_fault()
 			   ? NULL
-			   : gemm_scratch(0, (size_t)(pos0 + (nq - 1) * step + 1) * sizeof(float));
+			   : gemm_scratch(0, (ns + (size_t)ATTN_GENERIC_TILE * (size_t)hd) *
+						     sizeof(float));
 	if (!s)
 		return -1;
-	float scale = sqrtf((float)hd);
-	for (int32_t j = 0; j < nq; j++) {
-		const float *qj = q + j * qs;
-		int32_t pos = pos0 + j * step;
-		for (int32_t t = 0; t <= pos; t++) {
-			const uint8_t *k = K + (size_t)t * rb;
-			float dot = 0.0f;
+	float *rows = s + ns; /* the tile's rows as floats */
+	const float scale = sqrtf((float)hd);
+	for (int32_t t0 = 0; t0 < npos; t0 += ATTN_GENERIC_TILE) {
+		int32_t t1 = t0 + ATTN_GENERIC_TILE < npos ? t0 + ATTN_GENERIC_TILE : npos;
+		for (int32_t t = t0; t < t1; t++)
 			for (int64_t i = 0; i < hd; i++)
-				dot += qj[i] * kv_elem(kt, k, i);
-			s[t] = dot / scale;
+				rows[(t - t0) * hd + i] = kv_elem(kt, K + (size_t)t * rb, i);
+		for (int32_t h = 0; h < nh; h++)
+			for (int32_t j = 0; j < nq; j++) {
+				const float *qj = q + h * qh + j * qs;
+				float *sj = s + ((size_t)h * (size_t)nq + (size_t)j) * (size_t)npos;
+				int32_t pos = pos0 + j * step;
+				for (int32_t t = t0; t < t1 && t <= pos; t++) {
+					const float *k = rows + (t - t0) * hd;
+					float dot = 0.0f;
+					for (int64_t i = 0; i < hd; i++)
+						dot += qj[i] * k[i];
+					sj[t] = dot / scale;
+				}
+			}
+	}
+	for (int32_t h = 0; h < nh; h++)
+		for (int32_t j = 0; j < nq; j++) {
+			softmax(s + ((size_t)h * (size_t)nq + (size_t)j) * (size_t)npos,
+				pos0 + j * step + 1);
+			memset(out + h * oh + j * os, 0, (size_t)hd * sizeof *out);
 		}
-		softmax(s, pos + 1);
-		float *o = out + j * os;
-		memset(o, 0, (size_t)hd * sizeof *o);
-		for (int32_t t = 0; t <= pos; t++) {
-			const uint8_t *v = V + (size_t)t * rb;
-			float a = s[t];
+	for (int32_t t0 = 0; t0 < npos; t0 += ATTN_GENERIC_TILE) {
+		int32_t t1 = t0 + ATTN_GENERIC_TILE < npos ? t0 + ATTN_GENERIC_TILE : npos;
+		for (int32_t t = t0; t < t1; t++)
 			for (int64_t i = 0; i < hd; i++)
-				o[i] += a * kv_elem(kt, v, i);
-		}
+				rows[(t - t0) * hd + i] = kv_elem(kt, V + (size_t)t * rb, i);
+		for (int32_t h = 0; h < nh; h++)
+			for (int32_t j = 0; j < nq; j++) {
+				const float *sj = s + ((size_t)h * (size_t)nq + (size_t)j) * (size_t)npos;
+				float *o = out + h * oh + j * os;
+				int32_t pos = pos0 + j * step;
+				for (int32_t t = t0; t < t1 && t <= pos; t++) {
+					const float *v = rows + (t - t0) * hd;
+					float a = sj[t];
+					for (int64_t i = 0; i < hd; i++)
+						o[i] += a * v[i];
+				}
+			}
 	}
 	return 0;
+}
+
+int attn_rows_group_kv_generic(kv_type_t kt, const float *q, int64_t qs, int64_t qh,
+			       const void *K, const void *V, size_t rb, float *out, int64_t os,
+			       int64_t oh, int64_t hd, int32_t pos0, int32_t nq, int32_t nh)
+{
+	if (nq <= 0 || nh <= 0)
+		return 0;
+	return attn_core_generic(kt, q, qs, qh, K, V, rb, out, os, oh, hd, pos0, nq, 1, nh);
 }
 
 int attn_rows_kv_generic(kv_type_t kt, const float *q, int64_t qs, const void *K,
 			 const void *V, size_t rb, float *out, int64_t os, int64_t hd,
 			 int32_t pos0, int32_t nq)
 {
-	return attn_core_generic(kt, q, qs, K, V, rb, out, os, hd, pos0, nq, 1);
+	return attn_rows_group_kv_generic(kt, q, qs, 0, K, V, rb, out, os, 0, hd, pos0, nq, 1);
 }
 
 int attn_rows_heads_kv_generic(kv_type_t kt, const float *q, int64_t qs, const void *K,
 			       const void *V, size_t rb, float *out, int64_t os, int64_t hd,
 			       int32_t pos, int32_t nh)
 {
-	return attn_core_generic(kt, q, qs, K, V, rb, out, os, hd, pos, nh, 0);
+	if (nh <= 0)
+		return 0;
+	return attn_core_generic(kt, q, qs, 0, K, V, rb, out, os, 0, hd, pos, nh, 0, 1);
 }
 
 int attn_rows_generic(const float *q, int64_t qs, const float *K,
 		      const float *V, int64_t kvs, float *out, int64_t os,
 		      int64_t hd, int32_t pos0, int32_t nq)
 {
-	return attn_core_generic(KV_F32, q, qs, (const uint8_t *)K, (const uint8_t *)V,
-				 (size_t)kvs * sizeof(float), out, os, hd, pos0, nq, 1);
+	return attn_rows_kv_generic(KV_F32, q, qs, K, V, (size_t)kvs * sizeof(float), out, os,
+				    hd, pos0, nq);
 }
 
 int attn_rows_heads_generic(const float *q, int64_t qs, const float *K,
 			    const float *V, int64_t kvs, float *out, int64_t os,
 			    int64_t hd, int32_t pos, int32_t nh)
 {
-	return attn_core_generic(KV_F32, q, qs, (const uint8_t *)K, (const uint8_t *)V,
-				 (size_t)kvs * sizeof(float), out, os, hd, pos, nh, 0);
+	return attn_rows_heads_kv_generic(KV_F32, q, qs, K, V, (size_t)kvs * sizeof(float), out,
+					  os, hd, pos, nh);
 }
 
 /* The table entries of one KV type: tag f32, f16 or q8_0, level lv
- * (attn_rows; attn_rows_heads where the level's decode kernel does not
- * serve it: on x86 it does, kernels_avx512.c and kernels_avx2.c). */
+ * (attn_rows: the group form, attn_rows_group_kv; attn_rows_heads where
+ * the level's decode kernel does not serve it: on x86 it does,
+ * kernels_avx512.c and kernels_avx2.c). */
 #define ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)                                               \
-	ATTR int attn_rows_##tag##_##lv(const float *q, int64_t qs, const void *K,           \
+	ATTR int attn_rows_##tag##_##lv(const float *q, int64_t qs, int64_t qh, const void *K, \
 					const void *V, size_t rb, float *out, int64_t os,    \
-					int64_t hd, int32_t pos0, int32_t nq)                \
+					int64_t oh, int64_t hd, int32_t pos0, int32_t nq,    \
+					int32_t nh)                                          \
 	{                                                                                    \
-		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos0, nq, 1);        \
+		return attn_core_##lv(KT, q, qs, qh, K, V, rb, out, os, oh, hd, pos0, nq, 1,  \
+				      nh);                                                   \
 	}
 #define ATTN_HEADS_KERNEL(tag, KT, lv, ATTR)                                              \
 	ATTR int attn_rows_heads_##tag##_##lv(const float *q, int64_t qs, const void *K,     \
 					      const void *V, size_t rb, float *out,          \
 					      int64_t os, int64_t hd, int32_t pos, int32_t nh) \
 	{                                                                                    \
-		return attn_core_##lv(KT, q, qs, K, V, rb, out, os, hd, pos, nh, 0);         \
+		return attn_core_##lv(KT, q, qs, 0, K, V, rb, out, os, 0, hd, pos, nh, 0, 1); \
 	}
 #define ATTN_ROWS_KERNELS(tag, KT, lv, ATTR) \
 	ATTN_ROWS_KERNEL(tag, KT, lv, ATTR)  \
@@ -256,7 +314,7 @@ ATTN_ROWS_LEVEL(generic, )
 #define ATTN_W 16
 #define ATTN_SUFFIX avx512
 #define ATTN_TARGET X86_AVX512_FEATURES
-#define ATTN_VEXP(e) vexp_lanes_avx512(e)
+#define ATTN_VEXP(x) vexp16_avx512((__m512)(x))
 #define ATTN_ROUNDED(v) __asm__("" : "+v"(v))
 #define ATTN_LD_F16(p) ((VT)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \
@@ -268,7 +326,7 @@ ATTN_ROWS_LEVEL_X86(avx512, __attribute__((target(X86_AVX512_FEATURES))))
 #define ATTN_QB 2
 #define ATTN_SUFFIX avx2
 #define ATTN_TARGET X86_AVX2_FEATURES
-#define ATTN_VEXP(e) vexp_lanes_avx2(e)
+#define ATTN_VEXP(x) vexp8_avx2((__m256)(x))
 #define ATTN_ROUNDED(v) __asm__("" : "+x"(v))
 #define ATTN_LD_F16(p) ((VT)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #define ATTN_LD_Q8(p) \
@@ -294,12 +352,20 @@ ATTN_ROWS_LEVEL(neon, __attribute__((target("+simd"))))
 
 /* The level in use's instance (its table's kv[kt] entries; looked up per
  * call: tests switch levels with kernels_set_isa). */
+int attn_rows_group_kv(kv_type_t kt, const float *q, int64_t qs, int64_t qh, const void *K,
+		       const void *V, size_t rb, float *out, int64_t os, int64_t oh, int64_t hd,
+		       int32_t pos0, int32_t nq, int32_t nh)
+{
+	if (nq <= 0 || nh <= 0)
+		return 0;
+	return kernels_ops()->kv[kt].attn_rows(q, qs, qh, K, V, rb, out, os, oh, hd, pos0, nq,
+					       nh);
+}
+
 int attn_rows_kv(kv_type_t kt, const float *q, int64_t qs, const void *K, const void *V,
 		 size_t rb, float *out, int64_t os, int64_t hd, int32_t pos0, int32_t nq)
 {
-	if (nq <= 0)
-		return 0;
-	return kernels_ops()->kv[kt].attn_rows(q, qs, K, V, rb, out, os, hd, pos0, nq);
+	return attn_rows_group_kv(kt, q, qs, 0, K, V, rb, out, os, 0, hd, pos0, nq, 1);
 }
 
 int attn_rows_heads_kv(kv_type_t kt, const float *q, int64_t qs, const void *K,

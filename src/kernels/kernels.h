@@ -371,5 +371,18 @@ int attn_rows_heads_kv(kv_type_t kt, const float *q, int64_t qs, const void *K,
 int attn_rows_heads_kv_generic(kv_type_t kt, const float *q, int64_t qs, const void *K,
 			       const void *V, size_t rb, float *out, int64_t os, int64_t hd,
 			       int32_t pos, int32_t nh);
+/* attn_rows_kv for nh query heads that share one KV head (grouped-query
+ * attention; a prompt's attention chunk): head h's queries at q + h * qh
+ * (query j at q + h * qh + j * qs), its outputs at out + h * oh + j * os.
+ * Each head's outputs are the bits of attn_rows_kv on that head alone, at
+ * every level; each key row and each tile of value rows is converted to
+ * float once for all the heads and queries. attn_rows_kv is its nh = 1.
+ * 0, or -1 as attn_rows. */
+int attn_rows_group_kv(kv_type_t kt, const float *q, int64_t qs, int64_t qh, const void *K,
+		       const void *V, size_t rb, float *out, int64_t os, int64_t oh, int64_t hd,
+		       int32_t pos0, int32_t nq, int32_t nh);
+int attn_rows_group_kv_generic(kv_type_t kt, const float *q, int64_t qs, int64_t qh,
+			       const void *K, const void *V, size_t rb, float *out, int64_t os,
+			       int64_t oh, int64_t hd, int32_t pos0, int32_t nq, int32_t nh);
 
 #endif

@@ -377,11 +377,14 @@ typedef void gemm_quant_kernel_t(GEMM_QUANT_ARGS);
  * the sum of its quants. */
 typedef void gemm_aux_kernel_t(const uint8_t *X, size_t xs, int64_t nb, int64_t ntok,
 			       float *dx, int32_t *sx);
-/* attn_rows_kv and attn_rows_heads_kv (kernels.h) for one KV type (the
- * last two arguments: pos0, nq, resp. pos, nh). */
+/* attn_rows_heads_kv (kernels.h) for one KV type. */
 typedef int attn_rows_kernel_t(const float *q, int64_t qs, const void *K,
 			       const void *V, size_t rb, float *out, int64_t os,
-			       int64_t hd, int32_t pos0, int32_t nq);
+			       int64_t hd, int32_t pos, int32_t nh);
+/* attn_rows_group_kv (kernels.h) for one KV type. */
+typedef int attn_group_kernel_t(const float *q, int64_t qs, int64_t qh, const void *K,
+				const void *V, size_t rb, float *out, int64_t os, int64_t oh,
+				int64_t hd, int32_t pos0, int32_t nq, int32_t nh);
 
 typedef matmat_kernel_t *matmat_fn;
 typedef matmat_p16_kernel_t *matmat_p16_fn;
@@ -410,7 +413,7 @@ typedef struct kernel_type_ops {
  * attention, batched causal attention, the heads of a decode token. */
 typedef struct kernel_kv_ops {
 	attention_kernel_t *attention;
-	attn_rows_kernel_t *attn_rows;
+	attn_group_kernel_t *attn_rows; /* the query heads of a KV head */
 	attn_rows_kernel_t *attn_rows_heads;
 } kernel_kv_ops_t;
 
@@ -547,7 +550,7 @@ quantize_kernel_t quantize_q8_K_generic;
 gemm_aux_kernel_t gemm_aux_generic;
 /* kernels.c, attn.c: per KV type */
 attention_kernel_t attention_f32_generic, attention_f16_generic, attention_q8_0_generic;
-attn_rows_kernel_t attn_rows_f32_generic, attn_rows_f16_generic, attn_rows_q8_0_generic;
+attn_group_kernel_t attn_rows_f32_generic, attn_rows_f16_generic, attn_rows_q8_0_generic;
 attn_rows_kernel_t attn_rows_heads_f32_generic, attn_rows_heads_f16_generic,
 	attn_rows_heads_q8_0_generic;
 
@@ -575,10 +578,11 @@ matmat_p16_kernel_t matmat_p16_q4_K_avx2, matmat_p16_q5_K_avx2, matmat_p16_q6_K_
 gemm_quant_kernel_t gemm_quant_avx2;
 gemm_aux_kernel_t gemm_aux_avx2;
 /* attn.c, per KV type */
-attn_rows_kernel_t attn_rows_f32_avx2, attn_rows_heads_f32_avx2, attn_rows_f16_avx2,
-	attn_rows_heads_f16_avx2, attn_rows_q8_0_avx2, attn_rows_heads_q8_0_avx2;
-attn_rows_kernel_t attn_rows_f32_avx512, attn_rows_heads_f32_avx512, attn_rows_f16_avx512,
-	attn_rows_heads_f16_avx512, attn_rows_q8_0_avx512, attn_rows_heads_q8_0_avx512;
+attn_group_kernel_t attn_rows_f32_avx2, attn_rows_f16_avx2, attn_rows_q8_0_avx2;
+attn_rows_kernel_t attn_rows_heads_f32_avx2, attn_rows_heads_f16_avx2, attn_rows_heads_q8_0_avx2;
+attn_group_kernel_t attn_rows_f32_avx512, attn_rows_f16_avx512, attn_rows_q8_0_avx512;
+attn_rows_kernel_t attn_rows_heads_f32_avx512, attn_rows_heads_f16_avx512,
+	attn_rows_heads_q8_0_avx512;
 /* kernels_avx512.c: the avx512 level's kernels that do not depend on VNNI
  * (float weights, conversions, the forward pass's float math), compiled
  * once and named by the avx512vnni table too */
@@ -647,8 +651,8 @@ matmat_p16_kernel_t matmat_p16_q4_K_amx, matmat_p16_q5_K_amx, matmat_p16_q6_K_am
 
 #if defined(__aarch64__)
 /* attn.c (both ARM64 levels), per KV type */
-attn_rows_kernel_t attn_rows_f32_neon, attn_rows_heads_f32_neon, attn_rows_f16_neon,
-	attn_rows_heads_f16_neon, attn_rows_q8_0_neon, attn_rows_heads_q8_0_neon;
+attn_group_kernel_t attn_rows_f32_neon, attn_rows_f16_neon, attn_rows_q8_0_neon;
+attn_rows_kernel_t attn_rows_heads_f32_neon, attn_rows_heads_f16_neon, attn_rows_heads_q8_0_neon;
 #endif
 
 /* ---------------------------------------------------------- kernel shapes */

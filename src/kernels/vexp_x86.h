@@ -76,47 +76,71 @@ vexp4_avx2(__m128 x)
 	return _mm256_cvtpd_ps(y);
 }
 
-/* e[j] = expf(e[j]) for 16 lanes; lanes of 88 or more in magnitude,
- * infinite or NaN by expf itself. */
-static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) void
-vexp_lanes_avx512(float *e)
+/* expf of 16 lanes, returned in a register; lanes of 88 or more in
+ * magnitude, infinite or NaN by expf itself. The halves are joined in
+ * registers: stored as two halves and loaded as one vector, they would
+ * stall that load (store forwarding fails from two stores into one load),
+ * once per call. */
+static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) __m512
+vexp16_avx512(__m512 x)
 {
-	__m512 x = _mm512_loadu_ps(e);
 	__m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20),
 				       _mm512_set1_epi32(0x7ff));
 	__mmask16 big = _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32(VEXP_TOP));
 	__m256 lo = vexp8_avx512(_mm512_castps512_ps256(x));
 	__m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
 	hi = vexp8_avx512(hi);
-	float in[16];
-	_mm512_storeu_ps(in, x);
-	_mm256_storeu_ps(e, lo);
-	_mm256_storeu_ps(e + 8, hi);
-	for (; big; big &= (__mmask16)(big - 1)) {
-		int j = __builtin_ctz(big);
-		e[j] = expf(in[j]);
+	__m512 y = _mm512_castpd_ps(_mm512_insertf64x4(
+		_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+	if (big) {
+		float in[16], e[16];
+		_mm512_storeu_ps(in, x);
+		_mm512_storeu_ps(e, y);
+		for (; big; big &= (__mmask16)(big - 1)) {
+			int j = __builtin_ctz(big);
+			e[j] = expf(in[j]);
+		}
+		y = _mm512_loadu_ps(e);
 	}
+	return y;
 }
 
 /* The same for 8 lanes. */
-static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) void
-vexp_lanes_avx2(float *e)
+static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) __m256
+vexp8_avx2(__m256 x)
 {
-	__m256 x = _mm256_loadu_ps(e);
 	__m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20),
 				       _mm256_set1_epi32(0x7ff));
 	int big = _mm256_movemask_ps(_mm256_castsi256_ps(
 		_mm256_cmpgt_epi32(top, _mm256_set1_epi32(VEXP_TOP - 1))));
 	__m128 lo = vexp4_avx2(_mm256_castps256_ps128(x));
 	__m128 hi = vexp4_avx2(_mm256_extractf128_ps(x, 1));
-	float in[8];
-	_mm256_storeu_ps(in, x);
-	_mm_storeu_ps(e, lo);
-	_mm_storeu_ps(e + 4, hi);
-	for (; big; big &= big - 1) {
-		int j = __builtin_ctz((unsigned)big);
-		e[j] = expf(in[j]);
+	__m256 y = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+	if (big) {
+		float in[8], e[8];
+		_mm256_storeu_ps(in, x);
+		_mm256_storeu_ps(e, y);
+		for (; big; big &= big - 1) {
+			int j = __builtin_ctz((unsigned)big);
+			e[j] = expf(in[j]);
+		}
+		y = _mm256_loadu_ps(e);
 	}
+	return y;
+}
+
+/* e[j] = expf(e[j]) for 16 lanes (vexp16_avx512 in place). */
+static inline __attribute__((always_inline, target(X86_AVX512_FEATURES))) void
+vexp_lanes_avx512(float *e)
+{
+	_mm512_storeu_ps(e, vexp16_avx512(_mm512_loadu_ps(e)));
+}
+
+/* The same for 8 lanes. */
+static inline __attribute__((always_inline, target(X86_AVX2_FEATURES))) void
+vexp_lanes_avx2(float *e)
+{
+	_mm256_storeu_ps(e, vexp8_avx2(_mm256_loadu_ps(e)));
 }
 
 #endif

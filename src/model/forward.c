@@ -741,7 +741,8 @@ static inline uint32_t att_groups(int32_t n)
 }
 
 /* One run a..b-1 of one sequence's tokens, query heads h0..h1-1 of KV
- * head kvh (attn_rows gives each query the decode path's bits). */
+ * head kvh (attn_rows_group_kv and attn_rows_heads_kv give each query the
+ * decode path's bits). */
 static void b_attn_run(forward_t *f, const layer_t *y, int64_t l, int64_t kvh,
 		       int64_t h0, int64_t h1, int32_t a, int32_t b)
 {
@@ -761,20 +762,21 @@ static void b_attn_run(forward_t *f, const layer_t *y, int64_t l, int64_t kvh,
 					    V + (size_t)t0 * rb, rb, f->batt + a * Q + h0 * hd,
 					    hd, hd, f->bpos_of[a] - t0, (int32_t)(h1 - h0)) < 0;
 	} else if (attn_start(f, y, f->bpos_of[b - 1]) == 0) {
-		for (int64_t h = h0; h < h1; h++)
-			failed |= attn_rows_kv(kt, f->bq + a * Q + h * hd, Q, K, V, rb,
-					       f->batt + a * Q + h * hd, Q, hd, f->bpos_of[a],
-					       b - a) < 0;
+		/* the heads' queries together: each key and value row
+		 * converted once for all of them */
+		failed = attn_rows_group_kv(kt, f->bq + a * Q + h0 * hd, Q, hd, K, V, rb,
+					    f->batt + a * Q + h0 * hd, Q, hd, hd, f->bpos_of[a],
+					    b - a, (int32_t)(h1 - h0)) < 0;
 	} else {
 		/* a sliding window cuts some of these queries' pasts: one
-		 * query at a time from its window's start */
+		 * token at a time from its window's start, its heads at once
+		 * (as a decode token) */
 		for (int32_t k = a; k < b; k++) {
 			int32_t t0 = attn_start(f, y, f->bpos_of[k]);
-			for (int64_t h = h0; h < h1; h++)
-				failed |= attn_rows_kv(kt, f->bq + k * Q + h * hd, Q,
-						       K + (size_t)t0 * rb, V + (size_t)t0 * rb, rb,
-						       f->batt + k * Q + h * hd, Q, hd,
-						       f->bpos_of[k] - t0, 1) < 0;
+			failed |= attn_rows_heads_kv(kt, f->bq + k * Q + h0 * hd, hd,
+						     K + (size_t)t0 * rb, V + (size_t)t0 * rb, rb,
+						     f->batt + k * Q + h0 * hd, hd, hd,
+						     f->bpos_of[k] - t0, (int32_t)(h1 - h0)) < 0;
 		}
 	}
 	if (failed)
