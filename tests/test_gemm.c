@@ -217,6 +217,26 @@ static void check_type(dtype_t wt, int64_t n)
 								 lv[l], dtype_info[wt].name, (long long)n,
 								 packed ? " packed" : "", (long long)t,
 								 (long long)r);
+				/* every batch of 9..16 tokens (the in-place pass of 8 +
+				 * 1..8 tokens), from token nt - 9 on */
+				for (int64_t nt = 9; nt <= 16 && nt - 9 + nt <= f.ntok; nt++) {
+					int64_t t0s = nt - 9;
+					for (int64_t i = t0s * ys; i < (t0s + nt) * ys; i++)
+						S[i] = -7.0f;
+					gemm_rows_packed(wt, f.W, packed ? P : NULL, f.rows,
+							 f.X + (size_t)t0s * f.xs, f.xs, NULL,
+							 S + t0s * ys, ys, n, 0, f.rows, nt);
+					for (int64_t t = t0s; t < t0s + nt; t++)
+						for (int64_t r = 0; r < f.rows; r++)
+							if (f2u(S[t * ys + r]) != f2u(Y[t * ys + r]))
+								fail_msg("%s %s n=%lld%s: %lld tokens: "
+									 "Y[%lld][%lld] differs",
+									 lv[l], dtype_info[wt].name,
+									 (long long)n,
+									 packed ? " packed" : "",
+									 (long long)nt, (long long)t,
+									 (long long)r);
+				}
 				free(S);
 			}
 			free(P);

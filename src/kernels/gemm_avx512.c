@@ -240,20 +240,54 @@ AVX512_INLINE void tile(const uint32_t *pk, const float *dw, const uint8_t *X,
 		_mm512_mask_storeu_ps(Y + k * ys, m, acc[k]);
 }
 
+/* The share of a group's prefetch of the next one that each block of
+ * each pass issues: pass h of npass, block b, the next group's lines that
+ * start below (h nb + b + 1) gb / (npass nb) bytes (in 1/65536 bytes, so no
+ * division per block), each line once. */
+typedef struct pf_share {
+	uint64_t end, step; /* the current share's end, its length; 16-bit fraction */
+	size_t next;        /* the next line's offset in the next group */
+} pf_share_t;
+
+/* The shares of pass h of npass over a group of gb bytes, nb blocks. */
+static inline pf_share_t pf_share_start(size_t gb, int64_t nb, int h, int npass)
+{
+	pf_share_t p;
+	p.step = ((uint64_t)gb << 16) / ((uint64_t)npass * (uint64_t)nb);
+	p.end = (uint64_t)h * (uint64_t)nb * p.step;
+	p.next = (size_t)(p.end >> 16) & ~(size_t)63;
+	if (p.next < (size_t)(p.end >> 16)) /* the previous pass took that line */
+		p.next += 64;
+	return p;
+}
+
+/* Prefetches the next block's share of the group at N into L2. */
+AVX512_INLINE void pf_share_next(pf_share_t *p, const uint8_t *N)
+{
+	p->end += p->step;
+	for (size_t e = (size_t)(p->end >> 16); p->next < e; p->next += 64)
+		_mm_prefetch((const char *)N + p->next, _MM_HINT_T1);
+}
+
 /* tile() reading a packed group (pack16) in place instead of a repacked
  * copy: the same vectors (Q8_0 unsigned as stored, Q4_0 nibbles split
  * here), the same integer sums per lane and the same float steps, so the
  * same bits. No copy of the group into scratch: for a few decode tokens
- * that copy costs about as much as the dot products. first: the first tile
- * of the group, which prefetches the next group (gb bytes on) into L2
- * only (prefetcht1): into L1 (prefetcht0) the next group evicted this
- * group's lines, which a second tile of tokens reads again, and a whole
- * group (34 KiB at n = 2048, 96 KiB at 5632) does not fit beside it in a
- * 48 KiB L1 anyway. A batch step of tinyllama-1.1b q8_0 on one core, tok/s
- * per CPU second, medians of 4 rounds alternated on a loaded host: 8
- * tokens 69.8 (t0) against 72.7 (t1), 16 tokens 82.7 against 92.0; with
- * no software prefetch 49 and 69-75 (doc/serve-batch/batch-1206.md). */
-AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
+ * that copy costs about as much as the dot products.
+ *
+ * Pass h of the group's npass passes (tiles of 8 tokens) prefetches its share
+ * of the next group (gb bytes on) into L2 (prefetcht1), spread evenly over
+ * the passes' blocks (pf_share): the next group streams from memory at
+ * one steady rate under the arithmetic of every pass. A first pass that
+ * prefetched the whole next group left memory idle during the second
+ * pass, which reads the group again from cache, and its prefetches
+ * queued behind each other in the first; spread, a 16-token step of
+ * tinyllama-1.1b q8_0 on one core went from 101 to 118 tok/s per CPU
+ * second (medians of 3 rounds alternated, doc/serve-batch/overlap-1206). Into L1 (prefetcht0) the next
+ * group evicted this group's lines, which a second pass reads again, and
+ * a whole group (34 KiB at n = 2048, 96 KiB at 5632) does not fit beside
+ * it in a 48 KiB L1 anyway (doc/serve-batch/batch-1206.md). */
+AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, int h, int npass,
 			    const uint8_t *X, size_t xs, const float *dx,
 			    const int32_t *sx, int32_t bias, int64_t nb, float *Y,
 			    int64_t ys, const int T)
@@ -265,15 +299,16 @@ AVX512_INLINE void tile_p16(dtype_t t, const uint8_t *G, size_t gb, bool first,
 	for (int k = 0; k < T; k++)
 		acc[k] = _mm512_setzero_ps();
 	const uint8_t *q = G, *sc = G;
+#ifndef GEMM_NO_PREFETCH
+	pf_share_t pf = pf_share_start(gb, nb, h, npass);
+#endif
 	for (int64_t b = 0; b < nb; b++) {
 		if (!(b & 1)) { /* a pair's scales */
 			sc = q;
 			q += 64;
 		}
 #ifndef GEMM_NO_PREFETCH
-		if (first)
-			for (size_t k = 0; k < qv; k += 64)
-				_mm_prefetch((const char *)q + gb + k, _MM_HINT_T1);
+		pf_share_next(&pf, G + gb);
 #endif
 		const uint8_t *xq = X + (size_t)b * sizeof(block_q8_0) + 2;
 		__m512i s[TG];
@@ -318,21 +353,22 @@ AVX512_INLINE void group_p16(dtype_t t, const uint8_t *G, size_t gb, const uint8
 			     size_t xs, const float *dx, const int32_t *sx, int32_t bias,
 			     int64_t nb, float *Y, int64_t ys, int64_t ntok)
 {
+	const int npass = (int)((ntok + TG - 1) / TG);
 	for (int64_t k = 0; k < ntok; k += TG) {
 		const uint8_t *xk = X + (size_t)k * xs;
 		float *yk = Y + k * ys;
 		const float *dk = dx + k * nb;
 		const int32_t *ck = sx + k * nb;
-		bool first = k == 0;
+		const int h = (int)(k / TG);
 		switch (ntok - k >= TG ? TG : (int)(ntok - k)) {
-		case 8: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 8); break;
-		case 7: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 7); break;
-		case 6: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 6); break;
-		case 5: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 5); break;
-		case 4: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 4); break;
-		case 3: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 3); break;
-		case 2: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 2); break;
-		default: tile_p16(t, G, gb, first, xk, xs, dk, ck, bias, nb, yk, ys, 1); break;
+		case 8: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 8); break;
+		case 7: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 7); break;
+		case 6: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 6); break;
+		case 5: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 5); break;
+		case 4: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 4); break;
+		case 3: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 3); break;
+		case 2: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 2); break;
+		default: tile_p16(t, G, gb, h, npass, xk, xs, dk, ck, bias, nb, yk, ys, 1); break;
 		}
 	}
 }
