@@ -12,3 +12,5 @@ $E bench width -m $M/tinyllama-1.1b-q8_0.gguf --cores 0-1 --tokens 32 --reps 3 -
 tools/figures/serve-batch/run.sh $E $M $O/serve tinyllama-1.1b decode 1 20 32 > /dev/null 2>&1
 hdr >> $O/run.txt 2>&1
 echo done >> $O/run.txt
+# run afterwards, alone (18:15 UTC): prefill 256 and decode, 3 reps
+# tools/llamacpp/compare-llamacpp --reps 3 --threads 2 --models tinyllama-1.1b-q8_0,tinyllama-1.1b-q4_k_m,smollm-135m-q8_0 --out $O/256 > $O/run256.txt 2>&1
