@@ -101,13 +101,6 @@ static void fixture_free(fixture_t *f)
 	free(f->xf);
 }
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
 /* gemm_rows over the whole fixture at the current level, into Y (ntok,
  * rows + 3), the padding checked to stay untouched. */
 static float *gemm_all(const fixture_t *f)

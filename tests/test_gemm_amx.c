@@ -164,13 +164,6 @@ static void test_amx_emu_instructions(void **state)
 
 /* ---------------------------------------------------------- the kernel */
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
 /* A quantized test matrix (rows, n) of type wt at an odd address, with
  * its packed copy (NULL when rows < 16), and ntok prepared Q8_0
  * activation rows with their gemm aux. */

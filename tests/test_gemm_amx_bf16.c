@@ -45,20 +45,6 @@
 
 #if defined(__x86_64__)
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 /* Same bits, or both NaN (the SDM leaves which NaN TDPBF16PS returns
  * unspecified, and x86's FMA picks by operand order). */
 static bool same_float(float a, float b)

@@ -26,20 +26,6 @@
 #include "kernels/kernels_impl.h" /* exp_eg */
 #include "model/sampler.h"
 
-static uint32_t f2u(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static float u2f(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 static void fill_normal(rng_t *r, float *x, int64_t n, float scale)
 {
 	for (int64_t i = 0; i < n; i++)

@@ -15,6 +15,21 @@
 
 #include <cmocka.h>
 
+/* A float's bits, and the float of some bits (bit-exact comparisons). */
+static inline uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float u2f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 /* fn's stderr, run in a child that must end by SIGABRT, into buf (a
  * test failure naming the child's status and stderr otherwise). */
 static inline void test_abort_message(void (*fn)(void), char *buf, size_t cap)
