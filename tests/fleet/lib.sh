@@ -67,6 +67,34 @@ fleet_wait_requests() {
 	return 1
 }
 
+# fleet_drain_read N PAUSE: drains replica N in HAProxy (`set server
+# egang/rN state drain`), waits PAUSE seconds for requests HAProxy had
+# already sent it to arrive, and prints N's egang_requests_in_flight (-1:
+# none), all in one process so that no process start lies between them
+fleet_drain_read() {
+	/usr/bin/python3 - "$EGANG_FLEET_STATS" "r$1" "$2" "$(fleet_replica_url "$1")/metrics" <<'EOF'
+import socket, sys, time, urllib.request
+stats, server, pause, url = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(stats)
+s.sendall(b"set server egang/%s state drain\n" % server.encode())
+while s.recv(4096):
+    pass
+time.sleep(pause)
+value = -1
+try:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "egang_requests_in_flight":
+                value = int(f[1])
+except OSError:
+    pass
+print(value)
+EOF
+}
+
 # fleet_now: Unix time with milliseconds (the load log's clock)
 fleet_now() { date +%s.%3N; }
 
