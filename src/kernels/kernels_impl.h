@@ -579,8 +579,12 @@ gemm_quant_kernel_t gemm_quant_avx2;
 gemm_aux_kernel_t gemm_aux_avx2;
 /* attn.c, per KV type */
 attn_group_kernel_t attn_rows_f32_avx2, attn_rows_f16_avx2, attn_rows_q8_0_avx2;
-attn_rows_kernel_t attn_rows_heads_f32_avx2, attn_rows_heads_f16_avx2, attn_rows_heads_q8_0_avx2;
 attn_group_kernel_t attn_rows_f32_avx512, attn_rows_f16_avx512, attn_rows_q8_0_avx512;
+/* kernels_avx2.c, kernels_avx512.c: the decode attention per KV type
+ * (attn_decode_x86.h; the avx512 ones in both avx512 tables) */
+attention_kernel_t attention_f32_avx2, attention_f16_avx2, attention_q8_0_avx2;
+attn_rows_kernel_t attn_rows_heads_f32_avx2, attn_rows_heads_f16_avx2, attn_rows_heads_q8_0_avx2;
+attention_kernel_t attention_f32_avx512, attention_f16_avx512, attention_q8_0_avx512;
 attn_rows_kernel_t attn_rows_heads_f32_avx512, attn_rows_heads_f16_avx512,
 	attn_rows_heads_q8_0_avx512;
 /* kernels_avx512.c: the avx512 level's kernels that do not depend on VNNI
@@ -596,7 +600,6 @@ fp16_to_f32_kernel_t fp16_to_f32_row_avx512;
 rmsnorm_kernel_t rmsnorm_avx512;
 softmax_kernel_t softmax_avx512;
 rope_apply_kernel_t rope_apply_avx512;
-attention_kernel_t attention_f32_avx512, attention_f16_avx512, attention_q8_0_avx512;
 swiglu_kernel_t swiglu_avx512;
 /* kquants_avx512.c: 512-bit Q4_K, Q5_K, Q6_K (no VNNI: both avx512 levels) */
 vec_dot_kernel_t dot_q4_K_avx512, dot_q5_K_avx512, dot_q6_K_avx512;
