@@ -480,22 +480,31 @@ static void attn_finish(void *ctx, uint32_t wave)
 
 /* ---- WO: x += wo @ att ---- */
 
+/* The rows of chunk (per rows each) of x += w @ a (a's Q8_0 twin aq), or
+ * with a norm on w's output (post_norm) the product alone into ytmp: the
+ * residual add then waits for the norm (wo_finish, ffn2_finish). */
+static void residual_rows(forward_t *f, const tensor_t *w, const float *a, const void *aq,
+			  uint32_t per, uint32_t chunk, bool post_norm)
+{
+	int64_t r0, r1;
+	float tmp[256];
+	rows_of(chunk, per, w->rows, &r0, &r1);
+	if (post_norm) {
+		mv(w, act_for(w, a, aq), f->ytmp + r0, r0, r1);
+		return;
+	}
+	/* rows_wo, rows_ffn2 <= 256 (forward_new), so tmp holds the chunk */
+	mv(w, act_for(w, a, aq), tmp, r0, r1);
+	for (int64_t r = r0; r < r1; r++)
+		f->x[r] += tmp[r - r0];
+}
+
 static void wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
-	const tensor_t *w = &y->wo;
-	int64_t r0, r1;
-	float tmp[256];
-	rows_of(chunk, f->rows_wo, w->rows, &r0, &r1);
-	if (y->post_attn_norm) { /* the residual add waits for the norm */
-		mv(w, act_for(w, f->att, f->att_q), f->ytmp + r0, r0, r1);
-		return;
-	}
-	/* rows_wo <= 256 (forward_new), so tmp holds the chunk */
-	mv(w, act_for(w, f->att, f->att_q), tmp, r0, r1);
-	for (int64_t r = r0; r < r1; r++)
-		f->x[r] += tmp[r - r0];
+	residual_rows(f, &y->wo, f->att, f->att_q, f->rows_wo, chunk,
+		      y->post_attn_norm != NULL);
 }
 
 static void wo_finish(void *ctx, uint32_t wave)
@@ -534,17 +543,8 @@ static void ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const layer_t *y = layer_of(f, wave);
-	const tensor_t *w = &y->w_down;
-	int64_t r0, r1;
-	float tmp[256];
-	rows_of(chunk, f->rows_ffn2, w->rows, &r0, &r1);
-	if (y->post_ffn_norm) { /* the residual add waits for the norm */
-		mv(w, act_for(w, f->hb, f->hb_q), f->ytmp + r0, r0, r1);
-		return;
-	}
-	mv(w, act_for(w, f->hb, f->hb_q), tmp, r0, r1);
-	for (int64_t r = r0; r < r1; r++)
-		f->x[r] += tmp[r - r0];
+	residual_rows(f, &y->w_down, f->hb, f->hb_q, f->rows_ffn2, chunk,
+		      y->post_ffn_norm != NULL);
 }
 
 static void ffn2_finish(void *ctx, uint32_t wave)
