@@ -238,15 +238,13 @@ static void amx_check(gemm_quant_kernel_t *kern, const char *name, const amx_fix
 	kern(f->wt, f->W, f->rb, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, f->dx, f->sx, Y,
 	     ys, f->n / QK, r0, r1, f->ntok);
 	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
-	for (int64_t t = 0; t < f->ntok; t++)
-		for (int64_t r = 0; r < ys; r++)
-			if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
-				fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld)%s: "
-					 "Y[%lld][%lld] = %a, generic %a", name,
-					 dtype_info[f->wt].name, (long long)f->rows, (long long)f->n,
-					 (long long)f->ntok, (long long)r0, (long long)r1,
-					 packed ? " packed" : "", (long long)t, (long long)r,
-					 (double)Y[t * ys + r], (double)G[t * ys + r]);
+	const int64_t i = first_bits_diff(Y, G, len);
+	if (i >= 0)
+		fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld)%s: Y[%lld][%lld] = %a, "
+			 "generic %a", name, dtype_info[f->wt].name, (long long)f->rows,
+			 (long long)f->n, (long long)f->ntok, (long long)r0, (long long)r1,
+			 packed ? " packed" : "", (long long)(i / ys), (long long)(i % ys),
+			 (double)Y[i], (double)G[i]);
 	free(Y);
 	free(G);
 }
@@ -367,15 +365,13 @@ static void amx_kq_check(gemm_kq_kernel_t *kern, const char *name, const amx_kq_
 	kern(f->wt, W, W ? f->rb : 0, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, Y, ys, f->n,
 	     r0, r1, f->ntok);
 	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
-	for (int64_t t = 0; t < f->ntok; t++)
-		for (int64_t r = 0; r < ys; r++)
-			if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
-				fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld) %s: "
-					 "Y[%lld][%lld] = %a, generic %a", name,
-					 dtype_info[f->wt].name, (long long)f->rows, (long long)f->n,
-					 (long long)f->ntok, (long long)r0, (long long)r1,
-					 amx_kq_mode_name[mode], (long long)t, (long long)r,
-					 (double)Y[t * ys + r], (double)G[t * ys + r]);
+	const int64_t i = first_bits_diff(Y, G, len);
+	if (i >= 0)
+		fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld) %s: Y[%lld][%lld] = %a, "
+			 "generic %a", name, dtype_info[f->wt].name, (long long)f->rows,
+			 (long long)f->n, (long long)f->ntok, (long long)r0, (long long)r1,
+			 amx_kq_mode_name[mode], (long long)(i / ys), (long long)(i % ys),
+			 (double)Y[i], (double)G[i]);
 	free(Y);
 	free(G);
 }
@@ -440,14 +436,16 @@ static void amx_kq_level_check(void)
 			for (int packed = 0; packed < 2; packed++) {
 				gemm_rows_packed(f.wt, f.W, packed ? f.P : NULL, f.rows, f.X, f.xs, NULL,
 						 Y, ys, f.n, 3, f.rows, f.ntok);
-				for (int64_t t = 0; t < f.ntok; t++)
-					for (int64_t r = 3; r < f.rows; r++)
-						if (f2u(Y[t * ys + r]) != f2u(G[t * ys + r]))
-							fail_msg("amx level %s ntok=%lld%s: Y[%lld][%lld] = "
-								 "%a, generic %a", dtype_info[f.wt].name,
-								 (long long)f.ntok, packed ? " packed" : "",
-								 (long long)t, (long long)r,
-								 (double)Y[t * ys + r], (double)G[t * ys + r]);
+				for (int64_t t = 0; t < f.ntok; t++) {
+					const int64_t o = t * ys + 3;
+					const int64_t i = first_bits_diff(Y + o, G + o, f.rows - 3);
+					if (i >= 0)
+						fail_msg("amx level %s ntok=%lld%s: Y[%lld][%lld] = %a, "
+							 "generic %a", dtype_info[f.wt].name,
+							 (long long)f.ntok, packed ? " packed" : "",
+							 (long long)t, (long long)(3 + i),
+							 (double)Y[o + i], (double)G[o + i]);
+				}
 			}
 			free(Y);
 			free(G);

@@ -30,6 +30,15 @@ static inline float u2f(uint32_t u)
 	return f;
 }
 
+/* The first i < n where a[i] and b[i] differ in their bits, or -1. */
+static inline int64_t first_bits_diff(const float *a, const float *b, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (f2u(a[i]) != f2u(b[i]))
+			return i;
+	return -1;
+}
+
 /* fn's stderr, run in a child that must end by SIGABRT, into buf (a
  * test failure naming the child's status and stderr otherwise). */
 static inline void test_abort_message(void (*fn)(void), char *buf, size_t cap)
