@@ -1866,7 +1866,10 @@ static void test_act_prepare_nonfinite(void **state)
 	static const dtype_t wts[] = {DTYPE_Q8_0, DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0,
 				      DTYPE_Q5_1, DTYPE_Q2_K, DTYPE_Q3_K, DTYPE_Q4_K,
 				      DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_IQ4_NL, DTYPE_IQ4_XS};
-	const float bad[2] = {NAN, INFINITY};
+	const float bad[3] = {NAN, INFINITY, -INFINITY};
+	/* the first element, one inside, and one in the last block of every
+	 * type (all_finite looks at 4 lanes at a time) */
+	const int at[3] = {0, 257, N - 3};
 	float x[N], w[N];
 	rng_t r;
 	rng_seed(&r, 33);
@@ -1891,16 +1894,17 @@ static void test_act_prepare_nonfinite(void **state)
 			act_prepare(wt, x, xg, N);
 			float good = vec_dot(wt, wq, xg, N);
 			assert_true(isfinite(good));
-			for (int v = 0; v < 2; v++) {
+			for (int v = 0; v < 3; v++) {
 				float y[N];
 				memcpy(y, x, sizeof y);
-				y[N - 3] = bad[v]; /* in the last block of every type */
+				y[at[v]] = bad[v];
 				act_prepare(wt, y, xa, N);
 				assert_true(isnan(vec_dot(wt, wq, xa, N)));
-				/* the blocks before it quantized as before */
+				/* the blocks before its block quantized as before */
 				size_t bb = dtype_info[a].block_bytes;
-				int64_t nb = N / dtype_info[a].block;
-				assert_memory_equal(xa, xg, (size_t)(nb - 1) * bb);
+				int64_t nb = at[v] / dtype_info[a].block;
+				if (nb > 0)
+					assert_memory_equal(xa, xg, (size_t)nb * bb);
 				float o[1];
 				matvec_rows(wt, wq, xa, o, N, 0, 1);
 				assert_true(isnan(o[0]));
