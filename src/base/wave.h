@@ -1,7 +1,8 @@
 /* The contract between the model and whoever runs it (serial loop or gang).
  *
  * A token's forward pass is a fixed list of waves. Wave w has n_chunks
- * independent chunks: chunk(ctx, w, i) computes whole output elements, each
+ * independent chunks (read only while the plan runs: the model may set a
+ * wave's count between runs, as its batch plan does per batch): chunk(ctx, w, i) computes whole output elements, each
  * with a fixed reduction order, so its result does not depend on which thread
  * runs it or in which order the chunks run. After every chunk of wave w has
  * finished, finish(ctx, w) (may be NULL) runs exactly once, on one thread,

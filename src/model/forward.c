@@ -20,6 +20,23 @@ enum {
 	STEP_COUNT
 };
 
+/* The batch plan's waves of a layer: each matrix step, then a wave of one
+ * chunk per token for what the decode plan does in that step's serial
+ * finish (the batch's per-token steps, below b_act_fill_row). */
+enum {
+	BSTEP_QKV,
+	BSTEP_QKV_TOK,
+	BSTEP_ATTN,
+	BSTEP_ATTN_TOK,
+	BSTEP_WO,
+	BSTEP_WO_TOK,
+	BSTEP_FFN1,
+	BSTEP_FFN1_TOK,
+	BSTEP_FFN2,
+	BSTEP_FFN2_TOK,
+	BSTEP_COUNT
+};
+
 /* Default weight bytes per chunk. Decode: larger chunks stream better
  * (fewer claims, fewer cold starts of a row group): 256 KiB for quantized
  * weights, 128 KiB for float ones, the best of 32 / 128 / 256 KiB
@@ -245,6 +262,14 @@ static inline void rows_of(uint32_t chunk, uint32_t per, int64_t total,
 static inline const layer_t *layer_of(const forward_t *f, uint32_t wave)
 {
 	return &f->m->layers[(wave - 1) / STEP_COUNT];
+}
+
+/* The layer of a batch plan's wave, and the layer itself. */
+static inline int64_t b_layer(uint32_t wave) { return (wave - 1) / BSTEP_COUNT; }
+
+static inline const layer_t *b_layer_of(const forward_t *f, uint32_t wave)
+{
+	return &f->m->layers[b_layer(wave)];
 }
 
 /* ---- the architectures' steps (arch_info) ---- */
@@ -578,28 +603,17 @@ static void cls_chunk(void *ctx, uint32_t wave, uint32_t chunk)
  * Each wave computes, for every token of the batch, exactly what the
  * decode wave above computes for one token: the matrices through gemm_rows
  * (each output the same bits as decode's matvec_rows), attention through
- * attn_chunk, the finish steps through the same rmsnorm / rope / act_fill
- * per token in ascending order. So a batched prefill leaves the same KV
- * cache and the same logits, bit for bit, as token-by-token decoding, at
- * any batch size and whatever the membership. A chunk is a block of weight
- * rows (a multiple of 16, about chunk_bytes of weights) times all tokens of
- * the batch: the block is streamed once per batch, then read from cache.
- * The plan is fixed at forward_new (from the model and the maximum batch
- * size): an attention chunk is (head, group of 16 tokens), and chunks that
- * a smaller batch does not need, or the classifier when no logits are
- * wanted, return at once. */
-
-static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
-{
-	forward_t *f = ctx;
-	const tensor_t *e = &f->m->tok_embd;
-	size_t rb = dtype_row_bytes(e->type, e->cols);
-	for (int32_t k = 0; k < f->bn; k++) {
-		dequantize_row(e->type, (const char *)e->data + (size_t)f->btok[k] * rb,
-			       f->bx + (size_t)k * f->c.dim, e->cols);
-		scale_embedding(f, f->bx + (size_t)k * f->c.dim);
-	}
-}
+ * attn_chunk, and the decode finishes' rmsnorm / rope / act_fill in waves
+ * of their own, a chunk per token (the per-token steps below). So a
+ * batched prefill leaves the same KV cache and the same logits, bit for
+ * bit, as token-by-token decoding, at any batch size and whatever the
+ * membership. A matrix chunk is a block of weight rows (a multiple of 16,
+ * about chunk_bytes of weights) times all tokens of the batch: the block is
+ * streamed once per batch, then read from cache. The waves are fixed at
+ * forward_new (from the model and the maximum batch size): an attention
+ * chunk is (head, group of 16 tokens), and chunks that a smaller batch does
+ * not need, or the classifier when no logits are wanted, return at once;
+ * only the per-token waves' chunk counts follow the batch (b_set_tokens). */
 
 /* The batch's activations for matrix w: float rows, or the quantized rows
  * of its activation type (act_k_off, bmax rows). */
@@ -640,10 +654,10 @@ static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, f
 			 ntok);
 }
 
-/* Per token: the quantized rows of x (bn, n) for each activation type the
- * k matrices ws read (as act_fill), and the Q8_0 and Q8_1 rows' gemm aux. */
-static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
-			 const float *x, void *xq, void *aux, int64_t n, int32_t rows)
+/* Token j's row of x (bn, n) prepared for each activation type the k
+ * matrices ws read (as act_fill; xq holds bmax rows per type). */
+static void b_act_fill_row(const forward_t *f, const tensor_t *const *ws, int k,
+			   const float *x, void *xq, int64_t n, int32_t j)
 {
 	bool done[DTYPE_COUNT] = { false };
 	for (int i = 0; i < k; i++) {
@@ -652,40 +666,72 @@ static void b_act_fill_n(const forward_t *f, const tensor_t *const *ws, int k,
 			continue;
 		done[a] = true;
 		char *base = act_region(t, xq, n, f->bmax);
-		for (int32_t j = 0; j < rows; j++)
-			act_prepare(t, x + j * n, base + j * act_row(t, n), n);
-		if (a == DTYPE_Q8_0 || a == DTYPE_Q8_1)
-			gemm_aux_prepare(t, base, act_row(t, n), n, rows, aux);
+		act_prepare(t, x + j * n, base + j * act_row(t, n), n);
 	}
 }
 
-static void b_act_fill(const forward_t *f, const tensor_t *const *ws, int k,
-		       const float *x, void *xq, void *aux, int64_t n)
+/* The gemm aux of the first `rows` rows of xq's Q8_0 and Q8_1 regions that
+ * the k matrices ws read (gemm_aux_prepare, over the rows at once). */
+static void b_aux_fill(const forward_t *f, const tensor_t *const *ws, int k, void *xq,
+		       void *aux, int64_t n, int32_t rows)
 {
-	b_act_fill_n(f, ws, k, x, xq, aux, n, f->bn);
+	bool done[DTYPE_COUNT] = { false };
+	for (int i = 0; i < k; i++) {
+		dtype_t t = ws[i]->type, a = act_key(t);
+		if (act_raw(t) || done[a])
+			continue;
+		done[a] = true;
+		if (a == DTYPE_Q8_0 || a == DTYPE_Q8_1)
+			gemm_aux_prepare(t, act_region(t, xq, n, f->bmax), act_row(t, n), n, rows,
+					 aux);
+	}
 }
 
-/* Per token: xb = rmsnorm(x, w), quantized for the k matrices ws. */
-static void b_norm_into_xb(forward_t *f, const float *w, const tensor_t *const *ws, int k)
+/* Token j: xb = rmsnorm(x, w), prepared for the k matrices ws. */
+static void b_norm_row(forward_t *f, const float *w, const tensor_t *const *ws, int k,
+		       int32_t j)
 {
 	int64_t d = f->c.dim;
-	for (int32_t j = 0; j < f->bn; j++)
-		rmsnorm(f->bxb + j * d, f->bx + j * d, w, d, f->c.rms_eps);
-	b_act_fill(f, ws, k, f->bxb, f->bxb_q, f->bxb_aux, d);
+	rmsnorm(f->bxb + j * d, f->bx + j * d, w, d, f->c.rms_eps);
+	b_act_fill_row(f, ws, k, f->bxb, f->bxb_q, d, j);
+}
+
+/* ---- the batch's per-token steps ----
+ *
+ * What a decode finish does for its one token (rmsnorm, RoPE, the KV
+ * store, the activations' quantization), the batch plan does for each of
+ * its bn tokens in a wave of its own, a chunk per token (forward_set_segs
+ * sets the count), so that the gang shares it: run by a wave's last
+ * arriver while the others waited, it was about 5% of a 16-token step's
+ * CPU time on two cores, and its share of the step grows with the cores.
+ * A token's rows are computed by the same functions in the same order as
+ * the decode finish's, so the bits are those of token-by-token decoding.
+ * Such a wave's finish computes the gemm aux of its quantized rows. */
+
+static void b_embed_chunk(void *ctx, uint32_t wave, uint32_t chunk)
+{
+	forward_t *f = ctx;
+	const tensor_t *e = &f->m->tok_embd;
+	const layer_t *y = &f->m->layers[0];
+	size_t rb = dtype_row_bytes(e->type, e->cols);
+	float *x = f->bx + (size_t)chunk * f->c.dim;
+	dequantize_row(e->type, (const char *)e->data + (size_t)f->btok[chunk] * rb, x, e->cols);
+	scale_embedding(f, x);
+	b_norm_row(f, y->attn_norm, QKV_OF(y), (int32_t)chunk);
 }
 
 static void b_embed_finish(void *ctx, uint32_t wave)
 {
 	forward_t *f = ctx;
 	const layer_t *y = &f->m->layers[0];
-	b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
+	b_aux_fill(f, QKV_OF(y), f->bxb_q, f->bxb_aux, f->c.dim, f->bn);
 }
 
 static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
 	int64_t Q = q_dim(c), KV = kv_dim(c);
 	const struct {
 		const tensor_t *w;
@@ -717,22 +763,19 @@ static void b_qkv_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	}
 }
 
-static void b_qkv_finish(void *ctx, uint32_t wave)
+/* Token k's q and k rows normed and rotated, its K and V rows into its
+ * sequence's cache, as the decode finish stores them (the same bits). */
+static void b_qkv_tok(void *ctx, uint32_t wave, uint32_t k)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
-	const layer_t *y = layer_of(f, wave);
-	int64_t l = (wave - 1) / STEP_COUNT, Q = q_dim(c), KV = kv_dim(c);
+	const layer_t *y = b_layer_of(f, wave);
+	int64_t l = b_layer(wave), Q = q_dim(c), KV = kv_dim(c);
 	const float *tab = y->swa ? f->rope_cs_swa : f->rope_cs;
-	for (int32_t k = 0; k < f->bn; k++) {
-		qk_finish(f, y, f->bq + k * Q, f->bk + k * KV,
-			  tab + (size_t)k * (size_t)c->rope_dim);
-		/* into the token's sequence cache, as the decode finish
-		 * stores them (the same bits) */
-		const forward_kv_t *kv = f->bsegs[f->bseg_of[k]].kv;
-		kv_store_row(f->kvt, f->bk + k * KV, kv_at(f, kv->k, kv->cap, l, f->bpos_of[k]), KV);
-		kv_store_row(f->kvt, f->bv + k * KV, kv_at(f, kv->v, kv->cap, l, f->bpos_of[k]), KV);
-	}
+	qk_finish(f, y, f->bq + k * Q, f->bk + k * KV, tab + (size_t)k * (size_t)c->rope_dim);
+	const forward_kv_t *kv = f->bsegs[f->bseg_of[k]].kv;
+	kv_store_row(f->kvt, f->bk + k * KV, kv_at(f, kv->k, kv->cap, l, f->bpos_of[k]), KV);
+	kv_store_row(f->kvt, f->bv + k * KV, kv_at(f, kv->v, kv->cap, l, f->bpos_of[k]), KV);
 }
 
 static inline uint32_t att_groups(int32_t n)
@@ -793,7 +836,7 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
 	const model_config_t *c = &f->c;
-	int64_t l = (wave - 1) / STEP_COUNT;
+	int64_t l = b_layer(wave);
 	int64_t g = c->n_heads / c->n_kv_heads, parts = attn_parts(c);
 	int64_t per = (g + parts - 1) / parts;
 	uint32_t groups = att_groups(f->bmax);
@@ -803,7 +846,7 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 		return;
 	int64_t h1 = h + per < kvh * g + g ? h + per : kvh * g + g;
 	int32_t k1 = k0 + ATT_TOKENS < f->bn ? k0 + ATT_TOKENS : f->bn;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
 	for (int32_t a = k0, b; a < k1; a = b) {
 		for (b = a + 1; b < k1 && f->bseg_of[b] == f->bseg_of[a]; b++)
 			;
@@ -811,11 +854,19 @@ static void b_attn_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 	}
 }
 
-static void b_attn_finish(void *ctx, uint32_t wave)
+/* Token k's attention output prepared for wo. */
+static void b_attn_tok(void *ctx, uint32_t wave, uint32_t k)
 {
 	forward_t *f = ctx;
-	const tensor_t *w = &layer_of(f, wave)->wo;
-	b_act_fill(f, &w, 1, f->batt, f->batt_q, f->batt_aux, q_dim(&f->c));
+	const tensor_t *w = &b_layer_of(f, wave)->wo;
+	b_act_fill_row(f, &w, 1, f->batt, f->batt_q, q_dim(&f->c), (int32_t)k);
+}
+
+static void b_attn_tok_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &b_layer_of(f, wave)->wo;
+	b_aux_fill(f, &w, 1, f->batt_q, f->batt_aux, q_dim(&f->c), f->bn);
 }
 
 /* x += W @ in for rows r0..r1 of the chunk, every token (WO and FFN2);
@@ -838,32 +889,34 @@ static void b_residual(forward_t *f, const tensor_t *w, const float *in,
 static void b_wo_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
 	b_residual(f, &y->wo, f->batt, f->batt_q, f->batt_aux, f->brows_wo, chunk,
 		   y->post_attn_norm != NULL);
 }
 
-/* Per token: x += norm(btmp) (the post-norm's residual add). */
-static void b_add_residual(forward_t *f, const float *w)
-{
-	int64_t d = f->c.dim;
-	for (int32_t k = 0; k < f->bn; k++)
-		add_residual(f, f->bx + k * d, f->btmp + k * d, w);
-}
-
-static void b_wo_finish(void *ctx, uint32_t wave)
+/* Token k: with a post-norm x += norm(btmp) (the residual add), then the
+ * FFN's input. */
+static void b_wo_tok(void *ctx, uint32_t wave, uint32_t k)
 {
 	forward_t *f = ctx;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
+	int64_t d = f->c.dim;
 	if (y->post_attn_norm)
-		b_add_residual(f, y->post_attn_norm);
-	b_norm_into_xb(f, y->ffn_norm, FFN1_OF(y));
+		add_residual(f, f->bx + k * d, f->btmp + k * d, y->post_attn_norm);
+	b_norm_row(f, y->ffn_norm, FFN1_OF(y), (int32_t)k);
+}
+
+static void b_wo_tok_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const layer_t *y = b_layer_of(f, wave);
+	b_aux_fill(f, FFN1_OF(y), f->bxb_q, f->bxb_aux, f->c.dim, f->bn);
 }
 
 static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
 	int64_t r0, r1, d = f->c.dim, H = f->c.hidden_dim;
 	rows_of(chunk, f->brows_ffn1, y->w_gate.rows, &r0, &r1);
 	const tensor_t *g = &y->w_gate, *u = &y->w_up;
@@ -876,39 +929,64 @@ static void b_ffn1_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 			r1 - r0);
 }
 
-static void b_ffn1_finish(void *ctx, uint32_t wave)
+/* Token k's FFN activation prepared for down. */
+static void b_ffn1_tok(void *ctx, uint32_t wave, uint32_t k)
 {
 	forward_t *f = ctx;
-	const tensor_t *w = &layer_of(f, wave)->w_down;
-	b_act_fill(f, &w, 1, f->bhb, f->bhb_q, f->bhb_aux, f->c.hidden_dim);
+	const tensor_t *w = &b_layer_of(f, wave)->w_down;
+	b_act_fill_row(f, &w, 1, f->bhb, f->bhb_q, f->c.hidden_dim, (int32_t)k);
+}
+
+static void b_ffn1_tok_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	const tensor_t *w = &b_layer_of(f, wave)->w_down;
+	b_aux_fill(f, &w, 1, f->bhb_q, f->bhb_aux, f->c.hidden_dim, f->bn);
 }
 
 static void b_ffn2_chunk(void *ctx, uint32_t wave, uint32_t chunk)
 {
 	forward_t *f = ctx;
-	const layer_t *y = layer_of(f, wave);
+	const layer_t *y = b_layer_of(f, wave);
 	b_residual(f, &y->w_down, f->bhb, f->bhb_q, f->bhb_aux, f->brows_ffn2, chunk,
 		   y->post_ffn_norm != NULL);
 }
 
-static void b_ffn2_finish(void *ctx, uint32_t wave)
+/* Token k: with a post-norm x += norm(btmp), then the next layer's input
+ * (after the last layer: b_ffn2_tok_finish). */
+static void b_ffn2_tok(void *ctx, uint32_t wave, uint32_t k)
 {
 	forward_t *f = ctx;
-	uint32_t l = (wave - 1) / STEP_COUNT;
-	if (f->m->layers[l].post_ffn_norm)
-		b_add_residual(f, f->m->layers[l].post_ffn_norm);
-	if (l + 1 < (uint32_t)f->c.n_layers) {
-		const layer_t *y = &f->m->layers[l + 1];
-		b_norm_into_xb(f, y->attn_norm, QKV_OF(y));
-	} else if (f->bnlog) { /* only the tokens with logits go on: row j of
-				* xb is the j-th of them (blog_tok[j] >= j) */
-		int64_t d = f->c.dim;
-		const tensor_t *w = &f->m->output;
-		for (int32_t j = 0; j < f->bnlog; j++)
-			rmsnorm(f->bxb + j * d, f->bx + (int64_t)f->blog_tok[j] * d,
-				f->m->output_norm, d, f->c.rms_eps);
-		b_act_fill_n(f, &w, 1, f->bxb, f->bxb_q, f->bxb_aux, d, f->bnlog);
+	int64_t l = b_layer(wave), d = f->c.dim;
+	const layer_t *y = &f->m->layers[l];
+	if (y->post_ffn_norm)
+		add_residual(f, f->bx + k * d, f->btmp + k * d, y->post_ffn_norm);
+	if (l + 1 < f->c.n_layers) {
+		const layer_t *next = &f->m->layers[l + 1];
+		b_norm_row(f, next->attn_norm, QKV_OF(next), (int32_t)k);
 	}
+}
+
+/* The next layer's aux; after the last layer the classifier's input: row j
+ * of xb is the j-th token with logits (blog_tok[j] >= j, so this runs once
+ * every token's residual is in, here rather than per token). */
+static void b_ffn2_tok_finish(void *ctx, uint32_t wave)
+{
+	forward_t *f = ctx;
+	int64_t l = b_layer(wave), d = f->c.dim;
+	if (l + 1 < f->c.n_layers) {
+		const layer_t *next = &f->m->layers[l + 1];
+		b_aux_fill(f, QKV_OF(next), f->bxb_q, f->bxb_aux, d, f->bn);
+		return;
+	}
+	const tensor_t *w = &f->m->output;
+	for (int32_t j = 0; j < f->bnlog; j++) {
+		rmsnorm(f->bxb + j * d, f->bx + (int64_t)f->blog_tok[j] * d, f->m->output_norm, d,
+			f->c.rms_eps);
+		b_act_fill_row(f, &w, 1, f->bxb, f->bxb_q, d, j);
+	}
+	if (f->bnlog)
+		b_aux_fill(f, &w, 1, f->bxb_q, f->bxb_aux, d, f->bnlog);
 }
 
 /* Logits of the tokens that want them, as cls_chunk (gemm_rows: each
@@ -1041,7 +1119,7 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	f->blog_row = eg_calloc(B, sizeof *f->blog_row);
 	f->bk = calloc_lines(B * KV, sizeof(float));
 	f->bv = calloc_lines(B * KV, sizeof(float));
-	uint32_t n = 2 + STEP_COUNT * (uint32_t)c->n_layers;
+	uint32_t n = 2 + BSTEP_COUNT * (uint32_t)c->n_layers;
 	f->bwaves = eg_calloc(n, sizeof *f->bwaves);
 	if (!f->bsegs || !f->bseg_of || !f->bpos_of || !f->blog_tok || !f->blog_row ||
 	    !f->bk || !f->bv || !f->btok || !f->bx || !f->bxb || !f->bxb_q || !f->bq || !f->batt ||
@@ -1055,19 +1133,23 @@ static int batch_alloc(forward_t *f, uint32_t chunk_bytes)
 	f->brows_wo = batch_rows_per_chunk(&y->wo, chunk_bytes);
 	f->brows_ffn1 = batch_rows_per_chunk(&y->w_gate, chunk_bytes / 2);
 	f->brows_ffn2 = batch_rows_per_chunk(&y->w_down, chunk_bytes);
+	/* the per-token waves' chunk counts are the batch's (b_set_tokens) */
 	f->bwaves[0] = (wave_t){1, b_embed_chunk, b_embed_finish};
 	for (int l = 0; l < c->n_layers; l++) {
-		wave_t *w = &f->bwaves[1 + STEP_COUNT * l];
-		w[STEP_QKV] = (wave_t){div_up((int64_t)Q + 2 * kv_dim(c), f->brows_qkv),
-				       b_qkv_chunk, b_qkv_finish};
-		w[STEP_ATTN] = (wave_t){(uint32_t)c->n_heads * att_groups(f->bmax),
-					b_attn_chunk, b_attn_finish};
-		w[STEP_WO] = (wave_t){div_up(c->dim, f->brows_wo), b_wo_chunk,
-				      b_wo_finish};
-		w[STEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->brows_ffn1),
-					b_ffn1_chunk, b_ffn1_finish};
-		w[STEP_FFN2] = (wave_t){div_up(c->dim, f->brows_ffn2),
-					b_ffn2_chunk, b_ffn2_finish};
+		wave_t *w = &f->bwaves[1 + BSTEP_COUNT * l];
+		w[BSTEP_QKV] = (wave_t){div_up((int64_t)Q + 2 * kv_dim(c), f->brows_qkv),
+					b_qkv_chunk, NULL};
+		w[BSTEP_QKV_TOK] = (wave_t){1, b_qkv_tok, NULL};
+		w[BSTEP_ATTN] = (wave_t){(uint32_t)c->n_heads * att_groups(f->bmax),
+					 b_attn_chunk, NULL};
+		w[BSTEP_ATTN_TOK] = (wave_t){1, b_attn_tok, b_attn_tok_finish};
+		w[BSTEP_WO] = (wave_t){div_up(c->dim, f->brows_wo), b_wo_chunk, NULL};
+		w[BSTEP_WO_TOK] = (wave_t){1, b_wo_tok, b_wo_tok_finish};
+		w[BSTEP_FFN1] = (wave_t){div_up(c->hidden_dim, f->brows_ffn1), b_ffn1_chunk,
+					 NULL};
+		w[BSTEP_FFN1_TOK] = (wave_t){1, b_ffn1_tok, b_ffn1_tok_finish};
+		w[BSTEP_FFN2] = (wave_t){div_up(c->dim, f->brows_ffn2), b_ffn2_chunk, NULL};
+		w[BSTEP_FFN2_TOK] = (wave_t){1, b_ffn2_tok, b_ffn2_tok_finish};
 	}
 	f->bwaves[n - 1] = (wave_t){div_up(c->vocab_size, f->rows_cls),
 				    b_cls_chunk, NULL};
@@ -1111,7 +1193,7 @@ forward_t *forward_new_kv(const model_t *m, int32_t ctx, kv_type_t kv, uint32_t 
 									  : DECODE_CHUNK_F;
 	/* the gang's sync word counts waves in 16 bits (gang.h
 	 * GANG_MAX_WAVES; model is below gang, so the bound is restated) */
-	if ((uint64_t)2 + (uint64_t)STEP_COUNT * (uint64_t)c->n_layers > 0xffffu) {
+	if ((uint64_t)2 + (uint64_t)BSTEP_COUNT * (uint64_t)c->n_layers > 0xffffu) {
 		err_set("%d layers: a token's plan would exceed the gang's 65535 waves",
 			c->n_layers);
 		return NULL;
@@ -1302,6 +1384,24 @@ float *forward_logits(forward_t *f) { return f->logits; }
 
 int32_t forward_batch_max(const forward_t *f) { return f->bmax; }
 
+/* The per-token waves get a chunk per token of the batch. Only those
+ * counts change between batches; the waves themselves do not: a worker may
+ * still read the wave count after the last barrier of the previous token
+ * while the leader is here already, but a wave's chunk count is read only
+ * while the plan runs (base/wave.h). The matrix waves' chunks past this
+ * batch (attention groups, the classifier without logits) return at once. */
+static void b_set_tokens(forward_t *f)
+{
+	uint32_t n = (uint32_t)f->bn;
+	f->bwaves[0].n_chunks = n;
+	for (int l = 0; l < f->c.n_layers; l++) {
+		wave_t *w = &f->bwaves[1 + BSTEP_COUNT * l];
+		w[BSTEP_QKV_TOK].n_chunks = w[BSTEP_ATTN_TOK].n_chunks = n;
+		w[BSTEP_WO_TOK].n_chunks = w[BSTEP_FFN1_TOK].n_chunks = n;
+		w[BSTEP_FFN2_TOK].n_chunks = n;
+	}
+}
+
 int forward_set_batch(forward_t *f, const int32_t *tokens, int32_t n,
 		      int32_t pos, bool logits)
 {
@@ -1361,10 +1461,7 @@ int forward_set_segs(forward_t *f, const forward_seg_t *segs, int32_t nseg)
 	}
 	f->bn = total;
 	f->bnseg = nseg;
-	/* The plan itself never changes: a worker may still read its wave
-	 * count after the last barrier of the previous token while the
-	 * leader is here already. Chunks past this batch (attention groups,
-	 * the classifier without logits) return at once. */
+	b_set_tokens(f);
 	return 0;
 }
 

@@ -64,10 +64,14 @@ float *forward_logits(forward_t *f);
 
 /* Batched prefill (forward.c): the same waves over a batch of prompt
  * tokens, matrix-matrix (kernels.h gemm_rows), each weight chunk streamed
- * once per batch. The KV cache and the logits are the same bits as running
- * the tokens one by one through forward_set_input, at any batch size and
- * whatever the membership; chunk boundaries depend on the model and the
- * maximum batch size only, and the plan never changes after forward_new.
+ * once per batch, and after each matrix wave a wave of one chunk per token
+ * for what the decode plan does in that wave's finish (norms, RoPE, the KV
+ * store, quantizing the next input). The KV cache and the logits are the
+ * same bits as running the tokens one by one through forward_set_input, at
+ * any batch size and whatever the membership; the matrix waves' chunk
+ * boundaries depend on the model and the maximum batch size only, and only
+ * the per-token waves' chunk counts change after forward_new (set with the
+ * batch, read only while the plan runs).
  *
  * Tokens per batch at most: 128, or EGANG_PREFILL_BATCH=N (0..1024) read at
  * forward_new; 0 turns batching off (callers then go token by token). */
