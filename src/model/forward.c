@@ -239,17 +239,28 @@ static inline void act_fill(dtype_t t, const float *x, void *xq, int64_t n)
 		act_prepare(t, x, act_region(t, xq, n, 1), n);
 }
 
+/* The types of the k <= 3 matrices ws that need prepared activations, one
+ * per prepared form (act_key), into t; their count. */
+static int act_types(const tensor_t *const *ws, int k, dtype_t t[3])
+{
+	bool done[DTYPE_COUNT] = { false };
+	int n = 0;
+	for (int i = 0; i < k; i++) {
+		dtype_t w = ws[i]->type, a = act_key(w);
+		if (!act_raw(w) && !done[a])
+			t[n++] = w;
+		done[a] = true;
+	}
+	return n;
+}
+
 /* act_fill for each activation type the k matrices ws read. */
 static void act_fill_for(const tensor_t *const *ws, int k, const float *x, void *xq,
 			 int64_t n)
 {
-	bool done[DTYPE_COUNT] = { false };
-	for (int i = 0; i < k; i++) {
-		dtype_t a = act_key(ws[i]->type);
-		if (!done[a])
-			act_fill(ws[i]->type, x, xq, n);
-		done[a] = true;
-	}
+	dtype_t t[3];
+	for (int i = 0, nt = act_types(ws, k, t); i < nt; i++)
+		act_fill(t[i], x, xq, n);
 }
 
 static inline void rows_of(uint32_t chunk, uint32_t per, int64_t total,
@@ -659,15 +670,10 @@ static void b_mm(const tensor_t *w, const void *X, size_t xs, const void *aux, f
 static void b_act_fill_row(const forward_t *f, const tensor_t *const *ws, int k,
 			   const float *x, void *xq, int64_t n, int32_t j)
 {
-	bool done[DTYPE_COUNT] = { false };
-	for (int i = 0; i < k; i++) {
-		dtype_t t = ws[i]->type, a = act_key(t);
-		if (act_raw(t) || done[a])
-			continue;
-		done[a] = true;
-		char *base = act_region(t, xq, n, f->bmax);
-		act_prepare(t, x + j * n, base + j * act_row(t, n), n);
-	}
+	dtype_t t[3];
+	for (int i = 0, nt = act_types(ws, k, t); i < nt; i++)
+		act_prepare(t[i], x + j * n,
+			    (char *)act_region(t[i], xq, n, f->bmax) + j * act_row(t[i], n), n);
 }
 
 /* The gemm aux of the first `rows` rows of xq's Q8_0 and Q8_1 regions that
@@ -675,15 +681,12 @@ static void b_act_fill_row(const forward_t *f, const tensor_t *const *ws, int k,
 static void b_aux_fill(const forward_t *f, const tensor_t *const *ws, int k, void *xq,
 		       void *aux, int64_t n, int32_t rows)
 {
-	bool done[DTYPE_COUNT] = { false };
-	for (int i = 0; i < k; i++) {
-		dtype_t t = ws[i]->type, a = act_key(t);
-		if (act_raw(t) || done[a])
-			continue;
-		done[a] = true;
+	dtype_t t[3];
+	for (int i = 0, nt = act_types(ws, k, t); i < nt; i++) {
+		dtype_t a = dtype_info[t[i]].act;
 		if (a == DTYPE_Q8_0 || a == DTYPE_Q8_1)
-			gemm_aux_prepare(t, act_region(t, xq, n, f->bmax), act_row(t, n), n, rows,
-					 aux);
+			gemm_aux_prepare(t[i], act_region(t[i], xq, n, f->bmax), act_row(t[i], n),
+					 n, rows, aux);
 	}
 }
 
