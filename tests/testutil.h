@@ -30,6 +30,13 @@ static inline float u2f(uint32_t u)
 	return f;
 }
 
+/* Whether the tests run under a user-mode emulator (tests/arm64/run.sh:
+ * EGANG_TEST_EXEC names qemu-aarch64). There a child cannot exec this
+ * binary itself (no binfmt_misc), and posix_spawn's exec errors do not
+ * reach the parent (qemu-user runs its CLONE_VFORK child as a fork), so
+ * the tests of spawning children skip. */
+static inline int test_under_emulator(void) { return getenv("EGANG_TEST_EXEC") != NULL; }
+
 /* The first i < n where a[i] and b[i] differ in their bits, or -1. */
 static inline int64_t first_bits_diff(const float *a, const float *b, int64_t n)
 {
