@@ -225,28 +225,49 @@ static void amx_fixture_free(amx_fixture_t *f)
 	free(f->dx);
 }
 
+/* ntok rows of ys = rows + 3 outputs, every one -7 (a sentinel: what a
+ * kernel writes outside its rows shows). */
+static float *amx_outputs(int64_t rows, int64_t ntok)
+{
+	const int64_t len = (rows + 3) * ntok;
+	float *Y = malloc(sizeof(float) * (size_t)len);
+	assert_non_null(Y);
+	for (int64_t i = 0; i < len; i++)
+		Y[i] = -7.0f;
+	return Y;
+}
+
+/* Y (amx_outputs, a kernel's over rows [r0, r1) of W times X) equals the
+ * generic twin's bit for bit, sentinels included; frees Y. how: the
+ * variant, for the message. */
+static void amx_expect_generic(const char *name, const char *how, dtype_t wt, const uint8_t *W,
+			       const uint8_t *X, size_t xs, int64_t rows, int64_t n, int64_t ntok,
+			       int64_t r0, int64_t r1, float *Y)
+{
+	const int64_t ys = rows + 3;
+	float *G = amx_outputs(rows, ntok);
+	gemm_rows_generic(wt, W, X, xs, G, ys, n, r0, r1, ntok);
+	const int64_t i = first_bits_diff(Y, G, ys * ntok);
+	if (i >= 0)
+		fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld)%s: Y[%lld][%lld] = %a, "
+			 "generic %a", name, dtype_info[wt].name, (long long)rows, (long long)n,
+			 (long long)ntok, (long long)r0, (long long)r1, how, (long long)(i / ys),
+			 (long long)(i % ys), (double)Y[i], (double)G[i]);
+	free(Y);
+	free(G);
+}
+
 /* kern over rows [r0, r1) of f (from its packed copy when packed) equals
  * the generic twin bit for bit, and writes nothing else of Y. */
 static void amx_check(gemm_quant_kernel_t *kern, const char *name, const amx_fixture_t *f,
 		      bool packed, int64_t r0, int64_t r1)
 {
-	const int64_t ys = f->rows + 3, len = ys * f->ntok;
-	float *Y = malloc(sizeof(float) * (size_t)len), *G = malloc(sizeof(float) * (size_t)len);
-	for (int64_t i = 0; i < len; i++)
-		Y[i] = G[i] = -7.0f;
+	float *Y = amx_outputs(f->rows, f->ntok);
 	const uint8_t *P = packed ? f->P : NULL;
 	kern(f->wt, f->W, f->rb, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, f->dx, f->sx, Y,
-	     ys, f->n / QK, r0, r1, f->ntok);
-	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
-	const int64_t i = first_bits_diff(Y, G, len);
-	if (i >= 0)
-		fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld)%s: Y[%lld][%lld] = %a, "
-			 "generic %a", name, dtype_info[f->wt].name, (long long)f->rows,
-			 (long long)f->n, (long long)f->ntok, (long long)r0, (long long)r1,
-			 packed ? " packed" : "", (long long)(i / ys), (long long)(i % ys),
-			 (double)Y[i], (double)G[i]);
-	free(Y);
-	free(G);
+	     f->rows + 3, f->n / QK, r0, r1, f->ntok);
+	amx_expect_generic(name, packed ? " packed" : "", f->wt, f->W, f->X, f->xs, f->rows, f->n,
+			   f->ntok, r0, r1, Y);
 }
 
 /* One matrix and batch: every row range below, with and without the
@@ -349,31 +370,21 @@ static void amx_kq_fixture_free(amx_kq_fixture_t *f)
 /* How the kernel gets the weights: the rows only, the rows and the packed
  * copy, or the packed copy only (the amx level's matmat_p16 entries). */
 enum { AMX_KQ_ROWS, AMX_KQ_BOTH, AMX_KQ_PACKED, AMX_KQ_MODES };
-static const char *const amx_kq_mode_name[AMX_KQ_MODES] = { "rows", "rows+packed", "packed" };
+static const char *const amx_kq_mode_name[AMX_KQ_MODES] = { " rows", " rows+packed",
+							    " packed" };
 
 /* kern over rows [r0, r1) of f equals the generic twin bit for bit, and
  * writes nothing else of Y. */
 static void amx_kq_check(gemm_kq_kernel_t *kern, const char *name, const amx_kq_fixture_t *f,
 			 int mode, int64_t r0, int64_t r1)
 {
-	const int64_t ys = f->rows + 3, len = ys * f->ntok;
-	float *Y = malloc(sizeof(float) * (size_t)len), *G = malloc(sizeof(float) * (size_t)len);
-	for (int64_t i = 0; i < len; i++)
-		Y[i] = G[i] = -7.0f;
+	float *Y = amx_outputs(f->rows, f->ntok);
 	const uint8_t *W = mode == AMX_KQ_PACKED ? NULL : f->W;
 	const uint8_t *P = mode == AMX_KQ_ROWS ? NULL : f->P;
-	kern(f->wt, W, W ? f->rb : 0, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, Y, ys, f->n,
-	     r0, r1, f->ntok);
-	gemm_rows_generic(f->wt, f->W, f->X, f->xs, G, ys, f->n, r0, r1, f->ntok);
-	const int64_t i = first_bits_diff(Y, G, len);
-	if (i >= 0)
-		fail_msg("%s %s rows=%lld n=%lld ntok=%lld [%lld, %lld) %s: Y[%lld][%lld] = %a, "
-			 "generic %a", name, dtype_info[f->wt].name, (long long)f->rows,
-			 (long long)f->n, (long long)f->ntok, (long long)r0, (long long)r1,
-			 amx_kq_mode_name[mode], (long long)(i / ys), (long long)(i % ys),
-			 (double)Y[i], (double)G[i]);
-	free(Y);
-	free(G);
+	kern(f->wt, W, W ? f->rb : 0, P, P ? f->rows & ~(int64_t)15 : 0, f->X, f->xs, Y,
+	     f->rows + 3, f->n, r0, r1, f->ntok);
+	amx_expect_generic(name, amx_kq_mode_name[mode], f->wt, f->W, f->X, f->xs, f->rows, f->n,
+			   f->ntok, r0, r1, Y);
 }
 
 /* One matrix and batch: all rows, a range that starts and ends inside
