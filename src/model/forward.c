@@ -1391,7 +1391,9 @@ int32_t forward_batch_max(const forward_t *f) { return f->bmax; }
  * counts change between batches; the waves themselves do not: a worker may
  * still read the wave count after the last barrier of the previous token
  * while the leader is here already, but a wave's chunk count is read only
- * while the plan runs (base/wave.h). The matrix waves' chunks past this
+ * while the plan runs (base/wave.h: by the gang's deal, after the latch
+ * release that starts the token, so these plain stores are published by
+ * it). The matrix waves' chunks past this
  * batch (attention groups, the classifier without logits) return at once. */
 static void b_set_tokens(forward_t *f)
 {
